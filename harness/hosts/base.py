@@ -22,6 +22,8 @@ class Process(abc.ABC):
     """A background process on a host (a server, a sleeve daemon)."""
 
     argv: list[str]
+    # CPU seconds (user + system) the process used, once it has exited; None where unknown.
+    cpu_seconds: float | None = None
 
     @property
     @abc.abstractmethod

@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 
 from harness.errors import CommandError
 from harness.hosts.base import Completed, Host, Process
@@ -28,7 +29,20 @@ class LocalProcess(Process):
         return self._popen.pid
 
     def poll(self) -> int | None:
-        return self._popen.poll()
+        if self._popen.returncode is None:
+            self._reap(os.WNOHANG)
+        return self._popen.returncode
+
+    def _reap(self, flags: int) -> None:
+        """wait4 instead of Popen.wait, for the child's own rusage (its CPU seconds)."""
+        try:
+            pid, status, ru = os.wait4(self._popen.pid, flags)
+        except ChildProcessError:
+            self._popen.returncode = self._popen.returncode if self._popen.returncode is not None else -1
+            return
+        if pid:
+            self._popen.returncode = os.waitstatus_to_exitcode(status)
+            self.cpu_seconds = ru.ru_utime + ru.ru_stime
 
     def _collect(self) -> Completed:
         if self._result is None:
@@ -42,27 +56,28 @@ class LocalProcess(Process):
         return self._result
 
     def wait(self, timeout: float | None = None) -> Completed:
-        try:
-            self._popen.wait(timeout)
-        except subprocess.TimeoutExpired as e:
-            raise TimeoutError(f"{self.argv[0]} still running after {timeout}s") from e
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"{self.argv[0]} still running after {timeout}s")
+            time.sleep(0.02)
         return self._collect()
 
     def stop(self, timeout: float = 5.0) -> Completed:
-        if self._popen.poll() is None:
+        if self.poll() is None:
             # The process leads its own group, so `ip netns exec` and its child die together.
             try:
                 os.killpg(self._popen.pid, signal.SIGTERM)
             except ProcessLookupError:
                 pass
             try:
-                self._popen.wait(timeout)
-            except subprocess.TimeoutExpired:
+                self.wait(timeout)
+            except TimeoutError:
                 try:
                     os.killpg(self._popen.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-                self._popen.wait()
+                self.wait(None)
         return self._collect()
 
 

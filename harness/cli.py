@@ -1,0 +1,226 @@
+"""overlaybench's command line: parse, call the library, map HarnessError to exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import pathlib
+import shutil
+import signal
+import sys
+
+from harness import __version__
+from harness.errors import HarnessError
+
+log = logging.getLogger("overlaybench")
+
+EXIT_USAGE = 2
+
+
+def _csv(kind):
+    def parse(text: str):
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("empty list")
+        if kind is int:
+            try:
+                return [int(x) for x in items]
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: expected whole numbers separated by commas") from None
+        if kind == "mtu":
+            try:
+                return [x if x == "auto" else int(x) for x in items]
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: expected auto or whole numbers separated by commas") from None
+        return items
+    return parse
+
+
+def _overrides(a: argparse.Namespace) -> dict:
+    m = {}
+    for flag, key in (("modes", "modes"), ("underlay_mtu", "underlay_mtu"), ("overlay_mtu", "overlay_mtu"),
+                      ("placements", "placements"), ("tests", "tests"), ("streams", "streams"),
+                      ("repeats", "repeats"), ("duration", "duration")):
+        v = getattr(a, flag)
+        if v is not None:
+            m[key] = v
+    raw = {"matrix": m} if m else {}
+    if a.rate is not None:
+        raw["underlay"] = {"rate": a.rate}
+    if a.backend is not None or a.inventory is not None:
+        raw["backend"] = {k: v for k, v in (("kind", a.backend), ("inventory", a.inventory)) if v is not None}
+    return raw
+
+
+# ---------------------------------------------------------------- commands
+
+def cmd_doctor(a) -> int:
+    from harness import doctor
+    checks = doctor.all_checks()
+    print(doctor.render(checks))
+    return 0 if all(c.ok for c in checks if c.required) else 1
+
+
+def cmd_up(a) -> int:
+    from harness.lab import Lab
+    lab = Lab.create(a.underlay_mtu, a.rate, persistent=True)
+    f = lab.facts()
+    print(f"lab {lab.prefix} up: namespaces {', '.join(s.host.netns + ', ' + s.container.netns for s in lab.sides)}")
+    for h, addrs in f["addresses"].items():
+        print(f"  {h}: " + ", ".join(f"{k} {v}" for k, v in addrs.items()))
+    print("remove it with: overlaybench down")
+    return 0
+
+
+def cmd_down(a) -> int:
+    from harness.lab import down
+    removed, kept = down(force=a.force)
+    for r in removed:
+        print(f"removed {r}")
+    for k in kept:
+        print(f"left {k}; --force removes it too")
+    if not removed and not kept:
+        print("nothing to remove")
+    return 0
+
+
+def cmd_run(a) -> int:
+    from harness import session
+    store = session.run(scenario_path=a.scenario, overrides=_overrides(a), resume=a.resume,
+                        results_dir=a.results, quiet=a.quiet)
+    print(store.path)
+    from harness import stats
+    print(stats.format_table(stats.summary_table(_load(store.path))))
+    return 0
+
+
+def _load(run):
+    from harness import results
+    return results.load(run)
+
+
+def cmd_show(a) -> int:
+    from harness import stats
+    df = _load(a.run)
+    table = stats.summary_table(df)
+    if a.format == "csv":
+        sys.stdout.write(table.to_csv(index=False))
+    elif a.format == "json":
+        sys.stdout.write(table.to_json(orient="records", indent=1) + "\n")
+    else:
+        print(stats.format_table(table))
+    return 0
+
+
+def cmd_report(a) -> int:
+    from harness.report import render
+    out = render.render([pathlib.Path(r) for r in a.runs], a.output)
+    print(out)
+    return 0
+
+
+def cmd_gate(a) -> int:
+    from harness import gate
+    return gate.gate_main(a.run, a.baseline, junit=a.junit, summary=a.summary)
+
+
+def cmd_baseline(a) -> int:
+    from harness import gate
+    gate.baseline_main(a.run, a.output)
+    print(a.output)
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="overlaybench",
+        description="Measure what a container overlay costs: native vs kernel VXLAN vs a userspace sleeve, "
+                    "over mode × MTU × placement, on a lab of network namespaces or real hosts.")
+    p.add_argument("--version", action="version", version=f"overlaybench {__version__}")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: every command)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    d = sub.add_parser("doctor", help="check kernel features, tools and the sleeve build")
+    d.set_defaults(func=cmd_doctor)
+
+    u = sub.add_parser("up", help="bring a local lab up and leave it (remove with `down`)")
+    u.add_argument("--underlay-mtu", type=int, default=1500, metavar="N")
+    u.add_argument("--rate", help="tbf rate cap on the underlay, e.g. 1gbit")
+    u.set_defaults(func=cmd_up)
+
+    dn = sub.add_parser("down", help="remove labs left by killed runs or `up`")
+    dn.add_argument("--force", action="store_true", help="also remove labs a running overlaybench owns")
+    dn.set_defaults(func=cmd_down)
+
+    r = sub.add_parser("run", help="run a scenario; prints the run directory and a table",
+                       description="Run a scenario's matrix. Flags override the file's [matrix].")
+    r.add_argument("scenario", nargs="?", help="scenario TOML (default: built-in: native,fastdp at 1500)")
+    r.add_argument("--modes", type=_csv(str), metavar="A,B", help="native,fastdp,sleeve,...")
+    r.add_argument("--underlay-mtu", type=_csv(int), metavar="N,..")
+    r.add_argument("--overlay-mtu", type=_csv("mtu"), metavar="auto|N,..",
+                   help="auto = underlay minus the mode's encapsulation")
+    r.add_argument("--placements", type=_csv(str), metavar="P,..",
+                   help="host-host,host-container,container-container")
+    r.add_argument("--tests", type=_csv(str), metavar="T,..",
+                   help="iperf3.tcp,iperf3.udp,qperf.tcp_bw,qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,ping.flood")
+    r.add_argument("--streams", type=_csv(int), metavar="N,..", help="parallel streams (iperf3 -P)")
+    r.add_argument("--repeats", type=int, metavar="N")
+    r.add_argument("--duration", type=float, metavar="S", help="seconds per test")
+    r.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
+    r.add_argument("--backend", choices=["netns", "ssh", "vagrant"])
+    r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend")
+    r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")
+    r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("show", help="print a run's seed-style table")
+    s.add_argument("run", help="run directory or id")
+    s.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    s.set_defaults(func=cmd_show)
+
+    rp = sub.add_parser("report", help="render one self-contained HTML report of one or more runs")
+    rp.add_argument("runs", nargs="+", metavar="RUN")
+    rp.add_argument("-o", "--output", default=None, metavar="FILE",
+                    help="default: reports/<run-id>.html")
+    rp.set_defaults(func=cmd_report)
+
+    g = sub.add_parser("gate", help="exit 1 if RUN regressed significantly against a baseline")
+    g.add_argument("run")
+    g.add_argument("--baseline", required=True, metavar="FILE")
+    g.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    g.add_argument("--summary", metavar="FILE", help="write a markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    g.set_defaults(func=cmd_gate)
+
+    b = sub.add_parser("baseline", help="write a gate baseline from a run")
+    b.add_argument("run")
+    b.add_argument("-o", "--output", required=True, metavar="FILE")
+    b.set_defaults(func=cmd_baseline)
+    return p
+
+
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        return args.func(args)
+    except HarnessError as e:
+        print(f"overlaybench: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("overlaybench: interrupted; the lab was removed and measurements so far are kept",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,77 @@
+"""Facts about the machine and its tools, for run.json and `doctor`."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import platform
+import re
+import socket
+import subprocess
+
+from harness.hosts.base import Host
+
+PROJECT = pathlib.Path(__file__).resolve().parent.parent
+
+# tool → (argv printing its version, regex picking it out)
+VERSION_ARGV = {
+    "iperf3": (["iperf3", "--version"], r"iperf (\S+)"),
+    "qperf": (["qperf", "--version"], r"qperf (\S+)"),
+    "ping": (["ping", "-V"], r"(iputils-\S+|s\d+)"),
+    "ip": (["ip", "-V"], r"iproute2-(\S+)"),
+    "tc": (["tc", "-V"], r"iproute2-(\S+)"),
+    "ethtool": (["ethtool", "--version"], r"ethtool version (\S+)"),
+    "bridge": (["bridge", "-V"], r"iproute2-(\S+)"),
+    "ss": (["ss", "-V"], r"iproute2-(\S+)"),
+}
+
+# Debian package that provides each tool (for doctor's and the runner's hints).
+PACKAGES = {"iperf3": "iperf3", "qperf": "qperf", "ping": "iputils-ping", "ip": "iproute2",
+            "tc": "iproute2", "bridge": "iproute2", "ss": "iproute2", "ethtool": "ethtool",
+            "nft": "nftables", "gcc": "gcc", "make": "make"}
+
+
+def tool_version(host: Host, tool: str) -> str | None:
+    argv, rx = VERSION_ARGV[tool]
+    done = host.run(argv, check=False, timeout=10)
+    m = re.search(rx, done.stdout + done.stderr)
+    return m.group(1) if m else None
+
+
+def git_commit() -> str | None:
+    try:
+        sha = subprocess.run(["git", "-C", str(PROJECT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(PROJECT), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (sha + ("-dirty" if dirty else "")) or None
+
+
+def cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def machine() -> dict:
+    return {"hostname": socket.gethostname(), "kernel": platform.release(), "cpu": cpu_model(),
+            "cpus": os.cpu_count(), "python": platform.python_version()}
+
+
+SYSCTLS = ("net.core.rmem_max", "net.core.wmem_max", "net.ipv4.tcp_congestion_control",
+           "net.core.default_qdisc")
+
+
+def sysctls(host: Host) -> dict:
+    out = {}
+    for key in SYSCTLS:
+        done = host.run(["sysctl", "-n", key], check=False, timeout=5)
+        if done.ok:
+            out[key] = done.stdout.strip()
+    return out

@@ -1,0 +1,107 @@
+"""The Mode contract: check what the host pair can do, deploy, tear down.
+
+A mode is stateless; what one deployment made is in its Datapath, which teardown gets
+back. Modes reach hosts only through testbed.sides, so the same code drives the local
+lab and remote machines.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import logging
+
+from harness.errors import HarnessError
+from harness.hosts.base import Process
+from harness.testbed import Side, Testbed
+
+log = logging.getLogger(__name__)
+
+ALL_PLACEMENTS = ("host-host", "host-container", "container-container")
+
+# ethtool -k features worth recording: the ones that decide how big the units are
+# that each device hands on (and so what an overlay costs).
+OFFLOAD_KEYS = ("rx-checksumming", "tx-checksumming", "scatter-gather", "tcp-segmentation-offload",
+                "generic-segmentation-offload", "generic-receive-offload", "large-receive-offload",
+                "tx-udp_tnl-segmentation", "rx-udp-gro-forwarding", "tx-udp-segmentation")
+
+
+@dataclasses.dataclass
+class Datapath:
+    """What one deployment of a mode made, and what carries the traffic."""
+
+    mode: str
+    kind: str                       # what carries traffic: native | fastdp | sleeve
+    overlay_mtu: int
+    devices: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # side → devices to record
+    processes: dict[int, Process] = dataclasses.field(default_factory=dict)  # side → daemon
+    info: dict = dataclasses.field(default_factory=dict)  # flags, versions, decisions
+
+    @property
+    def overlay(self) -> bool:
+        return self.kind != "native"
+
+
+class Mode(abc.ABC):
+    name: str
+    kind: str
+    overhead: int = 0               # bytes the encapsulation takes from the underlay MTU
+    placements: tuple[str, ...] = ALL_PLACEMENTS
+    description: str = ""
+
+    def overlay_mtu(self, underlay_mtu: int, requested: int | str) -> int:
+        """The overlay MTU for `requested` ("auto" or a number), refused if it cannot fit."""
+        fit = underlay_mtu - self.overhead
+        if requested == "auto":
+            return fit
+        mtu = int(requested)
+        if mtu < 576:
+            raise HarnessError(f"overlay MTU {mtu} for mode {self.name}: below 576, IPv4's minimum")
+        if mtu > fit:
+            raise HarnessError(
+                f"overlay MTU {mtu} does not fit mode {self.name} on underlay MTU {underlay_mtu}: "
+                f"its encapsulation adds {self.overhead} bytes, so at most {fit}")
+        return mtu
+
+    def check(self, testbed: Testbed) -> None:
+        """Raise UnsupportedError if this host pair cannot run the mode."""
+
+    @abc.abstractmethod
+    def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:
+        """Bring the data path up between the testbed's two hosts."""
+
+    @abc.abstractmethod
+    def teardown(self, testbed: Testbed, dp: Datapath) -> None:
+        """Undo deploy. Must not raise for something already gone."""
+
+
+def set_bridge_mtu(side: Side, mtu: int, tunnel_dev: str | None) -> None:
+    """Give every device on the overlay path of one side the overlay MTU."""
+    h = side.host
+    if tunnel_dev:
+        h.run(["ip", "link", "set", tunnel_dev, "mtu", str(mtu)])
+    if side.container is not None:
+        h.run(["ip", "link", "set", side.container_port, "mtu", str(mtu)])
+        side.container.run(["ip", "link", "set", side.container_dev, "mtu", str(mtu)])
+    h.run(["ip", "link", "set", side.bridge, "mtu", str(mtu)])
+
+
+def offloads(side: Side, devs: list[str]) -> dict[str, dict[str, str]]:
+    """ethtool -k of the given devices on one side (container devices as 'ctr:eth0')."""
+    out = {}
+    for dev in devs:
+        host = side.host
+        name = dev
+        if dev.startswith("ctr:"):
+            host, name = side.container, dev[4:]
+        done = host.run(["ethtool", "-k", name], check=False, timeout=10)
+        if not done.ok:
+            out[dev] = {"error": (done.stderr.strip() or "ethtool failed").splitlines()[-1]}
+            continue
+        feats = {}
+        for line in done.stdout.splitlines()[1:]:
+            key, _, val = line.strip().partition(":")
+            if key in OFFLOAD_KEYS:
+                feats[key] = val.strip()
+        out[dev] = feats
+    return out
