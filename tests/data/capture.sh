@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Capture real iperf3 / qperf / ping output for the parser tests (tests/test_tools_*.py).
+#
+# Makes two namespaces (obt-cap-a = client 198.18.0.1, obt-cap-b = server 198.18.0.2)
+# joined by a veth pair, runs every tool for ~2 s, and deletes everything on exit.
+# Each capture NAME leaves NAME.out (stdout) and NAME.err (stderr) next to this script,
+# and a line "NAME<TAB>RC<TAB>ARGV" in captures.tsv (RC as the shell saw it; the client
+# argv without the `ip netns exec` prefix). Needs root. Re-run: sudo tests/data/capture.sh
+# (new numbers: the tests assert the exact figures of these files, so update them too).
+# iperf3_udp_3.1.3.out is not made here: see iperf3_udp_3.1.3.SOURCE.
+set -euo pipefail
+
+DIR=$(cd "$(dirname "$0")" && pwd)
+NSA=obt-cap-a NSB=obt-cap-b
+ADDR_A=198.18.0.1 ADDR_B=198.18.0.2
+ADDR_NOBODY=198.18.0.99            # in the /24, nobody answers
+ADDR_NOROUTE=198.19.100.1          # in 198.18.0.0/15 but no route to it from $NSA
+DUR=2
+IPERF_PORT=5201 QPERF_PORT=19765 QPERF_DATA=19766
+MTU=1500 UDP_LEN=$((1500 - 28))    # IPv4 + UDP headers: datagrams never fragment
+
+SERVER_PID=""
+
+cleanup() {
+    [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null || true
+    ip netns del "$NSA" 2>/dev/null || true
+    ip netns del "$NSB" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+setup() {
+    cleanup
+    ip netns add "$NSA"
+    ip netns add "$NSB"
+    ip link add obt-cap-va netns "$NSA" type veth peer name obt-cap-vb netns "$NSB"
+    ip -n "$NSA" addr add "$ADDR_A/24" dev obt-cap-va
+    ip -n "$NSB" addr add "$ADDR_B/24" dev obt-cap-vb
+    for ns in "$NSA" "$NSB"; do
+        ip -n "$ns" link set lo up
+    done
+    ip -n "$NSA" link set obt-cap-va mtu "$MTU" up
+    ip -n "$NSB" link set obt-cap-vb mtu "$MTU" up
+}
+
+# capture NAME TIMEOUT ARGV... : run ARGV as the client in $NSA under `timeout`.
+capture() {
+    local name=$1 limit=$2
+    shift 2
+    local rc=0
+    # shellcheck disable=SC2086  # $limit may carry "-s KILL"
+    timeout $limit ip netns exec "$NSA" "$@" >"$DIR/$name.out" 2>"$DIR/$name.err" || rc=$?
+    printf '%s\t%s\t%s\n' "$name" "$rc" "$*" >>"$DIR/captures.tsv"
+}
+
+# wait_port PORT : until something in $NSB listens on TCP PORT.
+wait_port() {
+    for _ in $(seq 50); do
+        ip netns exec "$NSB" ss -Hltn "sport = :$1" | grep -q . && return 0
+        sleep 0.1
+    done
+    echo "nothing listens on $1 in $NSB" >&2
+    return 1
+}
+
+iperf3_server() {
+    ip netns exec "$NSB" iperf3 -s -1 -p "$IPERF_PORT" -B "$ADDR_B" >/dev/null 2>&1 &
+    SERVER_PID=$!
+    wait_port "$IPERF_PORT"
+}
+
+iperf3_done() {
+    # -s -1 exits after one test; a killed client can leave it waiting.
+    for _ in $(seq 30); do kill -0 "$SERVER_PID" 2>/dev/null || break; sleep 0.1; done
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+    SERVER_PID=""
+}
+
+setup
+: >"$DIR/captures.tsv"
+{
+    iperf3 --version | head -1
+    qperf --version 2>&1 | head -1
+    ping -V | head -1
+    uname -sr
+} >"$DIR/versions.txt"
+
+# --- iperf3 ---------------------------------------------------------------------------
+IPC=(iperf3 -c "$ADDR_B" -p "$IPERF_PORT" -t "$DUR" -J)
+iperf3_server; capture iperf3_tcp_1 20 "${IPC[@]}" -P 1; iperf3_done
+iperf3_server; capture iperf3_tcp_4 20 "${IPC[@]}" -P 4; iperf3_done
+iperf3_server; capture iperf3_tcp_reverse 20 "${IPC[@]}" -P 1 -R; iperf3_done
+iperf3_server; capture iperf3_udp 20 "${IPC[@]}" -P 1 -u -b 0 -l "$UDP_LEN"; iperf3_done
+# no server on the port: top-level "error" in the JSON, exit 1
+capture iperf3_refused 20 iperf3 -c "$ADDR_B" -p 5299 -t "$DUR" -J -P 1
+# a client stopped by SIGTERM mid-test (valid JSON, "error": "interrupt ...")
+iperf3_server; capture iperf3_tcp_sigterm 1 iperf3 -c "$ADDR_B" -p "$IPERF_PORT" -t 10 -J -P 1; iperf3_done
+# a client killed outright: no output at all
+iperf3_server; capture iperf3_tcp_killed "-s KILL 1" iperf3 -c "$ADDR_B" -p "$IPERF_PORT" -t 10 -J -P 1; iperf3_done
+
+# --- qperf ----------------------------------------------------------------------------
+QPC=(qperf -lp "$QPERF_PORT" -ip "$QPERF_DATA" -t "$DUR" -uu -v)
+capture qperf_refused 20 "${QPC[@]}" "$ADDR_B" tcp_bw    # before the server starts
+ip netns exec "$NSB" qperf -lp "$QPERF_PORT" >/dev/null 2>&1 &
+SERVER_PID=$!
+wait_port "$QPERF_PORT"
+capture qperf_tcp_bw 20 "${QPC[@]}" "$ADDR_B" tcp_bw
+capture qperf_tcp_lat 20 "${QPC[@]}" "$ADDR_B" tcp_lat
+capture qperf_udp_bw 20 "${QPC[@]}" -m "$UDP_LEN" "$ADDR_B" udp_bw
+capture qperf_udp_lat 20 "${QPC[@]}" "$ADDR_B" udp_lat
+# -vv also prints send_msgs / recv_msgs
+capture qperf_udp_bw_vv 20 qperf -lp "$QPERF_PORT" -ip "$QPERF_DATA" -t "$DUR" -uu -vv \
+    -m "$UDP_LEN" "$ADDR_B" udp_bw
+capture qperf_tcp_bw_killed "-s KILL 1" qperf -lp "$QPERF_PORT" -ip "$QPERF_DATA" -t 10 -uu -v \
+    "$ADDR_B" tcp_bw
+kill "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""
+
+# --- ping -----------------------------------------------------------------------------
+capture ping_flood 20 ping -f -c 1000 -q -s 56 -w "$DUR" "$ADDR_B"
+capture ping_loss 20 ping -f -c 1000 -q -s 56 -w "$DUR" "$ADDR_NOBODY"
+# no route at all (the namespace has only its /24): ping exits 2, no summary
+capture ping_unreachable 20 ping -f -c 1000 -q -s 56 -w "$DUR" "$ADDR_NOROUTE"
+# about a quarter of the echo requests dropped by nft on the far side (no netem here)
+ip netns exec "$NSB" nft -f - <<'NFT'
+table inet obt_cap {
+    chain input {
+        type filter hook input priority 0;
+        icmp type echo-request numgen random mod 4 == 0 drop
+    }
+}
+NFT
+capture ping_partial_loss 20 ping -f -c 1000 -q -s 56 -w "$DUR" "$ADDR_B"

@@ -1,0 +1,32 @@
+"""The test-name registry in harness.tools."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness import tools
+from harness.errors import HarnessError
+from harness.tools.base import Tool
+
+NAMES = ["iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
+         "qperf.udp_lat", "ping.flood"]
+
+
+def test_registry_holds_the_design_names():
+    assert list(tools.TOOLS) == NAMES
+    for name, tool in tools.TOOLS.items():
+        assert isinstance(tool, Tool)
+        assert tool.name == name
+        assert tool.binary == name.split(".")[0]
+
+
+def test_get_known_and_unknown():
+    assert tools.get("qperf.udp_bw") is tools.TOOLS["qperf.udp_bw"]
+    with pytest.raises(HarnessError) as e:
+        tools.get("iperf3.sctp")
+    assert str(e.value) == f"unknown test 'iperf3.sctp' (known: {', '.join(NAMES)})"
+
+
+def test_servers_that_do_not_end_by_themselves_are_marked():
+    assert tools.get("iperf3.tcp").server_exits is True
+    assert tools.get("qperf.tcp_lat").server_exits is False
