@@ -216,6 +216,7 @@ def expand(sc: Scenario) -> list[Case]:
                 placements = [p for p in sc.placements if p in mode.placements] or list(mode.placements)
                 for pl in placements:
                     for t in sc.tests:
-                        for st in sc.streams:
+                        # Only iperf3 runs parallel streams; other tools run one.
+                        for st in (sc.streams if t.startswith("iperf3.") else (1,)):
                             cases.append(Case(mode_name, u, o, pl, t, st, r))
     return cases

@@ -32,6 +32,7 @@ class ToolResult:
 
 @dataclasses.dataclass(frozen=True)
 class TestSpec:
+    __test__ = False  # not a pytest class, whatever imports it
     """Everything a tool needs to build its command lines for one case."""
 
     server_addr: str          # address the client connects to

@@ -1,0 +1,96 @@
+"""The lab for real: namespaces, veth, bridge, addresses, teardown and `down`."""
+
+import ipaddress
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import needs_root
+from harness import lab as labmod
+from harness.errors import HarnessError
+
+pytestmark = [needs_root(), pytest.mark.lab]
+LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
+
+
+def _addrs(host):
+    out = host.run(["ip", "-o", "-4", "addr", "show"]).stdout
+    return [ln.split()[3] for ln in out.splitlines() if " lo " not in ln]
+
+
+def test_every_address_is_in_the_benchmark_range_and_no_default_route(lab):
+    hosts = [s.host for s in lab.sides] + [s.container for s in lab.sides]
+    for h in hosts:
+        for a in _addrs(h):
+            assert ipaddress.ip_interface(a).network.subnet_of(LAB_RANGE), (h, a)
+        routes = h.run(["ip", "route", "show", "default"]).stdout.strip()
+        assert routes == "", (h, routes)
+    root = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True).stdout
+    mine = [ln.split()[3] for ln in root.splitlines() if f"{lab.prefix}-m" in ln]
+    assert len(mine) == 2 and all(ipaddress.ip_interface(a).network.subnet_of(LAB_RANGE) for a in mine)
+
+
+def test_underlay_mgmt_and_rate_cap(lab):
+    a, b = lab.sides
+    a.host.run(["ping", "-c", "1", "-W", "2", b.underlay_ip])
+    lab.root.run(["ping", "-c", "1", "-W", "2", lab.mgmt_addrs(1)[1]])
+    lab.set_underlay(9000, "1gbit")
+    assert "mtu 9000" in a.host.run(["ip", "link", "show", "ul0"]).stdout
+    a.host.run(["ping", "-c", "1", "-W", "2", "-M", "do", "-s", str(9000 - 28), b.underlay_ip])
+    qd = a.host.run(["tc", "qdisc", "show", "dev", "ul0"]).stdout
+    assert "tbf" in qd and "rate 1Gbit" in qd
+    lab.set_underlay(1500, None)
+    assert "tbf" not in a.host.run(["tc", "qdisc", "show", "dev", "ul0"]).stdout
+    with pytest.raises(HarnessError, match="rate 'fast'"):
+        lab.set_underlay(1500, "fast")
+
+
+def test_teardown_on_error_removes_everything_and_kills_processes():
+    with pytest.raises(RuntimeError):
+        with labmod.Lab.create() as lab:
+            prefix = lab.prefix
+            proc = lab.sides[1].host.start(["sleep", "60"])
+            raise RuntimeError("boom")
+    assert prefix not in labmod.leftovers()
+    assert proc.poll() is not None
+    assert not (labmod.STATE_ROOT / prefix).exists()
+
+
+CHILD = """
+import sys, time
+from harness.lab import Lab
+lab = Lab.create()
+print(lab.prefix, flush=True)
+time.sleep(60)
+"""
+
+
+def test_down_removes_a_killed_runs_lab_and_leaves_a_live_one():
+    live = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+    killed = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+    try:
+        live_prefix = live.stdout.readline().strip()
+        dead_prefix = killed.stdout.readline().strip()
+        killed.kill()
+        killed.wait()
+        info = labmod.leftovers()
+        assert info[dead_prefix]["namespaces"] and not info[dead_prefix]["alive"]
+        assert info[live_prefix]["alive"]
+        removed, kept = labmod.down()
+        assert any(dead_prefix in r for r in removed)
+        assert any(live_prefix in k for k in kept)
+        info = labmod.leftovers()
+        assert dead_prefix not in info and live_prefix in info
+    finally:
+        live.kill()
+        live.wait()
+        labmod.remove_lab(live_prefix)
+    assert live_prefix not in labmod.leftovers()
+
+
+def test_remove_lab_refuses_foreign_names():
+    with pytest.raises(HarnessError, match="not a lab prefix"):
+        labmod.remove_lab("docker0")

@@ -1,0 +1,83 @@
+import pytest
+
+from harness import scenario as S
+from harness.errors import ScenarioError
+
+
+def test_defaults_expand_native_host_only_and_fastdp_both_placements():
+    cases = S.expand(S.build({"matrix": {"repeats": 1}}))
+    native = [c for c in cases if c.mode == "native"]
+    fastdp = [c for c in cases if c.mode == "fastdp"]
+    assert {c.placement for c in native} == {"host-host"}
+    assert {c.placement for c in fastdp} == {"host-host", "container-container"}
+    assert {c.overlay_mtu for c in fastdp} == {1450}
+    assert {c.overlay_mtu for c in native} == {1500}
+
+
+def test_modes_rotate_across_repeats():
+    sc = S.build({"matrix": {"repeats": 3, "tests": ["iperf3.tcp"], "placements": ["host-host"]}})
+    order = [[c.mode for c in S.expand(sc) if c.repeat == r] for r in range(3)]
+    assert order[0] == ["native", "fastdp"]
+    assert order[1] == ["fastdp", "native"]
+    assert order[2] == ["native", "fastdp"]
+
+
+def test_underlay_mtu_outermost_and_auto_overlay_follows_it():
+    sc = S.build({"matrix": {"underlay_mtu": [1500, 9000], "repeats": 2, "modes": ["fastdp"]}})
+    cases = S.expand(sc)
+    us = [c.underlay_mtu for c in cases]
+    assert us == sorted(us, key=[1500, 9000].index)
+    assert {(c.underlay_mtu, c.overlay_mtu) for c in cases} == {(1500, 1450), (9000, 8950)}
+
+
+def test_streams_only_multiply_iperf3():
+    sc = S.build({"matrix": {"streams": [1, 4], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "repeats": 1,
+                             "modes": ["native"]}})
+    got = sorted((c.test, c.streams) for c in S.expand(sc))
+    assert got == [("iperf3.tcp", 1), ("iperf3.tcp", 4), ("qperf.tcp_lat", 1)]
+
+
+def test_case_key_excludes_repeat():
+    sc = S.build({"matrix": {"repeats": 2, "modes": ["native"], "tests": ["iperf3.tcp"]}})
+    a, b = S.expand(sc)
+    assert a.key == b.key and (a.repeat, b.repeat) == (0, 1)
+
+
+@pytest.mark.parametrize("raw, needle", [
+    ({"matrix": {"mdoes": ["native"]}}, "x.toml: [matrix] mdoes: unknown key (did you mean 'modes'?)"),
+    ({"matrx": {}}, "x.toml: [matrx]: unknown table (did you mean 'matrix'?)"),
+    ({"matrix": {"modes": ["fastdb"]}}, "unknown mode 'fastdb' (did you mean 'fastdp'?)"),
+    ({"matrix": {"tests": ["iperf.tcp"]}}, "unknown test 'iperf.tcp'"),
+    ({"matrix": {"placements": ["host"]}}, "unknown placement 'host'"),
+    ({"matrix": {"repeats": 0}}, "[matrix] repeats: 0 is outside 1..1000"),
+    ({"matrix": {"repeats": "3"}}, "[matrix] repeats: expected int, got str"),
+    ({"matrix": {"underlay_mtu": [100]}}, "[matrix] underlay_mtu: 100 is outside 1280..65535"),
+    ({"matrix": {"overlay_mtu": ["big"]}}, "[matrix] overlay_mtu: 'big' is not a whole number or \"auto\""),
+    ({"underlay": {"rate": "fast"}}, "[underlay] rate: rate 'fast'"),
+    ({"matrix": {"modes": []}}, "[matrix] modes: must not be empty"),
+])
+def test_bad_scenarios_name_file_and_key(raw, needle):
+    with pytest.raises(ScenarioError) as e:
+        S.build(raw, source="x.toml")
+    assert needle in str(e.value)
+
+
+def test_overlay_mtu_that_cannot_fit_is_refused_before_anything_runs():
+    sc = S.build({"matrix": {"modes": ["fastdp"], "overlay_mtu": [1460]}}, source="x.toml")
+    with pytest.raises(ScenarioError, match=r"overlay MTU 1460 does not fit mode fastdp on underlay MTU 1500.*at most 1450"):
+        S.expand(sc)
+
+
+def test_load_reports_toml_syntax_with_file(tmp_path):
+    p = tmp_path / "bad.toml"
+    p.write_text("[matrix\nmodes = 1\n")
+    with pytest.raises(ScenarioError, match=r"bad.toml: not valid TOML"):
+        S.load(p)
+
+
+def test_shipped_scenarios_load_and_expand():
+    import pathlib
+    files = sorted(pathlib.Path(__file__).parent.parent.joinpath("scenarios").glob("*.toml"))
+    assert files
+    for f in files:
+        assert S.expand(S.load(f)), f
