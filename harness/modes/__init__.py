@@ -6,8 +6,10 @@ from harness.errors import HarnessError
 from harness.modes.base import ALL_PLACEMENTS, Datapath, Mode
 from harness.modes.fastdp import FastDP
 from harness.modes.native import Native
+from harness.modes.sleeve import Auto, Sleeve, SleeveBasic, SleeveCrypto, SleeveL3
 
-MODES: dict[str, Mode] = {m.name: m for m in (Native(), FastDP())}
+MODES: dict[str, Mode] = {m.name: m for m in (Native(), FastDP(), Sleeve(), SleeveBasic(), SleeveL3(),
+                                                SleeveCrypto(), Auto())}
 
 
 def get(name: str) -> Mode:

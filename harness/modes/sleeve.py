@@ -1,0 +1,255 @@
+"""The userspace UDP sleeve (overlay/sleeve) as four modes, and `auto`.
+
+    sleeve         TAP on the overlay bridge, every speed feature on (offloads, batching)
+    sleeve-basic   the same binary, one frame per datagram, one syscall per packet (2015)
+    sleeve-l3      TUN, IP packets over UDP, routed (Flannel's UDP backend design)
+    sleeve-crypto  sleeve with ChaCha20-Poly1305 (libsodium), a key shared by both hosts
+
+The harness builds the binary once (make -C overlay/sleeve), puts it on each host,
+starts one daemon per host, waits for its `ready` line, and wires the device in.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pathlib
+import secrets
+import signal
+import subprocess
+import time
+
+from harness.errors import CommandError, HarnessError, UnsupportedError
+from harness.facts import PROJECT
+from harness.hosts.base import Process
+from harness.modes.base import Datapath, Mode, set_bridge_mtu
+from harness.testbed import Side, Testbed
+
+log = logging.getLogger(__name__)
+
+SLEEVE_DIR = PROJECT / "overlay" / "sleeve"
+BINARY = SLEEVE_DIR / "build" / "sleeve"
+PORT = 6784
+DEV = "sv0"
+READY_TIMEOUT = 10.0
+GSO_MAX = 60000  # overlay/README.md "Deployment": lets TCP super-frames reach the TAP whole
+
+# Overhead from overlay/README.md: outer IPv4 20 + UDP 8 + header 8 + record length 2
+# (+ Ethernet 14 for L2) (+ 32 with a key: session 8, counter 8, tag 16).
+OVERHEAD_L2, OVERHEAD_L3, OVERHEAD_CRYPTO = 52, 38, 32
+
+
+def build() -> pathlib.Path:
+    """Build the sleeve if needed (make decides); a clear error if it cannot."""
+    if not (SLEEVE_DIR / "Makefile").exists():
+        raise UnsupportedError(f"sleeve source not found in {SLEEVE_DIR}")
+    p = subprocess.run(["make", "-s", "-C", str(SLEEVE_DIR)], capture_output=True, text=True, timeout=300)
+    if p.returncode != 0 or not BINARY.exists():
+        tail = (p.stderr.strip() or p.stdout.strip()).splitlines()[-1:] or ["no output"]
+        raise HarnessError(f"building the sleeve failed (make -C {SLEEVE_DIR}): {tail[0]}")
+    return BINARY
+
+
+class Sleeve(Mode):
+    kind = "sleeve"
+    name = "sleeve"
+    description = "userspace UDP sleeve, TAP on the bridge, offloads and batching on"
+    flags: tuple[str, ...] = ()
+    l3 = False
+    crypto = False
+
+    @property
+    def overhead(self) -> int:  # type: ignore[override]
+        return (OVERHEAD_L3 if self.l3 else OVERHEAD_L2) + (OVERHEAD_CRYPTO if self.crypto else 0)
+
+    def check(self, testbed: Testbed) -> None:
+        build()
+        h = testbed.sides[0].host
+        if h.run(["test", "-c", "/dev/net/tun"], check=False).returncode != 0:
+            raise UnsupportedError(f"mode {self.name}: /dev/net/tun missing on {h.name}: TUN/TAP unsupported here")
+
+    def version(self, host) -> str:
+        return host.run([str(BINARY), "--version"], check=False).stdout.strip()
+
+    # ------------------------------------------------------------------ deploy
+    def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:
+        binary = build()
+        dp = Datapath(self.name, self.kind, overlay_mtu, info={"flags": list(self.argv_flags()), "port": PORT})
+        try:
+            key = secrets.token_bytes(32) if self.crypto else None
+            for s in testbed.sides:
+                dp.processes[s.index] = self._start(testbed, s, binary, overlay_mtu, key)
+            for s in testbed.sides:
+                self._wait_ready(s, dp.processes[s.index])
+            for s in testbed.sides:
+                self._wire(testbed, s, overlay_mtu)
+            dp.info["version"] = self.version(testbed.sides[0].host)
+        except BaseException:
+            self.teardown(testbed, dp)
+            raise
+        dp.devices = {s.index: [s.underlay_dev, DEV, s.bridge, s.container_port, f"ctr:{s.container_dev}"]
+                      for s in testbed.sides}
+        return dp
+
+    def argv_flags(self) -> tuple[str, ...]:
+        return (("--l3",) if self.l3 else ()) + self.flags
+
+    def _start(self, testbed: Testbed, s: Side, binary: pathlib.Path, mtu: int, key: bytes | None) -> Process:
+        peer = testbed.peer(s)
+        s.host.run(["mkdir", "-p", s.workdir])
+        remote_bin = f"{s.workdir}/sleeve"
+        s.host.put(str(binary), remote_bin, 0o755)
+        argv = [remote_bin, "--dev", DEV, "--local", f"{s.underlay_ip}:{PORT}",
+                "--peer", f"{peer.underlay_ip}:{PORT}", "--mtu", str(mtu),
+                "--stats-file", self.stats_path(s), *self.argv_flags()]
+        if key is not None:
+            key_path = f"{s.workdir}/sleeve.key"
+            local = pathlib.Path(testbed.artifact_dir) / f"key-{s.index}"
+            local.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(key)
+            s.host.put(str(local), key_path, 0o600)
+            argv += ["--key-file", key_path]
+        return s.host.start(argv)
+
+    @staticmethod
+    def stats_path(s: Side) -> str:
+        return f"{s.workdir}/sleeve-stats.json"
+
+    def _wait_ready(self, s: Side, proc: Process) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                out = proc.wait(0)
+                why = (out.stderr.strip() or out.stdout.strip() or f"exit {out.returncode}").splitlines()[-1]
+                raise HarnessError(f"{s.host.name}: sleeve exited before ready: {why}")
+            link = s.host.run(["ip", "-o", "link", "show", DEV], check=False)
+            if link.ok and ",UP" in link.stdout:
+                return
+            time.sleep(0.05)
+        raise HarnessError(f"{s.host.name}: sleeve not ready after {READY_TIMEOUT:.0f}s")
+
+    def _wire(self, testbed: Testbed, s: Side, mtu: int) -> None:
+        h = s.host
+        set_bridge_mtu(s, mtu, DEV)
+        for dev, host in ((s.container_port, h), (s.container_dev, s.container)):
+            host.run(["ip", "link", "set", dev, "gso_max_size", str(GSO_MAX)], check=False)
+        if not self.l3:
+            h.run(["ip", "link", "set", DEV, "master", s.bridge, "up"])
+            return
+        # L3: route the peer's overlay addresses through the TUN; proxy ARP on the bridge
+        # answers the local container for them, so the flat overlay /24 keeps working.
+        peer = testbed.peer(s)
+        for dst in (peer.overlay_ip, peer.container_ip):
+            h.run(["ip", "route", "replace", f"{dst}/32", "dev", DEV, "src", s.overlay_ip])
+        h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=1"])
+
+    # ---------------------------------------------------------------- teardown
+    def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
+        for s in testbed.sides:
+            proc = dp.processes.get(s.index) if dp else None
+            if proc is not None:
+                out = proc.stop()
+                if out.returncode not in (0, -signal.SIGTERM, None):
+                    log.warning("%s: sleeve exited %s: %s", s.host.name, out.returncode, out.stderr.strip()[-300:])
+            try:
+                s.host.run(["ip", "link", "del", DEV], check=False)
+                if self.l3:
+                    s.host.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=0"], check=False)
+                set_bridge_mtu(s, 1500, None)
+            except CommandError as e:
+                log.warning("sleeve teardown on %s: %s", s.host.name, e)
+
+    # ---------------------------------------------------------------- counters
+    def counters(self, testbed: Testbed, dp: Datapath) -> dict | None:
+        """Ask each daemon for its counters (SIGUSR1 → stats file, tmp + rename) and read them."""
+        out = {}
+        for s in testbed.sides:
+            proc = dp.processes.get(s.index)
+            if proc is None or proc.pid is None or proc.poll() is not None:
+                continue
+            path = self.stats_path(s)
+            s.host.run(["rm", "-f", path], check=False)
+            s.host.run(["kill", "-USR1", str(proc.pid)], check=False)
+            deadline = time.monotonic() + 2
+            snap = None
+            while snap is None and time.monotonic() < deadline:
+                done = s.host.run(["cat", path], check=False)
+                if done.ok and done.stdout:
+                    try:
+                        snap = json.loads(done.stdout)
+                    except ValueError:
+                        pass
+                else:
+                    time.sleep(0.05)
+            out[f"h{s.index}"] = snap
+        return out or None
+
+
+class SleeveBasic(Sleeve):
+    name = "sleeve-basic"
+    description = "the 2015 reference: one frame per datagram, one syscall per packet"
+    flags = ("--basic",)
+
+
+class SleeveL3(Sleeve):
+    name = "sleeve-l3"
+    description = "TUN, IP packets over UDP, routed (Flannel UDP)"
+    l3 = True
+
+
+class SleeveCrypto(Sleeve):
+    name = "sleeve-crypto"
+    description = "sleeve with ChaCha20-Poly1305 (libsodium)"
+    crypto = True
+
+
+class Auto(Mode):
+    """fastdp where a full-MTU DF probe across VXLAN succeeds, the sleeve where it does not
+    (Weave 1.2's automatic fallback). What carried the traffic is the Datapath's kind."""
+
+    name = "auto"
+    kind = "auto"
+    description = "fastdp if a full-MTU probe across VXLAN passes, else sleeve"
+
+    def __init__(self):
+        from harness.modes.fastdp import FastDP
+        self.fast, self.slow = FastDP(), Sleeve()
+
+    @property
+    def overhead(self) -> int:  # type: ignore[override]
+        return max(self.fast.overhead, self.slow.overhead)
+
+    def check(self, testbed):
+        self.fast.check(testbed)
+        self.slow.check(testbed)
+
+    def probe(self, testbed: Testbed, mtu: int) -> str | None:
+        """None if full-size DF pings cross the fastdp overlay both ways; else the reason."""
+        a, b = testbed.sides
+        done = a.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "1", "-M", "do", "-s", str(mtu - 28),
+                           b.overlay_ip], check=False, timeout=15)
+        if done.ok and " 0% packet loss" in done.stdout:
+            return None
+        last = (done.stdout.strip() or done.stderr.strip()).splitlines()
+        return f"full-MTU ({mtu}) DF probe across VXLAN failed: " + (last[-2] if len(last) > 1 else "no reply")
+
+    def deploy(self, testbed, overlay_mtu):
+        dp = self.fast.deploy(testbed, overlay_mtu)
+        why = self.probe(testbed, overlay_mtu)
+        if why is None:
+            dp.mode, dp.info["decision"] = self.name, "fastdp: full-MTU probe across VXLAN passed"
+            return dp
+        log.info("auto: %s; falling back to the sleeve", why)
+        self.fast.teardown(testbed, dp)
+        dp = self.slow.deploy(testbed, overlay_mtu)
+        dp.mode, dp.info["decision"] = self.name, f"sleeve: {why}"
+        return dp
+
+    def teardown(self, testbed, dp):
+        (self.fast if dp is not None and dp.kind == "fastdp" else self.slow).teardown(testbed, dp)
+
+    def counters(self, testbed, dp):
+        return self.slow.counters(testbed, dp) if dp.kind == "sleeve" else None
