@@ -1,0 +1,1 @@
+"""Builders of realistic run directories for the stats, gate and report tests."""

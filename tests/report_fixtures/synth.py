@@ -1,0 +1,167 @@
+"""Realistic synthetic runs: the numbers a two-namespace lab gives, with noise.
+
+`make_records` returns measurements.jsonl lines as dicts (the schema of
+harness.results); `make_run` writes them through the real RunStore so the run
+directory is exactly what `overlaybench run` leaves behind.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import random
+from typing import Any, Iterable
+
+from harness.results import Measurement, RunStore
+
+# (TCP Gbit/s, TCP latency µs) per underlay MTU and mode, roughly what a veth lab shows.
+PROFILE = {
+    1500: {"native": (14.3, 18.0), "fastdp": (6.9, 24.0), "auto": (6.8, 24.5),
+           "sleeve": (2.9, 41.0), "sleeve-l3": (2.4, 39.0), "sleeve-crypto": (1.1, 58.0),
+           "sleeve-basic": (0.62, 71.0)},
+    9000: {"native": (38.0, 19.0), "fastdp": (21.5, 25.0), "auto": (21.0, 25.5),
+           "sleeve": (7.6, 43.0), "sleeve-l3": (6.1, 41.0), "sleeve-crypto": (2.7, 61.0),
+           "sleeve-basic": (1.9, 74.0)},
+}
+ALL_MODES = ["native", "fastdp", "auto", "sleeve", "sleeve-l3", "sleeve-crypto", "sleeve-basic"]
+ALL_TESTS = ["iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "ping.flood"]
+
+META = {
+    "git": {"commit": "33ba442bd7905c32f2883e3dd8a55f751c3ba659", "dirty": False},
+    "hostname": "bench-01",
+    "kernel": "6.18.44-fc-v657",
+    "cpu": {"model": "AMD EPYC 7B13", "cores": 2},
+    "tools": {"iperf3": "3.12", "qperf": "0.4.11", "ping": "iputils 20221126"},
+    "offloads": {"ob-u0": {"tso": "on", "gso": "on", "gro": "on", "tx-checksumming": "on"}},
+    "scenario": {"name": "regression", "file": "scenarios/regression.toml", "repeats": 5,
+                 "duration": 10},
+    "underlay": {"mtus": [1500, 9000], "rate": None},
+    "cpu_accounting": "whole-machine",
+    "sleeve": {"version": "0.1.0", "flags": ["--batch", "--gso", "--recvmmsg"]},
+}
+
+
+def overlay_mtu(mode: str, underlay: int) -> int:
+    if mode == "native":
+        return underlay
+    if mode == "sleeve-l3":
+        return underlay - 28
+    return underlay - 50
+
+
+def datapath(mode: str, underlay: int) -> str:
+    if mode == "native":
+        return "native"
+    if mode in ("fastdp",):
+        return "fastdp"
+    if mode == "auto":
+        return "fastdp"
+    return "sleeve"
+
+
+def _profile(mode: str, underlay: int) -> tuple[float, float]:
+    table = PROFILE.get(underlay) or PROFILE[1500]
+    return table.get(mode, (1.0, 100.0))
+
+
+def make_records(*, modes: Iterable[str] = ALL_MODES, underlay_mtus: Iterable[int] = (1500, 9000),
+                 placements: Iterable[str] = ("container-container",), tests: Iterable[str] = ALL_TESTS,
+                 repeats: int = 3, seed: int = 1, noise: float = 0.02,
+                 scale: dict[str, float] | None = None, lat_scale: dict[str, float] | None = None,
+                 fail: dict[tuple, str] | None = None, rate: str | None = None,
+                 run_id: str = "synthetic") -> list[dict[str, Any]]:
+    """Measurement lines for a mode × MTU × placement × test × repeat matrix.
+
+    scale / lat_scale: multiply a mode's throughput / latency (a regression or a win).
+    fail: {(mode, underlay_mtu, test): reason} (or (mode, underlay_mtu, test, repeat)) makes
+    those cases failed rows. Native runs host-host only, as the real runner does.
+    """
+    rng = random.Random(seed)
+    scale = scale or {}
+    lat_scale = lat_scale or {}
+    fail = fail or {}
+    out: list[dict[str, Any]] = []
+
+    def noisy(x: float) -> float:
+        return x * (1 + rng.gauss(0, noise))
+
+    for rep in range(repeats):
+        for u in underlay_mtus:
+            for mode in modes:
+                places = ["host-host"] if mode == "native" else list(placements)
+                for place in places:
+                    for test in tests:
+                        streams = 1
+                        ctx = dict(case=f"{mode}/u{u}/{place}/{test}/s{streams}", mode=mode,
+                                   datapath=datapath(mode, u), underlay_mtu=u,
+                                   overlay_mtu=overlay_mtu(mode, u), placement=place, test=test,
+                                   streams=streams, repeat=rep, rate=rate, run_id=run_id,
+                                   ts=f"2026-11-22T03:{rep:02d}:00+00:00")
+                        reason = fail.get((mode, u, test, rep)) or fail.get((mode, u, test))
+                        if reason:
+                            out.append(dict(ctx, metric="failed", value=None, unit="", ok=False,
+                                            error=reason))
+                            continue
+                        gbps, lat = _profile(mode, u)
+                        gbps *= scale.get(mode, 1.0)
+                        lat *= lat_scale.get(mode, 1.0)
+                        out += _test_rows(ctx, test, noisy(gbps), noisy(lat), rng)
+    return out
+
+
+def _row(ctx: dict, metric: str, value: float, unit: str, **extra: Any) -> dict[str, Any]:
+    return dict(ctx, metric=metric, value=value, unit=unit, ok=True, error=None, **extra)
+
+
+def _test_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random) -> list[dict]:
+    cpu_total = 18 + 9 * gbps ** 0.8 + (25 if ctx["datapath"] == "sleeve" else 0)
+    cpu = [_row(ctx, "cpu_client_pct", cpu_total * 0.45, "pct"),
+           _row(ctx, "cpu_server_pct", cpu_total * 0.4, "pct"),
+           _row(ctx, "cpu_total_pct", cpu_total, "pct")]
+    if ctx["datapath"] == "sleeve":
+        cpu.append(_row(ctx, "cpu_sleeve_pct", 24.0 + rng.random(), "pct"))
+    if test == "iperf3.tcp":
+        iv = [[float(t), gbps * 1e9 * (1 + rng.gauss(0, 0.04)) * (0.85 if t == 1 else 1)]
+              for t in range(1, 11)]
+        return [_row(ctx, "throughput_bps", gbps * 1e9, "bps", intervals=iv),
+                _row(ctx, "retransmits", float(rng.randint(0, 40)), "count")] + cpu
+    if test == "iperf3.udp":
+        udp = gbps * 0.55
+        iv = [[float(t), udp * 1e9 * (1 + rng.gauss(0, 0.06))] for t in range(1, 11)]
+        loss = max(0.0, (3.0 if ctx["datapath"] == "sleeve" else 0.4) * (1 + rng.gauss(0, 0.2)))
+        return [_row(ctx, "throughput_bps", udp * 1e9, "bps", intervals=iv),
+                _row(ctx, "jitter_ms", 0.004 * lat / 18 * (1 + rng.gauss(0, 0.1)), "ms"),
+                _row(ctx, "loss_pct", loss, "pct")] + cpu
+    if test == "qperf.tcp_bw":
+        return [_row(ctx, "throughput_bps", gbps * 0.97e9, "bps")] + cpu
+    if test == "qperf.tcp_lat":
+        return [_row(ctx, "latency_us", lat, "us")]
+    if test == "qperf.udp_lat":
+        return [_row(ctx, "latency_us", lat * 0.9, "us")]
+    if test == "ping.flood":
+        return [_row(ctx, "latency_us", lat * 1.6, "us"),
+                _row(ctx, "latency_min_us", lat * 1.1, "us"),
+                _row(ctx, "latency_max_us", lat * 4.0, "us"),
+                _row(ctx, "latency_mdev_us", lat * 0.3, "us")]
+    raise ValueError(test)
+
+
+def make_run(root: pathlib.Path | str, meta: dict[str, Any] | None = None,
+             records: list[dict[str, Any]] | None = None, **kw: Any) -> pathlib.Path:
+    """A run directory under `root` written through RunStore; returns its path."""
+    m = dict(META)
+    if meta:
+        m.update(meta)
+    store = RunStore.create(root, m)
+    if records is None:
+        records = make_records(run_id=store.run_id, **kw)
+    fields = set(Measurement.__dataclass_fields__)
+    items = []
+    for r in records:
+        r = {k: v for k, v in r.items() if k in fields}
+        r["run_id"] = store.run_id
+        if r.get("value") is None:
+            r["value"] = float("nan")
+        items.append(Measurement(**r))
+    store.append(items)
+    store.update_meta(end="2026-11-22T03:30:00+00:00")
+    return store.path
