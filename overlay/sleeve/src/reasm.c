@@ -1,0 +1,116 @@
+/* reasm.c - bounded reassembly of FRAG units */
+#include <stdlib.h>
+#include <string.h>
+
+#include "reasm.h"
+
+static void slot_reset(struct sv_reasm_slot *s)
+{
+	s->used = 0;
+	s->got = 0;
+	s->sum = 0;
+	s->csize = 0;
+	memset(s->seen, 0, sizeof(s->seen));
+}
+
+static struct sv_reasm_slot *slot_for(struct sv_reasm *r, const struct sv_frag *f, uint8_t flags,
+				      uint64_t now)
+{
+	struct sv_reasm_slot *free_s = NULL, *old = NULL;
+
+	for (int i = 0; i < SV_REASM_SLOTS; i++) {
+		struct sv_reasm_slot *s = &r->slot[i];
+
+		if (s->used && now - s->t0 > SV_REASM_TIMEOUT_NS) {
+			r->timeouts++;
+			slot_reset(s);
+		}
+		if (s->used && s->id == f->id)
+			return s;
+		if (!s->used) {
+			if (!free_s)
+				free_s = s;
+		} else if (!old || s->t0 < old->t0) {
+			old = s;
+		}
+	}
+	if (!free_s) {
+		r->evicted++;
+		slot_reset(old);
+		free_s = old;
+	}
+	if (!free_s->buf) {
+		free_s->buf = malloc(SV_MAX_UNIT);
+		if (!free_s->buf)
+			return NULL;
+	}
+	free_s->used = 1;
+	free_s->id = f->id;
+	free_s->total = f->total;
+	free_s->count = f->count;
+	free_s->flags = flags;
+	free_s->t0 = now;
+	return free_s;
+}
+
+enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t flags,
+			  uint64_t now, const uint8_t **unit, size_t *unit_len)
+{
+	struct sv_reasm_slot *s;
+	size_t off;
+	int last = f->index == f->count - 1;
+
+	*unit = NULL;
+	if (f->count == 1) {
+		/* a unit in one piece needs no slot */
+		if (f->clen != f->total)
+			return SV_D_REASM_BAD;
+		*unit = f->chunk;
+		*unit_len = f->clen;
+		return SV_OK;
+	}
+	s = slot_for(r, f, flags, now);
+	if (!s)
+		return SV_D_REASM_EVICTED;
+	if (s->total != f->total || s->count != f->count || s->flags != flags)
+		goto bad;
+	if (s->seen[f->index / 64] & (1ull << (f->index % 64)))
+		return SV_D_REASM_BAD; /* duplicate piece: drop it, keep the unit */
+	if (!last) {
+		if (s->csize == 0)
+			s->csize = (uint32_t)f->clen;
+		else if (s->csize != f->clen)
+			goto bad;
+		off = (size_t)f->index * s->csize;
+	} else {
+		off = f->total - f->clen;
+	}
+	if (off + f->clen > f->total || (s->csize && (size_t)(f->count - 1) * s->csize >= f->total))
+		goto bad;
+	memcpy(s->buf + off, f->chunk, f->clen);
+	s->seen[f->index / 64] |= 1ull << (f->index % 64);
+	s->got++;
+	s->sum += (uint32_t)f->clen;
+	if (s->got < s->count)
+		return SV_OK;
+	/* all pieces: equal non-last chunks and a sum equal to total means no hole */
+	if (s->sum != s->total)
+		goto bad;
+	*unit = s->buf;
+	*unit_len = s->total;
+	s->used = 0;
+	slot_reset(s);
+	return SV_OK;
+bad:
+	slot_reset(s);
+	return SV_D_REASM_BAD;
+}
+
+void sv_reasm_free(struct sv_reasm *r)
+{
+	for (int i = 0; i < SV_REASM_SLOTS; i++) {
+		free(r->slot[i].buf);
+		r->slot[i].buf = NULL;
+		slot_reset(&r->slot[i]);
+	}
+}

@@ -1,0 +1,393 @@
+/* tx.c - device -> network: batching, super-frame splitting, UDP GSO, sendmmsg */
+#include <errno.h>
+#include <linux/virtio_net.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sleeve.h"
+
+#define TX_MSGS 256
+#define TX_IOVS 4096
+#define TX_ARENA (2u << 20)
+#define TX_RBUFS 16
+#define RBUF_SZ (SV_MAX_UNIT + 64)
+#define GSO_MAX_SEGS 64 /* UDP_MAX_SEGMENTS on older kernels */
+
+struct txq {
+	struct sv *s;
+	struct mmsghdr msg[TX_MSGS];
+	uint16_t dgram_iovs[TX_MSGS]; /* GSO trains: iovecs per datagram, 0 = not a train */
+	uint16_t ndgrams[TX_MSGS];
+	int nmsg;
+	struct iovec iov[TX_IOVS];
+	int niov;
+	union {
+		char b[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} cm[TX_MSGS];
+	uint8_t *arena;
+	size_t aused;
+	uint8_t *rbuf[TX_RBUFS];
+	int rbused; /* read buffers still referenced by queued iovecs */
+	struct sv_packer pk;
+	int pk_open;
+	uint32_t frame_id;
+};
+
+static size_t seal_or_plain(struct sv *s, uint8_t *d, size_t body_len)
+{
+	if (s->enc)
+		return sv_seal_dgram(&s->seal, d, body_len);
+	return SV_HDR_LEN + body_len;
+}
+
+/* Builds one FRAG piece, contiguous, at out; returns its length (sealed). */
+static size_t build_piece(struct sv *s, uint8_t *out, uint8_t flags, uint32_t id, uint32_t total,
+			  unsigned idx, unsigned cnt, const uint8_t *chunk, size_t clen)
+{
+	uint8_t *body = out + sv_body_off(s->enc);
+
+	sv_hdr_put(out, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
+	sv_frag_put(body, id, total, (uint16_t)idx, (uint16_t)cnt);
+	memcpy(body + SV_FRAG_HDR, chunk, clen);
+	return seal_or_plain(s, out, SV_FRAG_HDR + clen);
+}
+
+static uint8_t base_flags(const struct sv *s)
+{
+	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
+}
+
+static int send_one(struct sv *s, struct sv_peer *p, struct iovec *iov, size_t n)
+{
+	struct msghdr m = {.msg_name = &p->addr, .msg_namelen = p->alen, .msg_iov = iov,
+			   .msg_iovlen = n};
+
+	sv_count(&s->ctr_tx, SV_C_TX_CALLS, 1);
+	return sendmsg(s->udp_fd, &m, 0) < 0 ? -errno : 0;
+}
+
+/* The kernel refused a GSO train: send its datagrams one by one. */
+static void send_train_split(struct txq *q, struct mmsghdr *mm, unsigned per)
+{
+	struct msghdr *m = &mm->msg_hdr;
+	struct sv_peer *p = NULL;
+
+	for (int i = 0; i < q->s->npeers; i++)
+		if (m->msg_name == &q->s->peers[i].addr)
+			p = &q->s->peers[i];
+	for (size_t i = 0; p && i < m->msg_iovlen; i += per) {
+		size_t k = m->msg_iovlen - i < per ? m->msg_iovlen - i : per;
+
+		if (send_one(q->s, p, m->msg_iov + i, k) < 0)
+			sv_count_drop(&q->s->ctr_tx, SV_D_SEND_ERR, 1);
+	}
+}
+
+static void flush(struct txq *q)
+{
+	struct sv *s = q->s;
+	int i = 0;
+
+	if (q->pk_open) {
+		/* caller closes the packer first; never flush half a datagram */
+		abort();
+	}
+	while (i < q->nmsg) {
+		int r = sendmmsg(s->udp_fd, q->msg + i, (unsigned)(q->nmsg - i), 0);
+
+		sv_count(&s->ctr_tx, SV_C_TX_CALLS, 1);
+		if (r > 0) {
+			i += r;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (q->dgram_iovs[i] && (errno == EIO || errno == EINVAL || errno == ENOPROTOOPT)) {
+			if (__atomic_exchange_n(&s->udp_gso, 0, __ATOMIC_RELAXED))
+				sv_log(s, "UDP GSO refused (%s), sending datagrams one by one",
+				       strerror(errno));
+			send_train_split(q, &q->msg[i], q->dgram_iovs[i]);
+		} else {
+			sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, q->ndgrams[i]);
+		}
+		i++;
+	}
+	q->nmsg = 0;
+	q->niov = 0;
+	q->aused = 0;
+	/* the buffer being filled or processed now becomes buffer 0 */
+	if (q->rbused > 0 && q->rbused < TX_RBUFS) {
+		uint8_t *cur = q->rbuf[q->rbused];
+
+		q->rbuf[q->rbused] = q->rbuf[0];
+		q->rbuf[0] = cur;
+	}
+	q->rbused = 0;
+}
+
+/* Queues iov[first .. first+n) as one message to every peer. */
+static void push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, unsigned per)
+{
+	struct sv *s = q->s;
+
+	for (int i = 0; i < s->npeers; i++) {
+		struct mmsghdr *mm = &q->msg[q->nmsg];
+		struct msghdr *m = &mm->msg_hdr;
+
+		memset(m, 0, sizeof(*m));
+		m->msg_name = &s->peers[i].addr;
+		m->msg_namelen = s->peers[i].alen;
+		m->msg_iov = &q->iov[first];
+		m->msg_iovlen = (size_t)n;
+		q->dgram_iovs[q->nmsg] = 0;
+		q->ndgrams[q->nmsg] = (uint16_t)ndgrams;
+		if (ndgrams > 1) {
+			struct cmsghdr *c;
+			uint16_t v = (uint16_t)seg;
+
+			m->msg_control = q->cm[q->nmsg].b;
+			m->msg_controllen = sizeof(q->cm[q->nmsg].b);
+			c = CMSG_FIRSTHDR(m);
+			c->cmsg_level = SOL_UDP;
+			c->cmsg_type = UDP_SEGMENT;
+			c->cmsg_len = CMSG_LEN(sizeof(v));
+			memcpy(CMSG_DATA(c), &v, sizeof(v));
+			q->dgram_iovs[q->nmsg] = (uint16_t)per;
+		}
+		q->nmsg++;
+		sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, ndgrams);
+	}
+}
+
+static int room(struct txq *q, int msgs, int iovs, size_t bytes)
+{
+	return q->nmsg + msgs * q->s->npeers <= TX_MSGS && q->niov + iovs <= TX_IOVS &&
+	       q->aused + bytes <= TX_ARENA;
+}
+
+static void pk_close(struct txq *q)
+{
+	size_t len;
+
+	if (!q->pk_open)
+		return;
+	q->pk_open = 0;
+	if (q->pk.nrec > 1)
+		sv_count(&q->s->ctr_tx, SV_C_TX_BATCHES, 1);
+	len = sv_pack_finish(&q->pk);
+	len = q->s->enc ? sv_seal_dgram(&q->s->seal, q->pk.buf, q->pk.used) : len;
+	q->iov[q->niov].iov_base = q->pk.buf;
+	q->iov[q->niov].iov_len = len;
+	q->aused += len;
+	push(q, q->niov, 1, 1, 0, 0);
+	q->niov++;
+}
+
+/* A unit too big for one DATA datagram: FRAG pieces, in GSO trains when allowed.
+ * zero_copy: data stays in the read buffer until the flush. Returns 1 if the
+ * read buffer is now referenced. */
+static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint32_t dgram)
+{
+	struct sv *s = q->s;
+	size_t chunk, full, need_bytes;
+	unsigned cnt = sv_frag_plan(len, dgram, s->enc, &chunk), per, trains;
+	int gso = __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED);
+	int zc = !s->enc, iovs_per = zc ? 2 : 1;
+	uint32_t id;
+
+	pk_close(q);
+	if (!cnt) {
+		sv_count_drop(&s->ctr_tx, SV_D_OVERSIZE, 1);
+		return 0;
+	}
+	full = sv_dgram_over(s->enc) + SV_FRAG_HDR + chunk;
+	per = gso ? (unsigned)(SV_MAX_DGRAM / full) : 1;
+	if (per > GSO_MAX_SEGS)
+		per = GSO_MAX_SEGS;
+	if (per < 1)
+		per = 1;
+	trains = (cnt + per - 1) / per;
+	need_bytes = zc ? (size_t)cnt * (SV_HDR_LEN + SV_FRAG_HDR) : (size_t)cnt * full;
+	if (!room(q, (int)trains, (int)cnt * iovs_per, need_bytes))
+		flush(q);
+	id = q->frame_id++;
+	for (unsigned t = 0; t < trains; t++) {
+		int first = q->niov;
+		unsigned from = t * per, to = from + per < cnt ? from + per : cnt;
+		size_t last_len = 0;
+
+		for (unsigned i = from; i < to; i++) {
+			size_t off = (size_t)i * chunk, clen = len - off < chunk ? len - off : chunk;
+			uint8_t *h = q->arena + q->aused;
+
+			if (zc) {
+				sv_hdr_put(h, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
+				sv_frag_put(h + SV_HDR_LEN, id, (uint32_t)len, (uint16_t)i, (uint16_t)cnt);
+				q->iov[q->niov++] = (struct iovec){h, SV_HDR_LEN + SV_FRAG_HDR};
+				q->iov[q->niov++] = (struct iovec){data + off, clen};
+				q->aused += SV_HDR_LEN + SV_FRAG_HDR;
+				last_len = SV_HDR_LEN + SV_FRAG_HDR + clen;
+			} else {
+				last_len = build_piece(s, h, flags, id, (uint32_t)len, i, cnt, data + off, clen);
+				q->iov[q->niov++] = (struct iovec){h, last_len};
+				q->aused += last_len;
+			}
+		}
+		(void)last_len;
+		push(q, first, q->niov - first, to - from, full, (unsigned)iovs_per);
+	}
+	sv_count(&s->ctr_tx, SV_C_TX_FRAGS, (uint64_t)cnt * (unsigned)s->npeers);
+	return zc;
+}
+
+/* One read from the device. Returns 1 if the buffer must be kept until the flush. */
+static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
+{
+	struct sv *s = q->s;
+	uint8_t *frame = buf;
+	size_t flen = n;
+	uint32_t dgram = sv_min_pmtu(s);
+
+	if (s->vnet) {
+		struct virtio_net_hdr vh;
+
+		if (n <= SV_VNET_LEN)
+			return 0;
+		memcpy(&vh, buf, sizeof(vh));
+		frame = buf + SV_VNET_LEN;
+		flen = n - SV_VNET_LEN;
+		if (vh.gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+			sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
+			sv_count(&s->ctr_tx, SV_C_TX_BYTES, flen);
+			sv_count(&s->ctr_tx, SV_C_TX_SUPER, 1);
+			return tx_unit(q, buf, n, base_flags(s) | SV_F_VNET, dgram);
+		}
+		if ((vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) &&
+		    sv_csum_complete(frame, flen, vh.csum_start, vh.csum_offset) < 0)
+			return 0;
+	}
+	sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
+	sv_count(&s->ctr_tx, SV_C_TX_BYTES, flen);
+	if (flen > sv_pack_max_frame(dgram, s->enc))
+		return tx_unit(q, frame, flen, base_flags(s), dgram);
+	if (q->pk_open && sv_pack_add(&q->pk, frame, flen))
+		goto added;
+	pk_close(q);
+	if (!room(q, 1, 1, (size_t)dgram + SV_TAG_LEN))
+		flush(q);
+	sv_pack_begin(&q->pk, q->arena + q->aused, dgram, base_flags(s));
+	q->pk_open = 1;
+	sv_pack_add(&q->pk, frame, flen);
+added:
+	if (!s->batch)
+		pk_close(q);
+	return 0;
+}
+
+/* The 2015 reference: one read and one sendto per frame, no offloads. */
+static void *tx_basic(struct sv *s)
+{
+	uint8_t *buf = malloc(RBUF_SZ), *out = malloc(SV_MAX_DGRAM + 64);
+	uint32_t id = 0;
+
+	if (!buf || !out)
+		goto out;
+	for (;;) {
+		ssize_t n = read(s->tap_fd, buf, RBUF_SZ);
+		uint32_t dgram = sv_min_pmtu(s);
+		size_t chunk;
+		unsigned cnt;
+
+		if (n <= 0) {
+			if (n < 0 && errno != EINTR && errno != EAGAIN)
+				usleep(1000);
+			continue;
+		}
+		sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
+		sv_count(&s->ctr_tx, SV_C_TX_BYTES, (uint64_t)n);
+		if ((size_t)n <= sv_pack_max_frame(dgram, s->enc)) {
+			struct sv_packer pk;
+			size_t len;
+
+			sv_pack_begin(&pk, out, dgram, base_flags(s));
+			sv_pack_add(&pk, buf, (size_t)n);
+			len = sv_pack_finish(&pk);
+			len = s->enc ? sv_seal_dgram(&s->seal, out, pk.used) : len;
+			for (int i = 0; i < s->npeers; i++) {
+				struct iovec v = {out, len};
+
+				sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
+				if (send_one(s, &s->peers[i], &v, 1) < 0)
+					sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, 1);
+			}
+			continue;
+		}
+		cnt = sv_frag_plan((size_t)n, dgram, s->enc, &chunk);
+		if (!cnt) {
+			sv_count_drop(&s->ctr_tx, SV_D_OVERSIZE, 1);
+			continue;
+		}
+		for (unsigned i = 0; i < cnt; i++) {
+			size_t off = (size_t)i * chunk, clen = (size_t)n - off < chunk ? (size_t)n - off : chunk;
+			struct iovec v = {out, build_piece(s, out, base_flags(s), id, (uint32_t)n, i, cnt,
+							   buf + off, clen)};
+
+			for (int p = 0; p < s->npeers; p++) {
+				sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
+				sv_count(&s->ctr_tx, SV_C_TX_FRAGS, 1);
+				if (send_one(s, &s->peers[p], &v, 1) < 0)
+					sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, 1);
+			}
+		}
+		id++;
+	}
+out:
+	free(buf);
+	free(out);
+	return NULL;
+}
+
+void *sv_tx_thread(void *arg)
+{
+	struct sv *s = arg;
+	struct txq *q;
+	struct pollfd pfd = {.fd = s->tap_fd, .events = POLLIN};
+
+	if (s->basic)
+		return tx_basic(s);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->s = s;
+	q->arena = malloc(TX_ARENA);
+	for (int i = 0; i < TX_RBUFS; i++)
+		q->rbuf[i] = malloc(RBUF_SZ);
+	for (;;) {
+		uint8_t *b = q->rbuf[q->rbused];
+		ssize_t n = read(s->tap_fd, b, RBUF_SZ);
+
+		if (n < 0) {
+			if (errno == EAGAIN) {
+				pk_close(q);
+				flush(q);
+				poll(&pfd, 1, -1);
+			} else if (errno != EINTR) {
+				usleep(1000);
+			}
+			continue;
+		}
+		if (tx_frame(q, b, (size_t)n)) {
+			q->rbused++;
+			if (q->rbused == TX_RBUFS) {
+				pk_close(q);
+				flush(q);
+			}
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,169 @@
+# tests/lib.sh - a two-host lab in network namespaces for the sleeve (sourced)
+#
+# hosts obs-ha / obs-hb joined by veth obs-u0/obs-u1 (198.18.0.1/.2), each with a
+# bridge obs-br and a "container" namespace obs-ca / obs-cb attached by veth.
+# L2 modes: containers 198.18.64.1 / .2 on one /24 across the bridges.
+# L3 mode:  containers 198.18.64.2 (gw .64.1) and 198.18.65.2 (gw .65.1), routed
+#           over the TUN device.
+# Everything created here starts with obs-; lab_down removes exactly that.
+
+SLEEVE=${SLEEVE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/sleeve}
+LAB_TMP=$(mktemp -d /tmp/obs-sleeve.XXXXXX)
+LAB_PIDS=()
+GSO_MAX=60000
+
+ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
+
+lab_down() {
+	local p
+	for p in "${LAB_PIDS[@]}"; do
+		kill "$p" 2>/dev/null
+	done
+	for p in "${LAB_PIDS[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	LAB_PIDS=()
+	for n in obs-ca obs-cb obs-ha obs-hb; do
+		ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null
+		ip netns del "$n" 2>/dev/null
+	done
+	return 0
+}
+
+lab_cleanup() {
+	lab_down
+	rm -rf "$LAB_TMP"
+}
+
+# lab_up UNDERLAY_MTU
+lab_up() {
+	local umtu=$1
+	lab_down
+	for n in obs-ha obs-hb obs-ca obs-cb; do
+		ip netns add "$n"
+		ns "$n" ip link set lo up
+	done
+	ip link add obs-u0 netns obs-ha mtu "$umtu" type veth peer name obs-u1 netns obs-hb mtu "$umtu"
+	ns obs-ha ip addr add 198.18.0.1/24 dev obs-u0
+	ns obs-hb ip addr add 198.18.0.2/24 dev obs-u1
+	ns obs-ha ip link set obs-u0 up
+	ns obs-hb ip link set obs-u1 up
+}
+
+# lab_containers OVERLAY_MTU l2|l3 : bridges, container veths, addresses
+lab_containers() {
+	local omtu=$1 mode=$2 h c side a
+	for side in a b; do
+		h=obs-h$side c=obs-c$side
+		ns $h ip link add obs-br type bridge
+		ip link add obs-c${side}0 netns $c mtu "$omtu" type veth peer name obs-c${side}1 netns $h mtu "$omtu"
+		ns $c ip link set obs-c${side}0 gso_max_size $GSO_MAX
+		ns $h ip link set obs-c${side}1 gso_max_size $GSO_MAX
+		ns $h ip link set obs-c${side}1 master obs-br
+		ns $h ip link set obs-c${side}1 up
+		ns $h ip link set obs-br up
+		ns $c ip link set obs-c${side}0 up
+		ns $h sysctl -qw net.ipv4.ip_forward=1
+	done
+	if [ "$mode" = l2 ]; then
+		ns obs-ca ip addr add 198.18.64.1/24 dev obs-ca0
+		ns obs-cb ip addr add 198.18.64.2/24 dev obs-cb0
+		PEER_IP=198.18.64.2
+	else
+		ns obs-ha ip addr add 198.18.64.1/24 dev obs-br
+		ns obs-hb ip addr add 198.18.65.1/24 dev obs-br
+		ns obs-ca ip addr add 198.18.64.2/24 dev obs-ca0
+		ns obs-cb ip addr add 198.18.65.2/24 dev obs-cb0
+		ns obs-ca ip route add default via 198.18.64.1
+		ns obs-cb ip route add default via 198.18.65.1
+		PEER_IP=198.18.65.2
+	fi
+}
+
+# sleeve_start SIDE(a|b) ARGS... : waits for the ready line, sets READY_MTU_<side>
+sleeve_start() {
+	local side=$1; shift
+	local h=obs-h$side local_ip peer_ip i
+	if [ "$side" = a ]; then local_ip=198.18.0.1 peer_ip=198.18.0.2; else local_ip=198.18.0.2 peer_ip=198.18.0.1; fi
+	ip netns exec $h "$SLEEVE" --dev obs-sv --local $local_ip --peer $peer_ip \
+		--stats-file "$LAB_TMP/stats-$side.json" "$@" \
+		>"$LAB_TMP/out-$side" 2>"$LAB_TMP/err-$side" &
+	LAB_PIDS+=($!)
+	eval "SLEEVE_PID_$side=$!"
+}
+
+# sleeve_wait SIDE : wait for "ready", print the MTU
+sleeve_wait() {
+	local side=$1 i line
+	for i in $(seq 1 100); do
+		line=$(head -n1 "$LAB_TMP/out-$side" 2>/dev/null)
+		case $line in ready\ *) echo "${line##*mtu=}"; return 0 ;; esac
+		sleep 0.1
+	done
+	echo "sleeve $side not ready; stderr:" >&2
+	cat "$LAB_TMP/err-$side" >&2
+	return 1
+}
+
+# sleeve_attach SIDE l2|l3
+sleeve_attach() {
+	local h=obs-h$1
+	if [ "$2" = l2 ]; then
+		ns $h ip link set obs-sv master obs-br
+	elif [ "$1" = a ]; then
+		ns $h ip route add 198.18.65.0/24 dev obs-sv
+	else
+		ns $h ip route add 198.18.64.0/24 dev obs-sv
+	fi
+}
+
+sleeve_stop_all() {
+	local p
+	for p in "${LAB_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${LAB_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	LAB_PIDS=()
+}
+
+# vxlan_up OVERLAY_MTU : kernel VXLAN between the hosts, on the bridges
+vxlan_up() {
+	local omtu=$1
+	ns obs-ha ip link add obs-vx type vxlan id 42 remote 198.18.0.2 local 198.18.0.1 dstport 4789 nolearning dev obs-u0
+	ns obs-hb ip link add obs-vx type vxlan id 42 remote 198.18.0.1 local 198.18.0.2 dstport 4789 nolearning dev obs-u1
+	for h in obs-ha obs-hb; do
+		ns $h ip link set obs-vx mtu "$omtu" gso_max_size $GSO_MAX
+		ns $h ip link set obs-vx master obs-br
+		ns $h ip link set obs-vx up
+	done
+}
+
+# iperf_gbps CLIENT_NS SERVER_NS SERVER_IP SECONDS : received Gbit/s
+iperf_gbps() {
+	local cns=$1 sns=$2 ip=$3 t=$4 out
+	ip netns exec "$sns" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	local spid=$!
+	LAB_PIDS+=($spid)
+	sleep 0.3
+	out=$(ns "$cns" timeout $((t + 15)) iperf3 -c "$ip" -p 5201 -t "$t" -J 2>/dev/null)
+	wait $spid 2>/dev/null
+	python3 -c 'import json,sys
+d=json.loads(sys.stdin.read() or "{}")
+e=d.get("end",{}).get("sum_received",{}).get("bits_per_second")
+print("%.3f" % (e/1e9) if e else "0")' <<<"$out"
+}
+
+# qperf_lat CLIENT_NS SERVER_NS SERVER_IP SECONDS : tcp_lat in microseconds
+qperf_lat() {
+	local cns=$1 sns=$2 ip=$3 t=$4 out
+	ip netns exec "$sns" timeout $((t + 15)) qperf -lp 19765 >/dev/null 2>&1 &
+	local spid=$!
+	LAB_PIDS+=($spid)
+	sleep 0.3
+	out=$(ns "$cns" timeout $((t + 10)) qperf -lp 19765 -ip 19766 -t "$t" -uu "$ip" tcp_lat 2>/dev/null)
+	kill $spid 2>/dev/null
+	wait $spid 2>/dev/null
+	awk '/latency/ {print $3}' <<<"$out"
+}
+
+stat_get() { # stat_get SIDE python-expr-on-d
+	python3 -c "import json; d=json.load(open('$LAB_TMP/stats-$1.json')); print($2)"
+}

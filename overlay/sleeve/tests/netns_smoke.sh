@@ -1,0 +1,131 @@
+#!/bin/bash
+# netns_smoke.sh - the sleeve carrying real traffic between two namespaces.
+# Needs root. Creates only obs-* namespaces (198.18.0.0/15) and removes them on
+# every exit path. Each case: ping across (full-size, DF) and a 3 s iperf3 TCP.
+set -u
+cd "$(dirname "$0")/.."
+source tests/lib.sh
+trap 'lab_cleanup' EXIT
+trap 'exit 130' INT TERM
+
+[ "$(id -u)" = 0 ] || { echo "netns_smoke: needs root" >&2; exit 1; }
+[ -x "$SLEEVE" ] || { echo "netns_smoke: build first (make)" >&2; exit 1; }
+
+PASS=0 FAIL=0
+ok() { echo "ok   $*"; PASS=$((PASS + 1)); }
+bad() { echo "FAIL $*"; FAIL=$((FAIL + 1)); }
+
+KEY1=$LAB_TMP/key1 KEY2=$LAB_TMP/key2
+head -c 32 /dev/urandom >"$KEY1"
+head -c 32 /dev/urandom >"$KEY2"
+chmod 600 "$KEY1" "$KEY2"
+
+# --- command line contract (no namespaces needed) ---
+cli() { # cli WANT_EXIT DESC ARGS...
+	local want=$1 desc=$2 out rc; shift 2
+	out=$("$SLEEVE" "$@" 2>&1 >/dev/null); rc=$?
+	if [ $rc -eq "$want" ] && { [ "$want" = 0 ] || { [ "$(wc -l <<<"$out")" = 1 ] && [[ $out == sleeve:* ]]; }; }; then
+		ok "cli: $desc"
+	else
+		bad "cli: $desc (exit $rc, stderr: $out)"
+	fi
+}
+cli 0 "--version" --version
+cli 0 "--help" --help
+cli 2 "no args"
+cli 2 "unknown flag" --dev x --local 198.18.0.1 --peer 198.18.0.2 --bogus
+cli 2 "bad --mtu" --dev x --local 198.18.0.1 --peer 198.18.0.2 --mtu 12
+cli 2 "bad --mtu word" --dev x --local 198.18.0.1 --peer 198.18.0.2 --mtu big
+cli 2 "bad address" --dev x --local 198.18.0.300 --peer 198.18.0.2
+cli 2 "bad port" --dev x --local 198.18.0.1:70000 --peer 198.18.0.2
+cli 2 "missing --peer" --dev x --local 198.18.0.1
+cli 2 "bad --heartbeat-ms" --dev x --local 198.18.0.1 --peer 198.18.0.2 --heartbeat-ms 0
+cli 2 "stray argument" --dev x --local 198.18.0.1 --peer 198.18.0.2 extra
+cli 2 "missing key file" --dev x --local 198.18.0.1 --peer 198.18.0.2 --key-file /nonexistent
+head -c 32 /dev/urandom >"$LAB_TMP/key-open"; chmod 644 "$LAB_TMP/key-open"
+cli 2 "key file mode 0644 refused" --dev x --local 198.18.0.1 --peer 198.18.0.2 --key-file "$LAB_TMP/key-open"
+head -c 31 /dev/urandom >"$LAB_TMP/key-short"; chmod 600 "$LAB_TMP/key-short"
+cli 2 "key file of 31 bytes refused" --dev x --local 198.18.0.1 --peer 198.18.0.2 --key-file "$LAB_TMP/key-short"
+"$SLEEVE" --version | grep -q '^sleeve [0-9]' && ok "cli: --version says 'sleeve VERSION'" || bad "cli: --version format"
+
+# run_case NAME UNDERLAY OVERLAY l2|l3 EXPECT(pass|fail) ARGS_A -- ARGS_B
+run_case() {
+	local name=$1 umtu=$2 omtu=$3 mode=$4 expect=$5; shift 5
+	local a=() b=() seen=0 x mtu_a mtu_b gbps
+	for x in "$@"; do
+		if [ "$x" = -- ]; then seen=1; continue; fi
+		if [ $seen = 0 ]; then a+=("$x"); else b+=("$x"); fi
+	done
+	lab_up "$umtu"
+	lab_containers "$omtu" "$mode"
+	sleeve_start a "${a[@]}"
+	sleeve_start b "${b[@]}"
+	if ! mtu_a=$(sleeve_wait a) || ! mtu_b=$(sleeve_wait b); then
+		bad "$name: daemon not ready"; sleeve_stop_all; return
+	fi
+	sleeve_attach a "$mode"; sleeve_attach b "$mode"
+	# full-size ping with DF: the overlay MTU really holds
+	if ns obs-ca ping -c 3 -i 0.2 -W 2 -M do -s $((omtu - 28)) "$PEER_IP" >/dev/null 2>&1; then
+		if [ "$expect" = pass ]; then
+			gbps=$(iperf_gbps obs-ca obs-cb "$PEER_IP" 3)
+			if python3 -c "import sys; sys.exit(0 if float('$gbps') > 0.02 else 1)"; then
+				ok "$name: ping -s $((omtu - 28)) -M do, iperf3 $gbps Gbit/s (mtu $mtu_a/$mtu_b)"
+			else
+				bad "$name: iperf3 failed ($gbps)"
+			fi
+		else
+			bad "$name: ping went through but must not"
+		fi
+	else
+		if [ "$expect" = fail ]; then ok "$name: no traffic, as required"; else bad "$name: ping failed"; fi
+	fi
+	kill -USR1 "$SLEEVE_PID_a" "$SLEEVE_PID_b"; sleep 0.3
+	CASE_MTU_A=$mtu_a
+	sleeve_stop_all
+	if ns obs-ha ip link show obs-sv >/dev/null 2>&1; then bad "$name: device left after SIGTERM"; fi
+	[ -s "$LAB_TMP/stats-a.json" ] || bad "$name: no stats file"
+}
+
+run_case "L2 1500/1410" 1500 1410 l2 pass --mtu 1410 -- --mtu 1410
+stat_get a 'd["offload"]["vnet_hdr"] and d["offload"]["udp_gso"] and d["offload"]["udp_gro"] and d["tx"]["super_frames"] > 0' | grep -q True \
+	&& ok "L2 1500/1410: offload path ran (vnet_hdr, udp_gso, udp_gro, super-frames)" || bad "L2 1500/1410: offload counters"
+run_case "L3 1500/1410" 1500 1410 l3 pass --l3 --mtu 1410 -- --l3 --mtu 1410
+run_case "L2 crypto 1500/1410" 1500 1410 l2 pass --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY1"
+stat_get b 'd["crypto"] and d["rx"]["frames"] > 0 and d["drops"]["auth_fail"] == 0' | grep -q True \
+	&& ok "L2 crypto: sealed frames received, no auth failures" || bad "L2 crypto counters"
+run_case "L3 crypto 1500/1410" 1500 1410 l3 pass --l3 --mtu 1410 --key-file "$KEY1" -- --l3 --mtu 1410 --key-file "$KEY1"
+run_case "different keys" 1500 1410 l2 fail --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY2"
+stat_get b 'd["drops"]["auth_fail"] > 0 and d["rx"]["frames"] == 0' | grep -q True \
+	&& ok "different keys: every datagram dropped as auth_fail" || bad "different keys: counters"
+run_case "key vs no key" 1500 1410 l2 fail --mtu 1410 --key-file "$KEY1" -- --mtu 1410
+stat_get a 'd["drops"]["crypto_mismatch"] > 0 and d["rx"]["frames"] == 0' | grep -q True \
+	&& ok "key vs no key: plaintext refused (crypto_mismatch)" || bad "key vs no key: counters"
+run_case "basic 1500/1410" 1500 1410 l2 pass --basic --mtu 1410 -- --basic --mtu 1410
+stat_get a 'd["basic"] and not any(d["offload"].values()) and d["tx"]["batches"] == 0 and d["tx"]["datagrams"] == d["tx"]["send_calls"]' | grep -q True \
+	&& ok "basic: no offloads, no batches, one send per datagram" || bad "basic: counters"
+run_case "no-offload 1500/1410" 1500 1410 l2 pass --no-offload --mtu 1410 -- --no-offload --mtu 1410
+run_case "no-batch 1500/1410" 1500 1410 l2 pass --no-batch --mtu 1410 -- --no-batch --mtu 1410
+run_case "offload vs no-offload" 1500 1410 l2 pass --mtu 1410 -- --no-offload --mtu 1410
+stat_get a 'd["offload"]["tso"] == False and d["drops"]["gso_unsupported"] == 0' | grep -q True \
+	&& ok "offload vs no-offload: sender kept super-frames off for that peer" || bad "offload vs no-offload: counters"
+run_case "L2 9000/8950" 9000 8950 l2 pass --mtu 8950 -- --mtu 8950
+run_case "L2 crypto 9000/8950" 9000 8950 l2 pass --mtu 8950 --key-file "$KEY1" -- --mtu 8950 --key-file "$KEY1"
+run_case "basic 9000/8950" 9000 8950 l2 pass --basic --mtu 8950 -- --basic --mtu 8950
+run_case "L2 1500/1500 (frames bigger than a datagram)" 1500 1500 l2 pass --mtu 1500 -- --mtu 1500
+run_case "basic 1500/1500 (frames bigger than a datagram)" 1500 1500 l2 pass --basic --mtu 1500 -- --basic --mtu 1500
+
+# --mtu auto: discovered path MTU - overhead
+auto_case() { # auto_case NAME UNDERLAY MODE WANT ARGS...
+	local name=$1 umtu=$2 mode=$3 want=$4; shift 4
+	run_case "$name" "$umtu" "$want" "$mode" pass --mtu auto "$@" -- --mtu auto "$@"
+	[ "$CASE_MTU_A" = "$want" ] && ok "$name: auto MTU $CASE_MTU_A" || bad "$name: auto MTU $CASE_MTU_A, want $want"
+}
+auto_case "auto L2 1500" 1500 l2 1448
+auto_case "auto L2 crypto 1500" 1500 l2 1416 --key-file "$KEY1"
+auto_case "auto L3 1500" 1500 l3 1462 --l3
+auto_case "auto L2 9000" 9000 l2 8948
+
+lab_down
+if [ -n "$(ip netns list | grep '^obs-')" ]; then bad "namespaces left behind"; fi
+echo "netns_smoke: $PASS passed, $FAIL failed"
+[ $FAIL = 0 ]
