@@ -7,8 +7,6 @@ link with a lab prefix, no tool or sleeve process that was not there before.
 from __future__ import annotations
 
 import os
-import subprocess
-
 import pytest
 
 WATCHED = ("iperf3", "qperf", "sleeve")
@@ -22,10 +20,38 @@ def pytest_addoption(parser):
     g.addoption("--scenario", default="scenarios/quick.toml", help="the regression scenario")
 
 
-def _our_procs() -> set[int]:
-    out = subprocess.run(["ps", "-eo", "pid=,comm="], capture_output=True, text=True).stdout
-    return {int(pid) for pid, _, comm in (ln.strip().partition(" ") for ln in out.splitlines())
-            if comm.strip() in WATCHED}
+def _netns_inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def stray_processes() -> list[str]:
+    """Tool and sleeve processes that belong to no live namespace but a lab's: inside a
+    lab-prefixed namespace, or in a namespace whose name is gone (a deleted lab's)."""
+    import re
+    root = _netns_inode("/proc/1/ns/net")
+    named = {}
+    for name in os.listdir("/run/netns") if os.path.isdir("/run/netns") else []:
+        ino = _netns_inode(f"/run/netns/{name}")
+        if ino:
+            named[ino] = name
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            comm = open(f"/proc/{pid}/comm").read().strip()
+        except OSError:
+            continue
+        if comm not in WATCHED:
+            continue
+        ino = _netns_inode(f"/proc/{pid}/ns/net")
+        if ino is None or ino == root:
+            continue
+        ns = named.get(ino)
+        if ns is None or re.match(r"^ob[0-9a-f]{4}-", ns):
+            out.append(f"{comm}[{pid}] in {ns or 'a deleted namespace'}")
+    return out
 
 
 def needs_root():
@@ -34,20 +60,18 @@ def needs_root():
 
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_behind():
-    before = _our_procs()
     yield
-    from harness.lab import leftovers
+    from harness.lab import leftovers, remove_lab
     labs = {p: i for p, i in leftovers().items() if not i["alive"] or i["pid"] == os.getpid()}
-    stray = _our_procs() - before
+    stray = stray_processes()
     problems = []
     if labs:
         problems.append(f"labs left behind: {labs}")
     if stray:
-        problems.append(f"processes left behind: {sorted(stray)}")
+        problems.append(f"processes left behind: {stray}")
+    for p in labs:
+        remove_lab(p)
     if problems:
-        from harness.lab import remove_lab
-        for p in labs:
-            remove_lab(p)
         pytest.fail("; ".join(problems))
 
 
