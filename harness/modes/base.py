@@ -75,9 +75,14 @@ class Mode(abc.ABC):
         """Undo deploy. Must not raise for something already gone."""
 
 
-def set_bridge_mtu(side: Side, mtu: int, tunnel_dev: str | None) -> None:
-    """Give every device on the overlay path of one side the overlay MTU."""
+def reset_overlay_path(side: Side, mtu: int, tunnel_dev: str | None) -> None:
+    """Give every device on one side's overlay path the overlay MTU, and forget the
+    neighbours the previous mode taught the host and its container (an L2 mode leaves
+    the peer container's real MAC cached, which a routed L3 mode never answers for)."""
     h = side.host
+    h.run(["ip", "neigh", "flush", "dev", side.bridge], check=False)
+    if side.container is not None:
+        side.container.run(["ip", "neigh", "flush", "dev", side.container_dev], check=False)
     if tunnel_dev:
         h.run(["ip", "link", "set", tunnel_dev, "mtu", str(mtu)])
     if side.container is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from harness.errors import CommandError, HarnessError, UnsupportedError
-from harness.modes.base import Datapath, Mode, set_bridge_mtu
+from harness.modes.base import Datapath, Mode, reset_overlay_path
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ class FastDP(Mode):
                 s.host.run(["ip", "link", "add", self.dev, "type", "vxlan", "id", str(self.vni),
                             "dstport", str(self.port), "local", s.underlay_ip, "remote", peer.underlay_ip,
                             "dev", s.underlay_dev, "nolearning"])
-                set_bridge_mtu(s, overlay_mtu, self.dev)
+                reset_overlay_path(s, overlay_mtu, self.dev)
                 s.host.run(["ip", "link", "set", self.dev, "master", s.bridge, "up"])
                 self._check_fdb(s, peer.underlay_ip)
         except BaseException:
@@ -68,6 +68,6 @@ class FastDP(Mode):
         for s in testbed.sides:
             try:
                 s.host.run(["ip", "link", "del", self.dev], check=False)
-                set_bridge_mtu(s, 1500, None)
+                reset_overlay_path(s, 1500, None)
             except CommandError as e:
                 log.warning("fastdp teardown on %s: %s", s.host.name, e)
