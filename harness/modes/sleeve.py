@@ -77,9 +77,9 @@ class Sleeve(Mode):
         binary = build()
         dp = Datapath(self.name, self.kind, overlay_mtu, info={"flags": list(self.argv_flags()), "port": PORT})
         try:
-            key = secrets.token_bytes(32) if self.crypto else None
+            keys = self.keys()
             for s in testbed.sides:
-                dp.processes[s.index] = self._start(testbed, s, binary, overlay_mtu, key)
+                dp.processes[s.index] = self._start(testbed, s, binary, overlay_mtu, keys[s.index])
             for s in testbed.sides:
                 self._wait_ready(s, dp.processes[s.index])
             for s in testbed.sides:
@@ -91,6 +91,13 @@ class Sleeve(Mode):
         dp.devices = {s.index: [s.underlay_dev, DEV, s.bridge, s.container_port, f"ctr:{s.container_dev}"]
                       for s in testbed.sides}
         return dp
+
+    def keys(self) -> tuple[bytes | None, bytes | None]:
+        """The key each side gets: one fresh random key shared by both, or none."""
+        if not self.crypto:
+            return (None, None)
+        key = secrets.token_bytes(32)
+        return (key, key)
 
     def argv_flags(self) -> tuple[str, ...]:
         return (("--l3",) if self.l3 else ()) + self.flags

@@ -1,0 +1,125 @@
+"""The sleeve modes and auto through the real lab: ping and TCP across each, at a
+standard and a jumbo MTU; auto's fallback; keys that differ do not talk."""
+
+import secrets
+import time
+
+import pytest
+
+from conftest import needs_root
+from harness import modes
+from harness.endpoints import endpoints
+from harness.modes.sleeve import SleeveCrypto
+
+pytestmark = [needs_root(), pytest.mark.lab]
+
+SLEEVES = ["sleeve", "sleeve-basic", "sleeve-l3", "sleeve-crypto"]
+
+
+def _iperf(lab, dp, placement, seconds=2):
+    c, s = endpoints(lab, dp, placement)
+    srv = s.host.start(["iperf3", "-s", "-1", "-p", "5201"])
+    try:
+        deadline = time.monotonic() + 5
+        while not s.host.run(["ss", "-Hltn", "sport = :5201"]).stdout.strip():
+            assert time.monotonic() < deadline, "iperf3 server did not start"
+            time.sleep(0.05)
+        out = c.host.run(["iperf3", "-c", s.addr, "-p", "5201", "-t", str(seconds), "-J"], timeout=seconds + 20,
+                         check=False)
+    finally:
+        srv.stop()
+    import json
+    return json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"]
+
+
+@pytest.mark.parametrize("underlay, overlay", [(1500, 1410), (9000, 8950)])
+@pytest.mark.parametrize("name", SLEEVES)
+def test_ping_and_tcp_across_each_sleeve_mode(lab, name, underlay, overlay):
+    lab.set_underlay(underlay, None)
+    mode = modes.get(name)
+    dp = mode.deploy(lab, mode.overlay_mtu(underlay, overlay))
+    try:
+        assert dp.kind == "sleeve" and dp.overlay_mtu == overlay
+        for placement in ("container-container", "host-container"):
+            c, s = endpoints(lab, dp, placement)
+            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", "-M", "do", "-s", str(overlay - 28),
+                              s.addr], check=False)
+            assert " 0% packet loss" in out.stdout and "DUP" not in out.stdout, (placement, out.stdout)
+        bps = _iperf(lab, dp, "container-container")
+        assert bps > 50e6, f"{name} at {overlay}: only {bps / 1e6:.0f} Mbit/s"
+        counters = mode.counters(lab, dp)
+        h1 = counters["h1"]
+        assert h1["rx"]["frames"] > 1000 and h1["crypto"] is (name == "sleeve-crypto")
+        assert h1["basic"] is (name == "sleeve-basic")
+        assert sum(h1["drops"].values()) - h1["drops"].get("reasm_timeout", 0) < 0.01 * h1["rx"]["datagrams"]
+    finally:
+        mode.teardown(lab, dp)
+    assert lab.sides[0].host.run(["ip", "link", "show", "sv0"], check=False).returncode != 0
+
+
+class MismatchedKeys(SleeveCrypto):
+    name = "sleeve-crypto-mismatch"
+
+    def keys(self):
+        return secrets.token_bytes(32), secrets.token_bytes(32)
+
+
+def test_sleeves_with_different_keys_do_not_talk(lab):
+    mode = MismatchedKeys()
+    dp = mode.deploy(lab, 1410)
+    try:
+        c, s = endpoints(lab, dp, "container-container")
+        out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "1", s.addr], check=False)
+        assert out.returncode != 0 and "100% packet loss" in out.stdout
+        drops = mode.counters(lab, dp)["h1"]["drops"]
+        assert drops["auth_fail"] > 0
+    finally:
+        mode.teardown(lab, dp)
+
+
+def test_auto_picks_fastdp_when_vxlan_passes(lab):
+    mode = modes.get("auto")
+    dp = mode.deploy(lab, 1410)
+    try:
+        assert dp.kind == "fastdp" and "passed" in dp.info["decision"]
+    finally:
+        mode.teardown(lab, dp)
+
+
+def test_auto_falls_back_to_the_sleeve_when_udp_4789_is_dropped(lab):
+    h1 = lab.sides[1].host
+    h1.run(["nft", "add", "table", "inet", "obtest"])
+    h1.run(["nft", "add", "chain", "inet", "obtest", "in", "{ type filter hook input priority 0 ; }"])
+    h1.run(["nft", "add", "rule", "inet", "obtest", "in", "udp", "dport", "4789", "drop"])
+    mode = modes.get("auto")
+    dp = mode.deploy(lab, 1410)
+    try:
+        assert dp.kind == "sleeve", dp.info
+        assert "DF probe across VXLAN failed" in dp.info["decision"]
+        c, s = endpoints(lab, dp, "container-container")
+        c.host.run(["ping", "-c", "2", "-W", "2", s.addr])
+    finally:
+        mode.teardown(lab, dp)
+
+
+def test_auto_records_the_datapath_in_every_measurement(lab, tmp_path):
+    from harness import results, scenario as S
+    from harness.runner import Runner
+    h1 = lab.sides[1].host
+    h1.run(["nft", "add", "table", "inet", "obtest"])
+    h1.run(["nft", "add", "chain", "inet", "obtest", "in", "{ type filter hook input priority 0 ; }"])
+    h1.run(["nft", "add", "rule", "inet", "obtest", "in", "udp", "dport", "4789", "drop"])
+    sc = S.build({"matrix": {"modes": ["auto"], "tests": ["qperf.tcp_lat"], "placements": ["container-container"],
+                             "repeats": 1, "duration": 1}})
+    store = results.RunStore.create(tmp_path, {"scenario": sc.to_dict()})
+    Runner(sc, lab, store).run(S.expand(sc))
+    recs = store.records()
+    assert recs and all(r["datapath"] == "sleeve" and r["mode"] == "auto" and r["ok"] for r in recs)
+    assert any(r["metric"] == "cpu_sleeve_pct" and r["value"] > 0 for r in recs)
+    assert list((store.path / "raw").glob("*.counters.json"))
+
+
+def test_overlay_mtu_too_big_for_the_sleeve_is_refused():
+    from harness.errors import HarnessError
+    with pytest.raises(HarnessError, match="does not fit mode sleeve-crypto"):
+        modes.get("sleeve-crypto").overlay_mtu(1500, 1450)
