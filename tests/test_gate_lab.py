@@ -1,0 +1,51 @@
+"""The gate on real runs: a sleeve that lost its offloads is caught, by name."""
+
+import subprocess
+import sys
+
+import pytest
+
+from conftest import needs_root
+from harness import gate, modes, results, scenario as S
+from harness.lab import Lab
+from harness.modes.sleeve import Sleeve
+from harness.runner import Runner
+
+pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.slow]
+
+
+class SleeveWithoutOffloads(Sleeve):
+    """The regression: `sleeve` as if a change had dropped its offloads."""
+    flags = ("--no-offload",)
+
+
+def _run(tmp, sc):
+    store = results.RunStore.create(tmp, {"scenario": sc.to_dict(), "machine": {"hostname": "lab"}})
+    with Lab.create() as lab:
+        Runner(sc, lab, store).run(S.expand(sc))
+    return store.path
+
+
+def test_gate_fails_naming_the_case_that_really_got_slower(tmp_path, monkeypatch):
+    sc = S.build({"matrix": {"modes": ["native", "sleeve"], "tests": ["iperf3.tcp"],
+                             "placements": ["container-container"], "repeats": 4, "duration": 2}})
+    good = _run(tmp_path, sc)
+    monkeypatch.setitem(modes.MODES, "sleeve", SleeveWithoutOffloads())
+    bad = _run(tmp_path, sc)
+
+    base_file = tmp_path / "baseline.json"
+    gate.save_baseline(gate.make_baseline(good), base_file)
+    verdict = gate.evaluate(bad, gate.load_baseline(base_file))
+    assert not verdict.ok
+    names = [(c.case["mode"], c.case["underlay_mtu"], c.case["metric"]) for c in verdict.failures]
+    assert names == [("sleeve", 1500, "throughput_bps")], verdict.to_text()
+    assert verdict.failures[0].p is not None and verdict.failures[0].p <= 0.05
+
+    p = subprocess.run([sys.executable, "-m", "harness.cli", "gate", str(bad), "--baseline", str(base_file),
+                        "--junit", str(tmp_path / "j.xml"), "--summary", str(tmp_path / "s.md")],
+                       capture_output=True, text=True)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "FAIL sleeve at underlay MTU 1500" in p.stdout
+    assert "failure" in (tmp_path / "j.xml").read_text() and "Regressions" in (tmp_path / "s.md").read_text()
+    # The good run against its own baseline passes.
+    assert gate.evaluate(good, gate.load_baseline(base_file)).ok
