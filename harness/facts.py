@@ -17,12 +17,12 @@ PROJECT = pathlib.Path(__file__).resolve().parent.parent
 VERSION_ARGV = {
     "iperf3": (["iperf3", "--version"], r"iperf (\S+)"),
     "qperf": (["qperf", "--version"], r"qperf (\S+)"),
-    "ping": (["ping", "-V"], r"(iputils-\S+|s\d+)"),
-    "ip": (["ip", "-V"], r"iproute2-(\S+)"),
-    "tc": (["tc", "-V"], r"iproute2-(\S+)"),
+    "ping": (["ping", "-V"], r"iputils[- ](\S+)"),
+    "ip": (["ip", "-V"], r"iproute2-([0-9][\w.]*)"),
+    "tc": (["tc", "-V"], r"iproute2-([0-9][\w.]*)"),
     "ethtool": (["ethtool", "--version"], r"ethtool version (\S+)"),
-    "bridge": (["bridge", "-V"], r"iproute2-(\S+)"),
-    "ss": (["ss", "-V"], r"iproute2-(\S+)"),
+    "bridge": (["bridge", "-V"], r"(?:iproute2-|utility, )([0-9][\w.]*)"),
+    "ss": (["ss", "-V"], r"iproute2-([0-9][\w.]*)"),
 }
 
 # Debian package that provides each tool (for doctor's and the runner's hints).

@@ -70,7 +70,8 @@ class Sleeve(Mode):
             raise UnsupportedError(f"mode {self.name}: /dev/net/tun missing on {h.name}: TUN/TAP unsupported here")
 
     def version(self, host) -> str:
-        return host.run([str(BINARY), "--version"], check=False).stdout.strip()
+        out = host.run([str(BINARY), "--version"], check=False).stdout.strip().splitlines()
+        return out[0] if out else "unknown"
 
     # ------------------------------------------------------------------ deploy
     def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:

@@ -58,7 +58,40 @@ class RunView:
     n_ok: int
 
 
+# ethtool -k names → short labels for the offload summary.
+_OFFLOAD_SHORT = {"tcp-segmentation-offload": "tso", "generic-segmentation-offload": "gso",
+                  "generic-receive-offload": "gro", "tx-checksumming": "tx-csum", "rx-checksumming": "rx-csum",
+                  "scatter-gather": "sg", "large-receive-offload": "lro", "tx-udp_tnl-segmentation": "udp-tnl",
+                  "tx-udp-segmentation": "uso", "rx-udp-gro-forwarding": "udp-gro-fwd"}
+
+
+def _datapath_facts(datapaths: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+    """run.json's per-deployment list → one line per deployment and one per device's offloads."""
+    deployments: dict[str, str] = {}
+    offloads: dict[str, str] = {}
+    for d in datapaths:
+        label = f"{d.get('mode')} · u{d.get('underlay_mtu')} o{d.get('overlay_mtu')}"
+        info = d.get("info") or {}
+        parts = [f"via {d.get('datapath')}"]
+        for k, v in info.items():
+            if v not in (None, "", [], {}):
+                parts.append(f"{k} {' '.join(map(str, v)) if isinstance(v, list) else v}")
+        deployments.setdefault(label, " · ".join(parts))
+        for host, devs in (d.get("offloads") or {}).items():
+            for dev, feats in (devs or {}).items():
+                if not isinstance(feats, dict):
+                    continue
+                on = [_OFFLOAD_SHORT.get(k, k) for k, v in feats.items() if str(v).startswith("on")]
+                key = f"{d.get('mode')} u{d.get('underlay_mtu')} {host} {dev}"
+                offloads.setdefault(key, feats.get("error") or ("on: " + ", ".join(on) if on else "all off"))
+    return deployments, offloads
+
+
 def _facts(meta: dict[str, Any]) -> list[tuple[str, Any]]:
+    meta = dict(meta)
+    if isinstance(meta.get("datapaths"), list):
+        deployments, offloads = _datapath_facts(meta.pop("datapaths"))
+        meta["deployments"], meta["offloads"] = deployments, offloads
     out, used = [], set()
     for key, label in KNOWN_FACTS:
         if key in meta and key not in used and meta[key] not in (None, "", {}, []):
