@@ -25,7 +25,7 @@ BACKENDS = ("netns", "ssh", "vagrant")
 
 SCHEMA: dict[str, dict[str, type | tuple]] = {
     "scenario": {"name": str, "description": str},
-    "matrix": {"modes": list, "underlay_mtu": list, "overlay_mtu": list, "placements": list,
+    "matrix": {"modes": list, "underlay_mtu": list, "overlay_mtu": (list, dict), "placements": list,
                "tests": list, "streams": list, "repeats": int, "duration": (int, float)},
     "underlay": {"rate": str},
     "backend": {"kind": str, "inventory": str},
@@ -38,7 +38,8 @@ class Scenario:
     description: str = ""
     modes: tuple[str, ...] = ("native", "fastdp")
     underlay_mtus: tuple[int, ...] = (1500,)
-    overlay_mtus: tuple[int | str, ...] = ("auto",)
+    # A list for every underlay MTU, or {"1500": (1410,), "9000": (8950,)} per underlay MTU.
+    overlay_mtus: tuple[int | str, ...] | dict[str, tuple[int | str, ...]] = ("auto",)
     placements: tuple[str, ...] = ("host-host", "container-container")
     tests: tuple[str, ...] = ("iperf3.tcp", "qperf.tcp_lat")
     streams: tuple[int, ...] = (1,)
@@ -145,8 +146,23 @@ def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = 
     if "underlay_mtu" in m:
         ch["underlay_mtus"] = _int_list(source, "[matrix] underlay_mtu", m["underlay_mtu"], 1280, 65535)
     if "overlay_mtu" in m:
-        ch["overlay_mtus"] = _int_list(source, "[matrix] overlay_mtu", m["overlay_mtu"], 576, 65535,
-                                       allow_auto=True)
+        o = m["overlay_mtu"]
+        if isinstance(o, dict):
+            unders = ch.get("underlay_mtus", base.underlay_mtus)
+            per = {}
+            for k, v in o.items():
+                key = f"[matrix.overlay_mtu] {k}"
+                if not k.isdigit() or int(k) not in unders:
+                    raise _err(source, key, f"not one of the underlay MTUs ({', '.join(map(str, unders))})")
+                if not isinstance(v, list):
+                    raise _err(source, key, f"expected a list, got {type(v).__name__} {v!r}")
+                per[k] = _int_list(source, key, v, 576, 65535, allow_auto=True)
+            missing = [u for u in unders if str(u) not in per]
+            if missing:
+                raise _err(source, "[matrix.overlay_mtu]", f"no overlay MTUs for underlay MTU {', '.join(map(str, missing))}")
+            ch["overlay_mtus"] = per
+        else:
+            ch["overlay_mtus"] = _int_list(source, "[matrix] overlay_mtu", o, 576, 65535, allow_auto=True)
     if "placements" in m:
         ch["placements"] = _choice_list(source, "[matrix] placements", m["placements"], PLACEMENTS, "placement")
     if "tests" in m:
@@ -194,9 +210,15 @@ def expand(sc: Scenario) -> list[Case]:
     Overlay MTUs are resolved and checked against each mode here, before anything runs."""
     from harness import modes as modes_mod
 
-    groups: list[tuple[str, int | str]] = [(m, o) for m in sc.modes for o in sc.overlay_mtus]
     cases: list[Case] = []
     for u in sc.underlay_mtus:
+        if isinstance(sc.overlay_mtus, dict):
+            if str(u) not in sc.overlay_mtus:
+                raise ScenarioError(f"{sc.source}: [matrix.overlay_mtu]: no overlay MTUs for underlay MTU {u}")
+            overlays = sc.overlay_mtus[str(u)]
+        else:
+            overlays = sc.overlay_mtus
+        groups = [(m, o) for m in sc.modes for o in overlays]
         resolved: list[tuple[str, int]] = []
         for mode_name, o in groups:
             mode = modes_mod.get(mode_name)

@@ -26,6 +26,8 @@ def _scenario_from_meta(meta: dict) -> scen.Scenario:
     for k, v in d.items():
         if isinstance(v, list):
             d[k] = tuple(v)
+        elif isinstance(v, dict):
+            d[k] = {kk: tuple(vv) for kk, vv in v.items()}
     return scen.Scenario(**d)
 
 

@@ -81,3 +81,25 @@ def test_shipped_scenarios_load_and_expand():
     assert files
     for f in files:
         assert S.expand(S.load(f)), f
+
+
+def test_overlay_mtu_per_underlay_mtu():
+    sc = S.build({"matrix": {"modes": ["fastdp"], "underlay_mtu": [1500, 9000], "repeats": 1,
+                             "overlay_mtu": {"1500": [1410], "9000": [8950, "auto"]}}})
+    got = sorted({(c.underlay_mtu, c.overlay_mtu) for c in S.expand(sc)})
+    assert got == [(1500, 1410), (9000, 8950)]
+
+
+@pytest.mark.parametrize("table, needle", [
+    ({"1400": [1350]}, "[matrix.overlay_mtu] 1400: not one of the underlay MTUs (1500)"),
+    ({"1500": 1410}, "[matrix.overlay_mtu] 1500: expected a list"),
+])
+def test_overlay_mtu_table_errors(table, needle):
+    with pytest.raises(ScenarioError) as e:
+        S.build({"matrix": {"overlay_mtu": table}}, source="x.toml")
+    assert needle in str(e.value)
+
+
+def test_overlay_mtu_table_must_cover_every_underlay():
+    with pytest.raises(ScenarioError, match=r"no overlay MTUs for underlay MTU 9000"):
+        S.build({"matrix": {"underlay_mtu": [1500, 9000], "overlay_mtu": {"1500": [1410]}}}, source="x.toml")
