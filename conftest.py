@@ -31,6 +31,9 @@ def stray_processes() -> list[str]:
     """Tool and sleeve processes that belong to no live namespace but a lab's: inside a
     lab-prefixed namespace, or in a namespace whose name is gone (a deleted lab's)."""
     import re
+    from harness.lab import leftovers
+    # Labs that another live process owns (a run going on beside the tests) are not ours.
+    others = {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
     root = _netns_inode("/proc/1/ns/net")
     named = {}
     for name in os.listdir("/run/netns") if os.path.isdir("/run/netns") else []:
@@ -49,7 +52,8 @@ def stray_processes() -> list[str]:
         if ino is None or ino == root:
             continue
         ns = named.get(ino)
-        if ns is None or re.match(r"^ob[0-9a-f]{4}-", ns):
+        m = re.match(r"^(ob[0-9a-f]{4})-", ns or "")
+        if ns is None or (m and m.group(1) not in others):
             out.append(f"{comm}[{pid}] in {ns or 'a deleted namespace'}")
     return out
 

@@ -10,27 +10,10 @@ import pytest
 from harness.errors import HarnessError
 from harness.tools.base import TestSpec as Spec  # "Test*" would be collected by pytest
 from harness.tools.iperf3 import Iperf3Tcp, Iperf3Udp
+from captures import DATA, capture, captured_argv, values
 
-DATA = pathlib.Path(__file__).parent / "data"
 TCP = Iperf3Tcp()
 UDP = Iperf3Udp()
-
-
-def capture(name: str) -> tuple[str, str]:
-    err = DATA / f"{name}.err"
-    return (DATA / f"{name}.out").read_text(), err.read_text() if err.exists() else ""
-
-
-def captured_argv(name: str) -> list[str]:
-    for line in (DATA / "captures.tsv").read_text().splitlines():
-        n, _rc, argv = line.split("\t")
-        if n == name:
-            return argv.split()
-    raise KeyError(name)
-
-
-def values(result) -> dict[str, float]:
-    return {s.metric: s.value for s in result.samples}
 
 
 def units(result) -> dict[str, str]:

@@ -8,26 +8,10 @@ import pytest
 
 from harness.tools.base import TestSpec as Spec  # "Test*" would be collected by pytest
 from harness.tools.ping import PingFlood
+from captures import DATA, capture, captured_argv, values
 
-DATA = pathlib.Path(__file__).parent / "data"
 PING = PingFlood()
 SPEC = Spec(server_addr="198.18.0.2", duration=2)
-
-
-def capture(name: str) -> tuple[str, str]:
-    return (DATA / f"{name}.out").read_text(), (DATA / f"{name}.err").read_text()
-
-
-def captured_argv(name: str) -> list[str]:
-    for line in (DATA / "captures.tsv").read_text().splitlines():
-        n, _rc, argv = line.split("\t")
-        if n == name:
-            return argv.split()
-    raise KeyError(name)
-
-
-def values(result) -> dict[str, float]:
-    return {s.metric: s.value for s in result.samples}
 
 
 def test_argv_is_what_was_captured():
