@@ -12,24 +12,30 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 uint64_t sv_now_ns(void) { return 0; }
+int sv_spin_yield(uint64_t now) { (void)now; return 0; }
 int sv_overhead(const struct sv *s) { (void)s; return 0; }
 uint32_t sv_min_pmtu(struct sv *s) { return s->peers[0].pmtu; }
 void sv_log(const struct sv *s, const char *fmt, ...) { (void)s; (void)fmt; }
 
 static volatile uint64_t sink;
 
-static int deliver(struct sv *s, const uint8_t *vnet, const uint8_t *f, size_t len)
+static int deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet)
 {
 	uint64_t x = 0;
+	size_t len = 0;
 
 	(void)s;
-	if (vnet)
-		for (size_t i = 0; i < 10; i++)
-			x += vnet[i];
-	for (size_t i = 0; i < len; i++) /* touch every byte: ASan checks the bounds */
-		x += f[i];
+	if (n < 1 || n > (int)SV_MAX_FRAGS)
+		abort();
+	for (int k = 0; k < n; k++) {
+		const uint8_t *f = iov[k].iov_base;
+
+		for (size_t i = 0; i < iov[k].iov_len; i++) /* touch every byte for ASan */
+			x += f[i];
+		len += iov[k].iov_len;
+	}
 	sink += x;
-	if (len > SV_MAX_UNIT)
+	if (len > SV_MAX_UNIT || (has_vnet && len < 10))
 		abort();
 	return 0;
 }
@@ -47,7 +53,8 @@ static int send_ctl(struct sv *s, struct sv_peer *p, const uint8_t *d, size_t le
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct sv s;
-	static uint8_t buf[70000];
+	static uint8_t buf[1 << 20];
+	size_t used = 0;
 	static int init;
 	uint64_t now = 1000;
 
@@ -86,8 +93,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				n = want;
 			}
 		}
-		memcpy(buf, data, n); /* decryption works in place */
-		sv_rx_datagram(&s, &s.peers[0], buf, n, now);
+		/* datagrams of one receive batch lie side by side in buf; a batch ends
+		 * after an odd-length datagram or when buf is full, and is settled
+		 * before buf is reused, as the daemon's receive loop does */
+		if (used + n > sizeof(buf)) {
+			sv_rx_settle(&s);
+			used = 0;
+		}
+		memcpy(buf + used, data, n); /* decryption works in place */
+		sv_rx_datagram(&s, &s.peers[0], buf + used, n, now);
+		used += n;
+		if (n & 1) {
+			sv_rx_settle(&s);
+			used = 0;
+		}
 		data += n;
 		size -= n;
 		now += 1000000;

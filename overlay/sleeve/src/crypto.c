@@ -78,7 +78,7 @@ static void nonce_of(uint8_t n[12], uint64_t ctr)
 		n[4 + i] = (uint8_t)(ctr >> (8 * i));
 }
 
-size_t sv_seal_dgram(struct sv_seal *s, uint8_t *dgram, size_t len)
+size_t sv_seal_dgram_from(struct sv_seal *s, uint8_t *dgram, const uint8_t *m, size_t len)
 {
 	uint64_t ctr = __atomic_fetch_add(&s->counter, 1, __ATOMIC_RELAXED);
 	uint8_t nonce[12];
@@ -87,10 +87,15 @@ size_t sv_seal_dgram(struct sv_seal *s, uint8_t *dgram, size_t len)
 	sv_put64(dgram + SV_HDR_LEN, s->session);
 	sv_put64(dgram + SV_HDR_LEN + 8, ctr);
 	nonce_of(nonce, ctr);
-	crypto_aead_chacha20poly1305_ietf_encrypt_detached(body, body + len, NULL, body, len,
-							   dgram, SV_HDR_LEN + SV_CRYPTO_PRE,
-							   NULL, nonce, s->key);
+	crypto_aead_chacha20poly1305_ietf_encrypt_detached(body, body + len, NULL, m, len, dgram,
+							   SV_HDR_LEN + SV_CRYPTO_PRE, NULL,
+							   nonce, s->key);
 	return SV_HDR_LEN + SV_CRYPTO_OVER + len;
+}
+
+size_t sv_seal_dgram(struct sv_seal *s, uint8_t *dgram, size_t len)
+{
+	return sv_seal_dgram_from(s, dgram, dgram + SV_HDR_LEN + SV_CRYPTO_PRE, len);
 }
 
 enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,

@@ -38,6 +38,8 @@ void sv_seal_init(struct sv_seal *s, const uint8_t master[SV_KEY_LEN], uint64_t 
 /* dgram: header (ENC set) at 0, body of len bytes at 24; writes session, counter
  * and the tag after the body. Returns the datagram length. */
 size_t sv_seal_dgram(struct sv_seal *s, uint8_t *dgram, size_t len);
+/* The same with the plaintext body taken from m (not overlapping dgram). */
+size_t sv_seal_dgram_from(struct sv_seal *s, uint8_t *dgram, const uint8_t *m, size_t len);
 /* dgram of n bytes whose header parsed as h: checks replay, authenticates and
  * decrypts the body in place (at dgram + 24). */
 enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,

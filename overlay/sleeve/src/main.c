@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <net/if.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #define PROG "sleeve"
 #define GSO_MAX_SIZE 60000u
 #define AUTO_TIMEOUT_MS 5000
+#define SPIN_US_DEFAULT 100
 
 static int verbose_flag;
 
@@ -29,6 +31,12 @@ uint64_t sv_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sv_spin_yield(uint64_t now)
+{
+	sched_yield();
+	return sv_now_ns() - now < 20000;
 }
 
 int sv_overhead(const struct sv *s)
@@ -438,6 +446,15 @@ int main(int argc, char **argv)
 	s->send_ctl = udp_send_ctl;
 	s->start_ns = sv_now_ns();
 	s->mtu = 1500;
+	{
+		/* busy-poll window after traffic (see README "Latency"); 0 turns it off */
+		const char *e = getenv("SLEEVE_SPIN_US");
+		int us = SPIN_US_DEFAULT;
+
+		if (e && parse_int(e, 0, 1000000, &us) < 0)
+			us = SPIN_US_DEFAULT;
+		s->spin_ns = o.basic ? 0 : (uint64_t)us * 1000u;
+	}
 	pthread_mutex_init(&s->lock, NULL);
 
 	/* every thread inherits this mask; main takes the signals with sigtimedwait */
@@ -458,6 +475,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	rx_up = 1;
+	pthread_setname_np(rx, "sleeve-rx");
 	sv_heartbeat_all(s);
 	code = choose_mtu(s, &o);
 	if (code)
@@ -484,6 +502,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	tx_up = 1;
+	pthread_setname_np(tx, "sleeve-tx");
 	sv_heartbeat_all(s);
 	printf("ready dev=%s mtu=%d\n", o.dev, s->mtu);
 	fflush(stdout);

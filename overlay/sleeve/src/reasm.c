@@ -7,6 +7,7 @@
 static void slot_reset(struct sv_reasm_slot *s)
 {
 	s->used = 0;
+	s->nref = 0;
 	s->got = 0;
 	s->sum = 0;
 	s->csize = 0;
@@ -39,11 +40,12 @@ static struct sv_reasm_slot *slot_for(struct sv_reasm *r, const struct sv_frag *
 		slot_reset(old);
 		free_s = old;
 	}
-	if (!free_s->buf) {
+	if (!free_s->buf)
 		free_s->buf = malloc(SV_MAX_UNIT);
-		if (!free_s->buf)
-			return NULL;
-	}
+	if (!free_s->piece)
+		free_s->piece = malloc(SV_MAX_FRAGS * sizeof(*free_s->piece));
+	if (!free_s->buf || !free_s->piece)
+		return NULL;
 	free_s->used = 1;
 	free_s->id = f->id;
 	free_s->total = f->total;
@@ -53,20 +55,46 @@ static struct sv_reasm_slot *slot_for(struct sv_reasm *r, const struct sv_frag *
 	return free_s;
 }
 
+static void settle_slot(struct sv_reasm_slot *s)
+{
+	for (unsigned i = 0; s->nref && i < s->count; i++) {
+		struct sv_reasm_piece *p = &s->piece[i];
+
+		if ((s->seen[i / 64] & (1ull << (i % 64))) && p->ref) {
+			memcpy(s->buf + p->off, p->ref, p->len);
+			p->ref = NULL;
+			s->nref--;
+		}
+	}
+}
+
+void sv_reasm_settle(struct sv_reasm *r)
+{
+	if (!r->pending)
+		return;
+	for (int i = 0; i < SV_REASM_SLOTS; i++)
+		if (r->slot[i].used && r->slot[i].nref)
+			settle_slot(&r->slot[i]);
+	r->pending = 0;
+}
+
 enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t flags,
-			  uint64_t now, const uint8_t **unit, size_t *unit_len)
+			  uint64_t now, struct sv_unit *u)
 {
 	struct sv_reasm_slot *s;
+	struct sv_reasm_piece *p;
 	size_t off;
 	int last = f->index == f->count - 1;
 
-	*unit = NULL;
+	u->n = 0;
 	if (f->count == 1) {
 		/* a unit in one piece needs no slot */
 		if (f->clen != f->total)
 			return SV_D_REASM_BAD;
-		*unit = f->chunk;
-		*unit_len = f->clen;
+		r->iov[0] = (struct iovec){(void *)f->chunk, f->clen};
+		u->iov = r->iov;
+		u->n = 1;
+		u->len = f->clen;
 		return SV_OK;
 	}
 	s = slot_for(r, f, flags, now);
@@ -87,7 +115,12 @@ enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t f
 	}
 	if (off + f->clen > f->total || (s->csize && (size_t)(f->count - 1) * s->csize >= f->total))
 		goto bad;
-	memcpy(s->buf + off, f->chunk, f->clen);
+	p = &s->piece[f->index];
+	p->ref = f->chunk;
+	p->off = (uint32_t)off;
+	p->len = (uint32_t)f->clen;
+	s->nref++;
+	r->pending = 1;
 	s->seen[f->index / 64] |= 1ull << (f->index % 64);
 	s->got++;
 	s->sum += (uint32_t)f->clen;
@@ -96,9 +129,18 @@ enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t f
 	/* all pieces: equal non-last chunks and a sum equal to total means no hole */
 	if (s->sum != s->total)
 		goto bad;
-	*unit = s->buf;
-	*unit_len = s->total;
-	s->used = 0;
+	u->len = s->total;
+	u->iov = r->iov;
+	if (s->nref == s->count) {
+		/* nothing copied yet: hand out the pieces where they are */
+		for (unsigned i = 0; i < s->count; i++)
+			r->iov[i] = (struct iovec){(void *)s->piece[i].ref, s->piece[i].len};
+		u->n = s->count;
+	} else {
+		settle_slot(s);
+		r->iov[0] = (struct iovec){s->buf, s->total};
+		u->n = 1;
+	}
 	slot_reset(s);
 	return SV_OK;
 bad:
@@ -110,7 +152,10 @@ void sv_reasm_free(struct sv_reasm *r)
 {
 	for (int i = 0; i < SV_REASM_SLOTS; i++) {
 		free(r->slot[i].buf);
+		free(r->slot[i].piece);
 		r->slot[i].buf = NULL;
+		r->slot[i].piece = NULL;
 		slot_reset(&r->slot[i]);
 	}
+	r->pending = 0;
 }

@@ -3,6 +3,7 @@
 #include <linux/virtio_net.h>
 #include <netinet/udp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,16 +72,23 @@ static size_t link_hlen(const struct sv *s)
 	return s->l3 ? 0 : SV_ETH_HLEN + 4; /* room for one VLAN tag */
 }
 
-static enum sv_drop deliver(struct sv *s, const uint8_t *vnet, const uint8_t *frame, size_t len)
+static enum sv_drop deliver(struct sv *s, const struct iovec *iov, int n, size_t len, int has_vnet)
 {
-	if (len < (s->l3 ? 20u : (size_t)SV_ETH_HLEN))
-		return SV_D_BAD_LENGTH;
-	if (!vnet && len > (size_t)s->mtu + link_hlen(s))
-		return SV_D_OVERSIZE;
-	if (s->deliver(s, vnet, frame, len) < 0)
+	size_t min = s->l3 ? 20u : (size_t)SV_ETH_HLEN;
+
+	if (has_vnet) {
+		if (len < SV_VNET_LEN + min)
+			return SV_D_BAD_LENGTH;
+	} else {
+		if (len < min)
+			return SV_D_BAD_LENGTH;
+		if (len > (size_t)s->mtu + link_hlen(s))
+			return SV_D_OVERSIZE;
+	}
+	if (s->deliver(s, iov, n, has_vnet) < 0)
 		return SV_D_DEV_WRITE;
 	sv_count(&s->ctr_rx, SV_C_RX_FRAMES, 1);
-	sv_count(&s->ctr_rx, SV_C_RX_BYTES, len);
+	sv_count(&s->ctr_rx, SV_C_RX_BYTES, has_vnet ? len - SV_VNET_LEN : len);
 	return SV_OK;
 }
 
@@ -95,7 +103,8 @@ static enum sv_drop rx_data(struct sv *s, const uint8_t *body, size_t len)
 		return r;
 	/* a bad frame is dropped alone and counted here; its datagram was fine */
 	while ((f = sv_records_next(&cur, end, &flen))) {
-		enum sv_drop d = deliver(s, NULL, f, flen);
+		struct iovec v = {(void *)f, flen};
+		enum sv_drop d = deliver(s, &v, 1, flen, 0);
 
 		if (d)
 			sv_count_drop(&s->ctr_rx, d, 1);
@@ -107,8 +116,7 @@ static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *body
 			    uint8_t flags, uint64_t now)
 {
 	struct sv_frag f;
-	const uint8_t *unit;
-	size_t ulen;
+	struct sv_unit u;
 	enum sv_drop r = sv_frag_parse(body, len, &f);
 
 	if (r)
@@ -116,16 +124,12 @@ static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *body
 	if ((flags & SV_F_VNET) && !s->vnet)
 		return SV_D_GSO_UNSUPPORTED;
 	sv_count(&s->ctr_rx, SV_C_RX_FRAGS, 1);
-	r = sv_reasm_add(&p->reasm, &f, flags, now, &unit, &ulen);
-	if (r || !unit)
+	r = sv_reasm_add(&p->reasm, &f, flags, now, &u);
+	if (r || !u.n)
 		return r;
-	if (flags & SV_F_VNET) {
-		if (ulen < SV_VNET_LEN + 1)
-			return SV_D_BAD_LENGTH;
+	if (flags & SV_F_VNET)
 		sv_count(&s->ctr_rx, SV_C_RX_SUPER, 1);
-		return deliver(s, unit, unit + SV_VNET_LEN, ulen - SV_VNET_LEN);
-	}
-	return deliver(s, NULL, unit, ulen);
+	return deliver(s, u.iov, u.n, u.len, !!(flags & SV_F_VNET));
 }
 
 static enum sv_drop rx_ctl(struct sv *s, struct sv_peer *p, const struct sv_hdr *h,
@@ -223,6 +227,12 @@ static int gro_size(struct msghdr *m)
 	return 0;
 }
 
+void sv_rx_settle(struct sv *s)
+{
+	for (int i = 0; i < s->npeers; i++)
+		sv_reasm_settle(&s->peers[i].reasm);
+}
+
 /* one datagram (or one GRO train) from src */
 static void rx_input(struct sv *s, const struct sockaddr_storage *src, socklen_t alen,
 		     uint8_t *buf, size_t len, size_t seg, uint64_t now)
@@ -261,6 +271,7 @@ static void *rx_basic(struct sv *s)
 		}
 		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
 		rx_input(s, &src, alen, buf, (size_t)n, 0, sv_now_ns());
+		sv_rx_settle(s);
 	}
 	return NULL;
 }
@@ -276,6 +287,7 @@ void *sv_rx_thread(void *arg)
 		struct cmsghdr align;
 	} cm[RX_MSGS];
 	uint8_t *bufs;
+	uint64_t spin_end = 0;
 
 	if (s->basic)
 		return rx_basic(s);
@@ -297,14 +309,22 @@ void *sv_rx_thread(void *arg)
 			msg[i].msg_hdr.msg_control = cm[i].b;
 			msg[i].msg_hdr.msg_controllen = sizeof(cm[i].b);
 		}
-		n = recvmmsg(s->udp_fd, msg, RX_MSGS, MSG_WAITFORONE, NULL);
+		n = recvmmsg(s->udp_fd, msg, RX_MSGS, spin_end ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
 		if (n <= 0) {
-			if (n < 0 && errno != EINTR)
+			if (n < 0 && errno == EAGAIN && spin_end) {
+				uint64_t now2 = sv_now_ns();
+
+				if (now2 >= spin_end || !sv_spin_yield(now2))
+					spin_end = 0; /* block on the next call */
+			} else if (n < 0 && errno != EINTR) {
 				usleep(1000);
+			}
 			continue;
 		}
 		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
 		now = sv_now_ns();
+		/* after traffic, poll the socket a little before sleeping again */
+		spin_end = s->spin_ns ? now + s->spin_ns : 0;
 		for (int i = 0; i < n; i++) {
 			struct msghdr *m = &msg[i].msg_hdr;
 
@@ -316,24 +336,27 @@ void *sv_rx_thread(void *arg)
 			rx_input(s, &src[i], m->msg_namelen, iov[i].iov_base, msg[i].msg_len,
 				 (size_t)gro_size(m), now);
 		}
+		sv_rx_settle(s);
 	}
 	return NULL;
 }
 
-int sv_tap_deliver(struct sv *s, const uint8_t *vnet, const uint8_t *frame, size_t len)
+int sv_tap_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet)
 {
 	static const uint8_t zero[SV_VNET_LEN];
-	ssize_t n;
+	struct iovec v[SV_MAX_FRAGS + 1];
+	ssize_t r;
 
-	if (s->vnet) {
-		struct iovec v[2] = {
-			{.iov_base = (void *)(vnet ? vnet : zero), .iov_len = SV_VNET_LEN},
-			{.iov_base = (void *)frame, .iov_len = len},
-		};
-
-		n = writev(s->tap_fd, v, 2);
-	} else {
-		n = write(s->tap_fd, frame, len);
+	if (s->vnet && !has_vnet) {
+		/* a plain frame at a vnet-header device: prepend an empty header */
+		if (n > (int)SV_MAX_FRAGS)
+			return -EINVAL;
+		v[0] = (struct iovec){(void *)zero, SV_VNET_LEN};
+		memcpy(v + 1, iov, (size_t)n * sizeof(*iov));
+		iov = v;
+		n++;
 	}
-	return n < 0 ? -errno : 0;
+	/* (has_vnet without a vnet device never gets here: gso_unsupported) */
+	r = n == 1 ? write(s->tap_fd, iov[0].iov_base, iov[0].iov_len) : writev(s->tap_fd, iov, n);
+	return r < 0 ? -errno : 0;
 }

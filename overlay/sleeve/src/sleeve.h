@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include "crypto.h"
 #include "frame.h"
@@ -67,8 +68,9 @@ struct sv_peer {
 };
 
 struct sv;
-/* Hands one frame (and its virtio_net_hdr, or NULL) to the device. */
-typedef int (*sv_deliver_fn)(struct sv *s, const uint8_t *vnet, const uint8_t *frame, size_t len);
+/* Hands one frame to the device: the bytes of iov[0..n) in order; with has_vnet
+ * they start with a virtio_net_hdr, otherwise the writer supplies one if needed. */
+typedef int (*sv_deliver_fn)(struct sv *s, const struct iovec *iov, int n, int has_vnet);
 /* Sends one control datagram (already sealed) to a peer. */
 typedef int (*sv_send_fn)(struct sv *s, struct sv_peer *p, const uint8_t *dgram, size_t len);
 
@@ -76,6 +78,7 @@ struct sv {
 	/* configuration */
 	const char *dev;
 	int l3, basic, batch, offload, verbose, hb_ms;
+	uint64_t spin_ns; /* busy-poll this long after traffic before sleeping */
 	int mtu_auto, mtu; /* mtu: the device MTU in effect */
 	const char *stats_file;
 	int enc;
@@ -101,6 +104,9 @@ struct sv {
 };
 
 uint64_t sv_now_ns(void);
+/* One busy-poll step: yields the CPU; returns 0 when someone else needed it (the
+ * yield took long), so that polling only ever uses otherwise idle CPU. */
+int sv_spin_yield(uint64_t now);
 /* Overhead from the overlay MTU to the underlay MTU (outer IP included). */
 int sv_overhead(const struct sv *s);
 /* Largest UDP payload allowed towards every peer. */
@@ -115,7 +121,9 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen);
 void *sv_rx_thread(void *arg);
 void sv_update_tso(struct sv *s);
-int sv_tap_deliver(struct sv *s, const uint8_t *vnet, const uint8_t *frame, size_t len);
+int sv_tap_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet);
+/* after a receive batch, before its buffers are reused */
+void sv_rx_settle(struct sv *s);
 
 /* tx.c */
 void *sv_tx_thread(void *arg);

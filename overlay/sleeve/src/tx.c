@@ -3,6 +3,7 @@
 #include <linux/virtio_net.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
@@ -15,6 +16,7 @@
 #define TX_ARENA (2u << 20)
 #define TX_RBUFS 16
 #define RBUF_SZ (SV_MAX_UNIT + 64)
+#define HEADROOM 64 /* room before a read frame for one FRAG header (sealed path) */
 #define GSO_MAX_SEGS 64 /* UDP_MAX_SEGMENTS on older kernels */
 
 struct txq {
@@ -233,7 +235,14 @@ static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint
 				q->aused += SV_HDR_LEN + SV_FRAG_HDR;
 				last_len = SV_HDR_LEN + SV_FRAG_HDR + clen;
 			} else {
-				last_len = build_piece(s, h, flags, id, (uint32_t)len, i, cnt, data + off, clen);
+				/* the FRAG header goes right before the chunk, over the tail of
+				 * the previous chunk (already sealed) or into the headroom, so
+				 * that the plaintext is contiguous and sealing copies nothing */
+				uint8_t *m = data + off - SV_FRAG_HDR;
+
+				sv_frag_put(m, id, (uint32_t)len, (uint16_t)i, (uint16_t)cnt);
+				sv_hdr_put(h, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
+				last_len = sv_seal_dgram_from(&s->seal, h, m, SV_FRAG_HDR + clen);
 				q->iov[q->niov++] = (struct iovec){h, last_len};
 				q->aused += last_len;
 			}
@@ -357,6 +366,7 @@ void *sv_tx_thread(void *arg)
 	struct sv *s = arg;
 	struct txq *q;
 	struct pollfd pfd = {.fd = s->tap_fd, .events = POLLIN};
+	uint64_t spin_end = 0;
 
 	if (s->basic)
 		return tx_basic(s);
@@ -366,21 +376,32 @@ void *sv_tx_thread(void *arg)
 	q->s = s;
 	q->arena = malloc(TX_ARENA);
 	for (int i = 0; i < TX_RBUFS; i++)
-		q->rbuf[i] = malloc(RBUF_SZ);
+		q->rbuf[i] = malloc(HEADROOM + RBUF_SZ);
 	for (;;) {
-		uint8_t *b = q->rbuf[q->rbused];
+		uint8_t *b = q->rbuf[q->rbused] + HEADROOM;
 		ssize_t n = read(s->tap_fd, b, RBUF_SZ);
 
 		if (n < 0) {
 			if (errno == EAGAIN) {
+				uint64_t now;
+
 				pk_close(q);
 				flush(q);
+				/* poll the device a little before sleeping: a wakeup costs more */
+				now = s->spin_ns ? sv_now_ns() : 0;
+				if (s->spin_ns && !spin_end)
+					spin_end = now + s->spin_ns;
+				if (now < spin_end && sv_spin_yield(now)) {
+					continue;
+				}
+				spin_end = 0;
 				poll(&pfd, 1, -1);
 			} else if (errno != EINTR) {
 				usleep(1000);
 			}
 			continue;
 		}
+		spin_end = 0;
 		if (tx_frame(q, b, (size_t)n)) {
 			q->rbused++;
 			if (q->rbused == TX_RBUFS) {

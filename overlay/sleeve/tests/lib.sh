@@ -167,3 +167,16 @@ qperf_lat() {
 stat_get() { # stat_get SIDE python-expr-on-d
 	python3 -c "import json; d=json.load(open('$LAB_TMP/stats-$1.json')); print($2)"
 }
+
+# wait_quiet : wait (up to 60 s) until the machine is >= 85% idle over 0.5 s, so
+# that other users of this shared box disturb a measurement less. Prints nothing.
+wait_quiet() {
+	local i a b
+	for i in $(seq 1 120); do
+		a=($(head -1 /proc/stat)); sleep 0.5; b=($(head -1 /proc/stat))
+		local tot=0 k
+		for k in 1 2 3 4 5 6 7 8; do tot=$((tot + b[k] - a[k])); done
+		[ $tot -gt 0 ] && [ $(( (b[4] - a[4]) * 100 / tot )) -ge 85 ] && return 0
+	done
+	return 0
+}

@@ -28,6 +28,7 @@ static int failures, checks;
 
 /* stubs the daemon's main.c provides */
 uint64_t sv_now_ns(void) { return 0; }
+int sv_spin_yield(uint64_t now) { (void)now; return 0; }
 int sv_overhead(const struct sv *s) { (void)s; return 0; }
 uint32_t sv_min_pmtu(struct sv *s) { return s->peers[0].pmtu; }
 void sv_log(const struct sv *s, const char *fmt, ...) { (void)s; (void)fmt; }
@@ -49,16 +50,50 @@ static struct {
 	size_t ctl_len;
 } cap;
 
-static int fake_deliver(struct sv *s, const uint8_t *vnet, const uint8_t *f, size_t len)
+/* flattens iov into out (at most max bytes); returns the total length */
+static size_t flatten(const struct iovec *iov, int n, uint8_t *out, size_t max)
 {
+	size_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (len < max)
+			memcpy(out + len, iov[i].iov_base,
+			       iov[i].iov_len < max - len ? iov[i].iov_len : max - len);
+		len += iov[i].iov_len;
+	}
+	return len;
+}
+
+static int fake_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet)
+{
+	uint8_t tmp[70000];
+	size_t len = flatten(iov, n, tmp, sizeof(tmp)), skip = has_vnet ? 10 : 0;
+
 	(void)s;
 	if (cap.n < 64) {
-		cap.len[cap.n] = len;
-		cap.vnet[cap.n] = vnet != NULL;
-		memcpy(cap.data[cap.n], f, len < 2048 ? len : 2048);
+		cap.len[cap.n] = len - skip;
+		cap.vnet[cap.n] = has_vnet;
+		memcpy(cap.data[cap.n], tmp + skip, len - skip < 2048 ? len - skip : 2048);
 	}
 	cap.n++;
 	return 0;
+}
+
+/* one datagram through the receive path, then settle (d is reused) */
+static enum sv_drop rx(struct sv *s, uint8_t *d, size_t n, uint64_t now)
+{
+	enum sv_drop r = sv_rx_datagram(s, &s->peers[0], d, n, now);
+
+	sv_rx_settle(s);
+	return r;
+}
+
+static int unit_eq(const struct sv_unit *u, const uint8_t *want, size_t len)
+{
+	static uint8_t tmp[70000];
+
+	return u->n > 0 && u->len == len && flatten(u->iov, u->n, tmp, sizeof(tmp)) == len &&
+	       !memcmp(tmp, want, len);
 }
 
 static int fake_send(struct sv *s, struct sv_peer *p, const uint8_t *d, size_t len)
@@ -272,8 +307,7 @@ static void test_reasm(void)
 {
 	static struct sv_reasm r;
 	static uint8_t data[5000];
-	const uint8_t *u;
-	size_t ul;
+	struct sv_unit u;
 	struct sv_frag f;
 
 	for (size_t i = 0; i < sizeof(data); i++)
@@ -281,77 +315,97 @@ static void test_reasm(void)
 	/* in order */
 	for (int i = 0; i < 4; i++) {
 		f = mk(1, 5000, (uint16_t)i, 4, data, 1400);
-		CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
-		CHECK(i < 3 ? u == NULL : (u && ul == 5000 && !memcmp(u, data, 5000)));
+		CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
+		CHECK(i < 3 ? u.n == 0 : (unit_eq(&u, data, 5000) && u.n == 4)); /* not copied */
 	}
 	/* reverse order, last piece first */
 	for (int i = 3; i >= 0; i--) {
 		f = mk(2, 5000, (uint16_t)i, 4, data, 1400);
-		CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
-		CHECK(i > 0 ? u == NULL : (u && ul == 5000 && !memcmp(u, data, 5000)));
+		CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
+		CHECK(i > 0 ? u.n == 0 : unit_eq(&u, data, 5000));
 	}
 	/* a duplicate piece is dropped, the unit survives */
 	f = mk(3, 5000, 0, 4, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_D_REASM_BAD);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_D_REASM_BAD);
 	for (int i = 1; i < 4; i++) {
 		f = mk(3, 5000, (uint16_t)i, 4, data, 1400);
-		CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+		CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	}
-	CHECK(u && ul == 5000 && !memcmp(u, data, 5000));
+	CHECK(unit_eq(&u, data, 5000));
 	/* inconsistent pieces: other total, other chunk size, other count, other flags */
 	f = mk(4, 5000, 0, 4, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	f = mk(4, 4999, 1, 4, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_D_REASM_BAD);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_D_REASM_BAD);
 	f = mk(5, 5000, 0, 4, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	f = mk(5, 5000, 1, 4, data, 1300);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_D_REASM_BAD);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_D_REASM_BAD);
 	f = mk(6, 5000, 0, 4, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	f = mk(6, 5000, 1, 5, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_D_REASM_BAD);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_D_REASM_BAD);
 	f = mk(7, 5000, 0, 4, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	f = mk(7, 5000, 1, 4, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, SV_F_VNET, 10, &u, &ul), SV_D_REASM_BAD);
+	CHECK_EQ(sv_reasm_add(&r, &f, SV_F_VNET, 10, &u), SV_D_REASM_BAD);
 	/* pieces whose sizes leave a hole: 3 x 1000 + last 1000 != 5000 */
 	f = mk(8, 5000, 0, 4, data, 1000);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	f = mk(8, 5000, 1, 4, data, 1000);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	f = mk(8, 5000, 2, 4, data, 1000);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	f = (struct sv_frag){.id = 8, .total = 5000, .index = 3, .count = 4, .chunk = data, .clen = 1000};
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_D_REASM_BAD);
-	CHECK(u == NULL);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_D_REASM_BAD);
+	CHECK(u.n == 0);
 	/* a chunk size that puts the last piece out of range */
 	f = mk(9, 5000, 0, 4, data, 2000);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_D_REASM_BAD);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_D_REASM_BAD);
 	/* one piece, no slot */
 	f = mk(10, 100, 0, 1, data, 100);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
-	CHECK(u == data && ul == 100);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
+	CHECK(u.n == 1 && u.iov[0].iov_base == data && u.len == 100);
 	f.clen = 99;
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_D_REASM_BAD);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_D_REASM_BAD);
 	/* a lost piece: the unit times out, later ones still work */
 	memset(&r.timeouts, 0, sizeof(r.timeouts));
 	f = mk(11, 5000, 0, 4, data, 1400);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10, &u), SV_OK);
 	f = mk(12, 5000, 0, 2, data, 4000);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10 + SV_REASM_TIMEOUT_NS + 1, &u, &ul), SV_OK);
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10 + SV_REASM_TIMEOUT_NS + 1, &u), SV_OK);
 	CHECK(r.timeouts >= 1);
 	f = mk(12, 5000, 1, 2, data, 4000);
-	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10 + SV_REASM_TIMEOUT_NS + 2, &u, &ul), SV_OK);
-	CHECK(u && ul == 5000 && !memcmp(u, data, 5000));
+	CHECK_EQ(sv_reasm_add(&r, &f, 0, 10 + SV_REASM_TIMEOUT_NS + 2, &u), SV_OK);
+	CHECK(unit_eq(&u, data, 5000));
 	/* more incomplete units than slots: the oldest are evicted */
 	r.evicted = 0;
 	for (uint32_t id = 100; id < 100 + SV_REASM_SLOTS + 3; id++) {
 		f = mk(id, 5000, 0, 4, data, 1400);
-		CHECK_EQ(sv_reasm_add(&r, &f, 0, 2 * SV_REASM_TIMEOUT_NS + id, &u, &ul), SV_OK);
+		CHECK_EQ(sv_reasm_add(&r, &f, 0, 2 * SV_REASM_TIMEOUT_NS + id, &u), SV_OK);
 	}
 	CHECK(r.evicted >= 3);
+	/* pieces settled (copied) between batches: the source may change afterwards */
+	{
+		static uint8_t scratch[5000];
+
+		memcpy(scratch, data, sizeof(scratch));
+		f = mk(200, 5000, 0, 4, scratch, 1400);
+		CHECK_EQ(sv_reasm_add(&r, &f, 0, 3 * SV_REASM_TIMEOUT_NS, &u), SV_OK);
+		f = mk(200, 5000, 2, 4, scratch, 1400);
+		CHECK_EQ(sv_reasm_add(&r, &f, 0, 3 * SV_REASM_TIMEOUT_NS, &u), SV_OK);
+		sv_reasm_settle(&r);
+		memset(scratch, 0xee, sizeof(scratch)); /* the receive buffer is reused */
+		memcpy(scratch + 1400, data + 1400, 1400);
+		memcpy(scratch + 4200, data + 4200, 800);
+		f = mk(200, 5000, 1, 4, scratch, 1400);
+		CHECK_EQ(sv_reasm_add(&r, &f, 0, 3 * SV_REASM_TIMEOUT_NS, &u), SV_OK);
+		f = mk(200, 5000, 3, 4, scratch, 1400);
+		CHECK_EQ(sv_reasm_add(&r, &f, 0, 3 * SV_REASM_TIMEOUT_NS, &u), SV_OK);
+		CHECK(unit_eq(&u, data, 5000));
+		CHECK_EQ(u.n, 1); /* came out of the slot's own buffer */
+	}
 	sv_reasm_free(&r);
 }
 
@@ -515,7 +569,7 @@ static void test_rx_path(void)
 		/* DATA with two frames */
 		sv_setup(&s, enc, 0, 1, 77);
 		n = mk_data(&s, d, f1, sizeof(f1), f2, sizeof(f2));
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 		CHECK_EQ(cap.n, 2);
 		CHECK(cap.len[0] == 60 && !memcmp(cap.data[0], f1, 60) && !cap.vnet[0]);
 		CHECK(cap.len[1] == 98 && !memcmp(cap.data[1], f2, 98));
@@ -528,12 +582,12 @@ static void test_rx_path(void)
 			memcpy(unit, &vh, sizeof(vh));
 			cap.n = 0;
 			n = mk_piece(&s, d, SV_F_VNET, 9, unit, 3000, 1200, 2, 3);
-			CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+			CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 			n = mk_piece(&s, d, SV_F_VNET, 9, unit, 3000, 1200, 0, 3);
-			CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+			CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 			CHECK_EQ(cap.n, 0);
 			n = mk_piece(&s, d, SV_F_VNET, 9, unit, 3000, 1200, 1, 3);
-			CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+			CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 			CHECK_EQ(cap.n, 1);
 			CHECK(cap.vnet[0] && cap.len[0] == 3000 - 10 &&
 			      !memcmp(cap.data[0], unit + 10, 2000));
@@ -543,64 +597,64 @@ static void test_rx_path(void)
 		cap.n = 0;
 		s.mtu = 2000;
 		n = mk_piece(&s, d, 0, 10, unit, 2014, 1400, 0, 2);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 		n = mk_piece(&s, d, 0, 10, unit, 2014, 1400, 1, 2);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 		CHECK(cap.n == 1 && !cap.vnet[0] && cap.len[0] == 2014);
 		/* bigger than our MTU: oversize */
 		s.mtu = 1500;
 		n = mk_piece(&s, d, 0, 11, unit, 2014, 1400, 0, 2);
-		sv_rx_datagram(&s, &s.peers[0], d, n, 1);
+		rx(&s, d, n, 1);
 		n = mk_piece(&s, d, 0, 11, unit, 2014, 1400, 1, 2);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_D_OVERSIZE);
+		CHECK_EQ(rx(&s, d, n, 1), SV_D_OVERSIZE);
 		CHECK_EQ(drops(&s, SV_D_OVERSIZE), 1);
 		/* mode mismatch: L3 frames at an L2 sleeve */
 		s.l3 = 1;
 		n = mk_data(&s, d, f1, sizeof(f1), NULL, 0);
 		s.l3 = 0;
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_D_MODE_MISMATCH);
+		CHECK_EQ(rx(&s, d, n, 1), SV_D_MODE_MISMATCH);
 		/* runt frame: dropped alone */
 		cap.n = 0;
 		n = mk_data(&s, d, f1, 5, f2, sizeof(f2));
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 		CHECK_EQ(cap.n, 1);
 		CHECK_EQ(drops(&s, SV_D_BAD_LENGTH), 1);
 		/* heartbeat asking for a reply */
 		cap.ctl_sent = 0;
 		n = sv_build_heartbeat(&s, &s.peers[0], d, 1);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 5), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 5), SV_OK);
 		CHECK_EQ(s.peers[0].heard, 1);
 		CHECK_EQ(s.peers[0].caps & SV_CAP_GSO_RX, SV_CAP_GSO_RX);
 		CHECK_EQ(cap.ctl_sent, 1);
 		/* the reply is a heartbeat without WANT_REPLY: no ping-pong */
 		n = cap.ctl_len;
 		memcpy(d, cap.ctl, n);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 6), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 6), SV_OK);
 		CHECK_EQ(cap.ctl_sent, 1);
 		/* probe -> ack carrying the size; ack -> recorded */
 		n = sv_build_probe(&s, d, 4242, 1400);
 		CHECK_EQ(n, 1400);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 7), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 7), SV_OK);
 		CHECK_EQ(cap.ctl_sent, 2);
 		n = cap.ctl_len;
 		memcpy(d, cap.ctl, n);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 8), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 8), SV_OK);
 		CHECK_EQ(s.peers[0].probe_ack_id, 4242);
 		CHECK_EQ(s.peers[0].probe_ack_size, 1400);
 	}
 	/* VNET pieces at a device without vnet header */
 	sv_setup(&s, 0, 0, 0, 0);
 	n = mk_piece(&s, d, SV_F_VNET, 9, unit, 3000, 1200, 0, 3);
-	CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_D_GSO_UNSUPPORTED);
+	CHECK_EQ(rx(&s, d, n, 1), SV_D_GSO_UNSUPPORTED);
 	/* plaintext at a keyed receiver, sealed at an unkeyed one */
 	sv_setup(&s, 0, 0, 1, 0);
 	n = mk_data(&s, d, f1, sizeof(f1), NULL, 0);
 	s.enc = 1;
-	CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_D_CRYPTO_MISMATCH);
+	CHECK_EQ(rx(&s, d, n, 1), SV_D_CRYPTO_MISMATCH);
 	sv_setup(&s, 1, 0, 1, 5);
 	n = mk_data(&s, d, f1, sizeof(f1), NULL, 0);
 	s.enc = 0;
-	CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_D_CRYPTO_MISMATCH);
+	CHECK_EQ(rx(&s, d, n, 1), SV_D_CRYPTO_MISMATCH);
 	/* sealed path: replay, forged and truncated through sv_rx_datagram */
 	sv_setup(&s, 1, 0, 1, 6);
 	n = mk_data(&s, d, f1, sizeof(f1), NULL, 0);
@@ -608,25 +662,25 @@ static void test_rx_path(void)
 		uint8_t copy[2048];
 
 		memcpy(copy, d, n);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 		memcpy(d, copy, n);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_D_REPLAY);
+		CHECK_EQ(rx(&s, d, n, 1), SV_D_REPLAY);
 		CHECK_EQ(drops(&s, SV_D_REPLAY), 1);
 		n = mk_data(&s, d, f1, sizeof(f1), NULL, 0);
 		d[n - 1] ^= 0x80;
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_D_AUTH_FAIL);
+		CHECK_EQ(rx(&s, d, n, 1), SV_D_AUTH_FAIL);
 		CHECK_EQ(drops(&s, SV_D_AUTH_FAIL), 1);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n - 1, 1), SV_D_TRUNCATED);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, 20, 1), SV_D_TRUNCATED);
+		CHECK_EQ(rx(&s, d, n - 1, 1), SV_D_TRUNCATED);
+		CHECK_EQ(rx(&s, d, 20, 1), SV_D_TRUNCATED);
 		/* a restarted peer: new session, counters from a later clock */
 		sv_seal_init(&s.seal, test_key, 999, 1ull << 50);
 		cap.n = 0;
 		n = mk_data(&s, d, f1, sizeof(f1), NULL, 0);
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, n, 1), SV_OK);
+		CHECK_EQ(rx(&s, d, n, 1), SV_OK);
 		CHECK_EQ(cap.n, 1);
 		/* and the old session's datagram is now a replay */
 		memcpy(d, copy, sizeof(copy));
-		CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], d, 8 + 16 + 62 + 16, 1), SV_D_REPLAY);
+		CHECK_EQ(rx(&s, d, 8 + 16 + 62 + 16, 1), SV_D_REPLAY);
 	}
 	sv_setup(&s, 0, 0, 0, 0);
 }
