@@ -19,7 +19,7 @@
 #include "udp.h"
 
 #define PROG "sleeve"
-#define GSO_MAX_SIZE 60000u
+#define GSO_MAX_SIZE 65536u
 #define AUTO_TIMEOUT_MS 5000
 #define SPIN_US_DEFAULT 100
 

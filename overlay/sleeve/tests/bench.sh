@@ -40,7 +40,7 @@ deploy() { # deploy MODE UNDERLAY OVERLAY
 		sleeve_wait a >/dev/null && sleeve_wait b >/dev/null || return 1
 		sleeve_attach a $l; sleeve_attach b $l
 	fi
-	ns obs-ca ping -c 2 -i 0.2 -W 2 "$PEER_IP" >/dev/null 2>&1
+	ns $CA ping -c 2 -i 0.2 -W 2 "$PEER_IP" >/dev/null 2>&1
 }
 
 for rep in $(seq 1 "$REPEATS"); do
@@ -53,13 +53,13 @@ for rep in $(seq 1 "$REPEATS"); do
 			g=-
 			wait_quiet
 			if [ "${IPERF:-1}" = 1 ]; then
-				g=$(iperf_gbps obs-ca obs-cb "$PEER_IP" "$T")
+				g=$(iperf_gbps $CA $CB "$PEER_IP" "$T")
 				echo "$mode $omtu gbps $g" >>"$RES"
 			fi
 			lat=
 			if [ "$LAT" = 1 ] && [ "$omtu" -lt 2000 ]; then
 				wait_quiet
-				lat=$(qperf_lat obs-ca obs-cb "$PEER_IP" 3)
+				lat=$(qperf_lat $CA $CB "$PEER_IP" 3)
 				echo "$mode $omtu lat_ns $lat" >>"$RES"
 			fi
 			printf 'rep %s  %-8s mtu %-5s %7s Gbit/s  %s\n' "$rep" "$mode" "$omtu" "$g" "${lat:+lat ${lat} ns}"

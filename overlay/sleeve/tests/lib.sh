@@ -1,16 +1,25 @@
 # tests/lib.sh - a two-host lab in network namespaces for the sleeve (sourced)
 #
-# hosts obs-ha / obs-hb joined by veth obs-u0/obs-u1 (198.18.0.1/.2), each with a
-# bridge obs-br and a "container" namespace obs-ca / obs-cb attached by veth.
+# hosts $HA / $HB joined by veth obs-u0/obs-u1 (198.18.0.1/.2), each with a
+# bridge obs-br and a "container" namespace $CA / $CB attached by veth.
 # L2 modes: containers 198.18.64.1 / .2 on one /24 across the bridges.
 # L3 mode:  containers 198.18.64.2 (gw .64.1) and 198.18.65.2 (gw .65.1), routed
 #           over the TUN device.
 # Everything created here starts with obs-; lab_down removes exactly that.
 
+# LABID tells two labs apart (namespaces obs-ha$LABID ...), e.g. to run VXLAN and
+# the sleeve side by side and alternate measurements between them.
+LABID=${LABID:-}
+lab_select() { # lab_select ID : work on lab ID from now on
+	LABID=$1
+	HA=obs-ha$LABID HB=obs-hb$LABID CA=obs-ca$LABID CB=obs-cb$LABID
+}
+lab_select "$LABID"
+LAB_NS_ALL=()
 SLEEVE=${SLEEVE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/sleeve}
 LAB_TMP=$(mktemp -d /tmp/obs-sleeve.XXXXXX)
 LAB_PIDS=()
-GSO_MAX=60000
+GSO_MAX=${GSO_MAX:-65536} # the kernel default; the sleeve needs nothing smaller
 
 ns() { local n=$1; shift; ip netns exec "$n" "$@"; }
 
@@ -23,7 +32,7 @@ lab_down() {
 		wait "$p" 2>/dev/null
 	done
 	LAB_PIDS=()
-	for n in obs-ca obs-cb obs-ha obs-hb; do
+	for n in $CA $CB $HA $HB; do
 		ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null
 		ip netns del "$n" 2>/dev/null
 	done
@@ -31,7 +40,12 @@ lab_down() {
 }
 
 lab_cleanup() {
+	local n
 	lab_down
+	for n in "${LAB_NS_ALL[@]}"; do
+		ip netns pids "$n" 2>/dev/null | xargs -r kill 2>/dev/null
+		ip netns del "$n" 2>/dev/null
+	done
 	rm -rf "$LAB_TMP"
 }
 
@@ -39,22 +53,23 @@ lab_cleanup() {
 lab_up() {
 	local umtu=$1
 	lab_down
-	for n in obs-ha obs-hb obs-ca obs-cb; do
+	for n in $HA $HB $CA $CB; do
+		LAB_NS_ALL+=("$n")
 		ip netns add "$n"
 		ns "$n" ip link set lo up
 	done
-	ip link add obs-u0 netns obs-ha mtu "$umtu" type veth peer name obs-u1 netns obs-hb mtu "$umtu"
-	ns obs-ha ip addr add 198.18.0.1/24 dev obs-u0
-	ns obs-hb ip addr add 198.18.0.2/24 dev obs-u1
-	ns obs-ha ip link set obs-u0 up
-	ns obs-hb ip link set obs-u1 up
+	ip link add obs-u0 netns $HA mtu "$umtu" type veth peer name obs-u1 netns $HB mtu "$umtu"
+	ns $HA ip addr add 198.18.0.1/24 dev obs-u0
+	ns $HB ip addr add 198.18.0.2/24 dev obs-u1
+	ns $HA ip link set obs-u0 up
+	ns $HB ip link set obs-u1 up
 }
 
 # lab_containers OVERLAY_MTU l2|l3 : bridges, container veths, addresses
 lab_containers() {
 	local omtu=$1 mode=$2 h c side a
 	for side in a b; do
-		h=obs-h$side c=obs-c$side
+		h=obs-h$side$LABID c=obs-c$side$LABID
 		ns $h ip link add obs-br type bridge
 		ip link add obs-c${side}0 netns $c mtu "$omtu" type veth peer name obs-c${side}1 netns $h mtu "$omtu"
 		ns $c ip link set obs-c${side}0 gso_max_size $GSO_MAX
@@ -66,16 +81,16 @@ lab_containers() {
 		ns $h sysctl -qw net.ipv4.ip_forward=1
 	done
 	if [ "$mode" = l2 ]; then
-		ns obs-ca ip addr add 198.18.64.1/24 dev obs-ca0
-		ns obs-cb ip addr add 198.18.64.2/24 dev obs-cb0
+		ns $CA ip addr add 198.18.64.1/24 dev obs-ca0
+		ns $CB ip addr add 198.18.64.2/24 dev obs-cb0
 		PEER_IP=198.18.64.2
 	else
-		ns obs-ha ip addr add 198.18.64.1/24 dev obs-br
-		ns obs-hb ip addr add 198.18.65.1/24 dev obs-br
-		ns obs-ca ip addr add 198.18.64.2/24 dev obs-ca0
-		ns obs-cb ip addr add 198.18.65.2/24 dev obs-cb0
-		ns obs-ca ip route add default via 198.18.64.1
-		ns obs-cb ip route add default via 198.18.65.1
+		ns $HA ip addr add 198.18.64.1/24 dev obs-br
+		ns $HB ip addr add 198.18.65.1/24 dev obs-br
+		ns $CA ip addr add 198.18.64.2/24 dev obs-ca0
+		ns $CB ip addr add 198.18.65.2/24 dev obs-cb0
+		ns $CA ip route add default via 198.18.64.1
+		ns $CB ip route add default via 198.18.65.1
 		PEER_IP=198.18.65.2
 	fi
 }
@@ -83,31 +98,31 @@ lab_containers() {
 # sleeve_start SIDE(a|b) ARGS... : waits for the ready line, sets READY_MTU_<side>
 sleeve_start() {
 	local side=$1; shift
-	local h=obs-h$side local_ip peer_ip i
+	local h=obs-h$side$LABID local_ip peer_ip i
 	if [ "$side" = a ]; then local_ip=198.18.0.1 peer_ip=198.18.0.2; else local_ip=198.18.0.2 peer_ip=198.18.0.1; fi
 	ip netns exec $h "$SLEEVE" --dev obs-sv --local $local_ip --peer $peer_ip \
-		--stats-file "$LAB_TMP/stats-$side.json" "$@" \
-		>"$LAB_TMP/out-$side" 2>"$LAB_TMP/err-$side" &
+		--stats-file "$LAB_TMP/stats-$side$LABID.json" "$@" \
+		>"$LAB_TMP/out-$side$LABID" 2>"$LAB_TMP/err-$side$LABID" &
 	LAB_PIDS+=($!)
-	eval "SLEEVE_PID_$side=$!"
+	eval "SLEEVE_PID_$side$LABID=$!"
 }
 
 # sleeve_wait SIDE : wait for "ready", print the MTU
 sleeve_wait() {
 	local side=$1 i line
 	for i in $(seq 1 100); do
-		line=$(head -n1 "$LAB_TMP/out-$side" 2>/dev/null)
+		line=$(head -n1 "$LAB_TMP/out-$side$LABID" 2>/dev/null)
 		case $line in ready\ *) echo "${line##*mtu=}"; return 0 ;; esac
 		sleep 0.1
 	done
 	echo "sleeve $side not ready; stderr:" >&2
-	cat "$LAB_TMP/err-$side" >&2
+	cat "$LAB_TMP/err-$side$LABID" >&2
 	return 1
 }
 
 # sleeve_attach SIDE l2|l3
 sleeve_attach() {
-	local h=obs-h$1
+	local h=obs-h$1$LABID
 	if [ "$2" = l2 ]; then
 		ns $h ip link set obs-sv master obs-br
 	elif [ "$1" = a ]; then
@@ -127,9 +142,9 @@ sleeve_stop_all() {
 # vxlan_up OVERLAY_MTU : kernel VXLAN between the hosts, on the bridges
 vxlan_up() {
 	local omtu=$1
-	ns obs-ha ip link add obs-vx type vxlan id 42 remote 198.18.0.2 local 198.18.0.1 dstport 4789 nolearning dev obs-u0
-	ns obs-hb ip link add obs-vx type vxlan id 42 remote 198.18.0.1 local 198.18.0.2 dstport 4789 nolearning dev obs-u1
-	for h in obs-ha obs-hb; do
+	ns $HA ip link add obs-vx type vxlan id 42 remote 198.18.0.2 local 198.18.0.1 dstport 4789 nolearning dev obs-u0
+	ns $HB ip link add obs-vx type vxlan id 42 remote 198.18.0.1 local 198.18.0.2 dstport 4789 nolearning dev obs-u1
+	for h in $HA $HB; do
 		ns $h ip link set obs-vx mtu "$omtu" gso_max_size $GSO_MAX
 		ns $h ip link set obs-vx master obs-br
 		ns $h ip link set obs-vx up
@@ -165,7 +180,7 @@ qperf_lat() {
 }
 
 stat_get() { # stat_get SIDE python-expr-on-d
-	python3 -c "import json; d=json.load(open('$LAB_TMP/stats-$1.json')); print($2)"
+	python3 -c "import json; d=json.load(open('$LAB_TMP/stats-$1$LABID.json')); print($2)"
 }
 
 # wait_quiet : wait (up to 60 s) until the machine is >= 85% idle over 0.5 s, so

@@ -65,9 +65,9 @@ run_case() {
 	fi
 	sleeve_attach a "$mode"; sleeve_attach b "$mode"
 	# full-size ping with DF: the overlay MTU really holds
-	if ns obs-ca ping -c 3 -i 0.2 -W 2 -M do -s $((omtu - 28)) "$PEER_IP" >/dev/null 2>&1; then
+	if ns $CA ping -c 3 -i 0.2 -W 2 -M do -s $((omtu - 28)) "$PEER_IP" >/dev/null 2>&1; then
 		if [ "$expect" = pass ]; then
-			gbps=$(iperf_gbps obs-ca obs-cb "$PEER_IP" 3)
+			gbps=$(iperf_gbps $CA $CB "$PEER_IP" 3)
 			if python3 -c "import sys; sys.exit(0 if float('$gbps') > 0.02 else 1)"; then
 				ok "$name: ping -s $((omtu - 28)) -M do, iperf3 $gbps Gbit/s (mtu $mtu_a/$mtu_b)"
 			else
@@ -82,7 +82,7 @@ run_case() {
 	kill -USR1 "$SLEEVE_PID_a" "$SLEEVE_PID_b"; sleep 0.3
 	CASE_MTU_A=$mtu_a
 	sleeve_stop_all
-	if ns obs-ha ip link show obs-sv >/dev/null 2>&1; then bad "$name: device left after SIGTERM"; fi
+	if ns $HA ip link show obs-sv >/dev/null 2>&1; then bad "$name: device left after SIGTERM"; fi
 	[ -s "$LAB_TMP/stats-a.json" ] || bad "$name: no stats file"
 }
 
