@@ -33,7 +33,6 @@ BINARY = SLEEVE_DIR / "build" / "sleeve"
 PORT = 6784
 DEV = "sv0"
 READY_TIMEOUT = 10.0
-GSO_MAX = 60000  # overlay/README.md "Deployment": lets TCP super-frames reach the TAP whole
 
 # Overhead from overlay/README.md: outer IPv4 20 + UDP 8 + header 8 + record length 2
 # (+ Ethernet 14 for L2) (+ 32 with a key: session 8, counter 8, tag 16).
@@ -142,10 +141,6 @@ class Sleeve(Mode):
     def _wire(self, testbed: Testbed, s: Side, mtu: int) -> None:
         h = s.host
         reset_overlay_path(s, mtu, DEV)
-        # The bridge too: the host's own traffic (host placements) leaves through br0, whose
-        # 64 KB super-frames would otherwise be segmented before the TAP (10x slower).
-        for dev, host in ((s.container_port, h), (s.container_dev, s.container), (s.bridge, h)):
-            host.run(["ip", "link", "set", dev, "gso_max_size", str(GSO_MAX)], check=False)
         if not self.l3:
             h.run(["ip", "link", "set", DEV, "master", s.bridge, "up"])
             return
@@ -167,8 +162,6 @@ class Sleeve(Mode):
                     log.warning("%s: sleeve exited %s: %s", s.host.name, out.returncode, out.stderr.strip()[-300:])
             try:
                 s.host.run(["ip", "link", "del", DEV], check=False)
-                for dev, host in ((s.container_port, s.host), (s.container_dev, s.container), (s.bridge, s.host)):
-                    host.run(["ip", "link", "set", dev, "gso_max_size", "65536"], check=False)
                 if self.l3:
                     s.host.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=0"], check=False)
                 reset_overlay_path(s, 1500, None)
