@@ -62,19 +62,32 @@ class Sleeve(Mode):
     def overhead(self) -> int:  # type: ignore[override]
         return (OVERHEAD_L3 if self.l3 else OVERHEAD_L2) + (OVERHEAD_CRYPTO if self.crypto else 0)
 
+    def binary(self, testbed: Testbed) -> pathlib.Path:
+        """The binary this testbed runs: built and copied once per lab, so every deployment
+        of a run uses the same build even if the source changes meanwhile."""
+        pinned = pathlib.Path(testbed.artifact_dir) / "sleeve"
+        if not pinned.exists():
+            built = build()
+            tmp = pinned.with_suffix(".tmp")
+            tmp.write_bytes(built.read_bytes())
+            tmp.chmod(0o755)
+            tmp.replace(pinned)
+        return pinned
+
     def check(self, testbed: Testbed) -> None:
-        build()
+        self.binary(testbed)
         h = testbed.sides[0].host
         if h.run(["test", "-c", "/dev/net/tun"], check=False).returncode != 0:
             raise UnsupportedError(f"mode {self.name}: /dev/net/tun missing on {h.name}: TUN/TAP unsupported here")
 
-    def version(self, host) -> str:
-        out = host.run([str(BINARY), "--version"], check=False).stdout.strip().splitlines()
+    @staticmethod
+    def version(host, binary: pathlib.Path) -> str:
+        out = host.run([str(binary), "--version"], check=False).stdout.strip().splitlines()
         return out[0] if out else "unknown"
 
     # ------------------------------------------------------------------ deploy
     def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:
-        binary = build()
+        binary = self.binary(testbed)
         dp = Datapath(self.name, self.kind, overlay_mtu, info={"flags": list(self.argv_flags()), "port": PORT})
         try:
             keys = self.keys()
@@ -84,7 +97,7 @@ class Sleeve(Mode):
                 self._wait_ready(s, dp.processes[s.index])
             for s in testbed.sides:
                 self._wire(testbed, s, overlay_mtu)
-            dp.info["version"] = self.version(testbed.sides[0].host)
+            dp.info["version"] = self.version(testbed.sides[0].host, binary)
         except BaseException:
             self.teardown(testbed, dp)
             raise
