@@ -6,7 +6,7 @@ APT_RUN := iperf3 qperf iputils-ping iproute2 ethtool nftables gcc make libsodiu
 APT_TEST:= chromium clang
 SCENARIO ?= scenarios/quick.toml
 
-.PHONY: setup setup-test bench test sleeve clean down
+.PHONY: setup setup-test bench test lint sleeve clean down
 
 setup: .venv/.stamp sleeve
 
@@ -48,6 +48,12 @@ bench: setup
 test: setup-test
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan; fi
 	$(PY) -m pytest -q tests
+
+# The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
+lint:
+	@command -v go >/dev/null || { echo "lint needs go (apt-get install -y golang-go)"; exit 2; }
+	GOBIN=$(CURDIR)/.venv/bin go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+	.venv/bin/actionlint .github/workflows/*.yml
 
 down:
 	$(PY) -m harness.cli down
