@@ -52,9 +52,13 @@ enum sv_drop sv_hdr_parse(const uint8_t *p, size_t n, struct sv_hdr *h)
 		return SV_D_BAD_FLAGS;
 	if ((p[4] & SV_F_VNET) && p[3] != SV_T_FRAG)
 		return SV_D_BAD_FLAGS;
+	if ((p[4] & SV_F_SINGLE) && p[3] != SV_T_DATA)
+		return SV_D_BAD_FLAGS;
 	h->type = p[3];
 	h->flags = p[4];
 	h->len = sv_get16(p + 6);
+	if (h->type == SV_T_DATA && h->len == 0)
+		return SV_D_BAD_LENGTH;
 	want = sv_dgram_over(h->flags & SV_F_ENC) + h->len;
 	if (n < want)
 		return SV_D_TRUNCATED;
@@ -66,15 +70,17 @@ enum sv_drop sv_hdr_parse(const uint8_t *p, size_t n, struct sv_hdr *h)
 void sv_pack_begin(struct sv_packer *pk, uint8_t *buf, size_t cap, uint8_t flags)
 {
 	pk->buf = buf;
-	pk->cap = cap;
+	pk->cap = cap > SV_MAX_DGRAM ? SV_MAX_DGRAM : cap;
 	pk->used = 0;
 	pk->nrec = 0;
-	pk->flags = flags;
+	pk->flags = flags & (uint8_t)~SV_F_SINGLE;
+	pk->dgram = NULL;
+	pk->blen = 0;
 }
 
 size_t sv_pack_max_frame(size_t cap, int enc)
 {
-	size_t over = sv_dgram_over(enc) + SV_REC_HDR;
+	size_t over = sv_dgram_over(enc);
 
 	if (cap > SV_MAX_DGRAM)
 		cap = SV_MAX_DGRAM;
@@ -84,10 +90,15 @@ size_t sv_pack_max_frame(size_t cap, int enc)
 int sv_pack_add(struct sv_packer *pk, const uint8_t *frame, size_t flen)
 {
 	int enc = pk->flags & SV_F_ENC;
-	size_t cap = pk->cap > SV_MAX_DGRAM ? SV_MAX_DGRAM : pk->cap;
+	size_t over = sv_dgram_over(enc);
 	uint8_t *p;
 
-	if (flen == 0 || sv_dgram_over(enc) + pk->used + SV_REC_HDR + flen > cap)
+	if (flen == 0)
+		return 0;
+	/* the first frame alone goes without its record length (SINGLE); a second
+	 * one makes a batch, where every frame needs one */
+	if (pk->nrec == 0 ? over + flen > pk->cap
+			  : over + pk->used + SV_REC_HDR + flen > pk->cap)
 		return 0;
 	p = pk->buf + sv_body_off(enc) + pk->used;
 	sv_put16(p, (uint16_t)flen);
@@ -99,8 +110,19 @@ int sv_pack_add(struct sv_packer *pk, const uint8_t *frame, size_t flen)
 
 size_t sv_pack_finish(struct sv_packer *pk)
 {
-	sv_hdr_put(pk->buf, SV_T_DATA, pk->flags, (uint16_t)pk->used);
-	return sv_body_off(pk->flags & SV_F_ENC) + pk->used;
+	uint8_t flags = pk->flags;
+
+	if (pk->nrec == 1) {
+		/* drop the record length: the datagram starts two bytes later */
+		pk->dgram = pk->buf + SV_REC_HDR;
+		pk->blen = pk->used - SV_REC_HDR;
+		flags |= SV_F_SINGLE;
+	} else {
+		pk->dgram = pk->buf;
+		pk->blen = pk->used;
+	}
+	sv_hdr_put(pk->dgram, SV_T_DATA, flags, (uint16_t)pk->blen);
+	return sv_body_off(pk->flags & SV_F_ENC) + pk->blen;
 }
 
 enum sv_drop sv_records_check(const uint8_t *body, size_t len, unsigned *nrec)
@@ -122,6 +144,9 @@ enum sv_drop sv_records_check(const uint8_t *body, size_t len, unsigned *nrec)
 		p += flen;
 		n++;
 	}
+	/* one frame has exactly one encoding: SINGLE */
+	if (n < 2)
+		return SV_D_BAD_LENGTH;
 	*nrec = n;
 	return SV_OK;
 }

@@ -84,24 +84,41 @@ void sv_hdr_put(uint8_t *p, uint8_t type, uint8_t flags, uint16_t len);
 /* Check a whole received datagram of n bytes; fills h on SV_OK. */
 enum sv_drop sv_hdr_parse(const uint8_t *p, size_t n, struct sv_hdr *h);
 
-/* DATA packing (batching). The packer writes into buf (cap bytes = the largest
- * datagram allowed on the path, tag included). */
+/* Bytes a UDP payload carries beyond an overlay-MTU-sized packet: header, the
+ * link header (L2), session, counter and tag (crypto). Add outer IP + UDP for the
+ * overhead from the overlay MTU to the underlay MTU. */
+static inline size_t sv_payload_over(int l3, int enc)
+{
+	return sv_dgram_over(enc) + (l3 ? 0 : SV_ETH_HLEN);
+}
+
+/* DATA packing (batching). A datagram with one frame is written in the SINGLE
+ * form (no record length); with two or more, every frame is a record and all of
+ * them, record lengths included, must fit cap (the largest datagram allowed on
+ * the path, tag included). buf needs cap + SV_PACK_SLACK bytes: the datagram
+ * starts at buf (batch) or SV_REC_HDR bytes later (single), so that switching
+ * forms moves no frame bytes. */
+#define SV_PACK_SLACK (SV_REC_HDR + SV_TAG_LEN)
 struct sv_packer {
 	uint8_t *buf;
 	size_t cap;
-	size_t used; /* bytes of body so far */
+	size_t used; /* bytes of body so far, as records */
 	unsigned nrec;
 	uint8_t flags;
+	uint8_t *dgram; /* set by sv_pack_finish: where the datagram starts */
+	size_t blen;    /* set by sv_pack_finish: its body length (what seal takes) */
 };
 void sv_pack_begin(struct sv_packer *pk, uint8_t *buf, size_t cap, uint8_t flags);
-/* Largest frame that fits an empty DATA datagram of this size. */
+/* Largest frame that fits an empty DATA datagram of this size (SINGLE form). */
 size_t sv_pack_max_frame(size_t cap, int enc);
 /* 1 = added, 0 = does not fit (finish and begin a new one). */
 int sv_pack_add(struct sv_packer *pk, const uint8_t *frame, size_t flen);
-/* Writes the header; returns the datagram length without the tag (seal adds it). */
+/* Writes the header (SINGLE when one frame); sets dgram and blen; returns the
+ * datagram length without the tag (seal adds it). */
 size_t sv_pack_finish(struct sv_packer *pk);
 
-/* Validates a DATA body; returns SV_OK and the record count in *nrec. */
+/* Validates a batched DATA body (records, at least two); returns SV_OK and the
+ * record count in *nrec. */
 enum sv_drop sv_records_check(const uint8_t *body, size_t len, unsigned *nrec);
 /* Iterates a checked body: returns the next frame or NULL at the end. */
 const uint8_t *sv_records_next(const uint8_t **cur, const uint8_t *end, size_t *flen);

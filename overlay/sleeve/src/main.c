@@ -41,8 +41,7 @@ int sv_spin_yield(uint64_t now)
 
 int sv_overhead(const struct sv *s)
 {
-	return s->ip_over + 8 + SV_HDR_LEN + SV_REC_HDR + (s->l3 ? 0 : SV_ETH_HLEN) +
-	       (s->enc ? SV_CRYPTO_OVER : 0);
+	return s->ip_over + 8 + (int)sv_payload_over(s->l3, s->enc);
 }
 
 uint32_t sv_min_pmtu(struct sv *s)
@@ -381,9 +380,8 @@ static int setup(struct sv *s, const struct opts *o)
 
 static int choose_mtu(struct sv *s, const struct opts *o)
 {
-	int payload = s->enc ? SV_CRYPTO_OVER : 0;
+	int payload = (int)sv_payload_over(s->l3, s->enc);
 
-	payload += SV_HDR_LEN + SV_REC_HDR + (s->l3 ? 0 : SV_ETH_HLEN);
 	if (o->mtu) {
 		s->mtu = o->mtu;
 		return 0;

@@ -92,13 +92,20 @@ static enum sv_drop deliver(struct sv *s, const struct iovec *iov, int n, size_t
 	return SV_OK;
 }
 
-static enum sv_drop rx_data(struct sv *s, const uint8_t *body, size_t len)
+static enum sv_drop rx_data(struct sv *s, const uint8_t *body, size_t len, uint8_t flags)
 {
 	const uint8_t *cur = body, *end = body + len, *f;
 	unsigned nrec;
 	size_t flen;
-	enum sv_drop r = sv_records_check(body, len, &nrec);
+	enum sv_drop r;
 
+	if (flags & SV_F_SINGLE) {
+		/* the body is the frame (len >= 1: the header check saw to it) */
+		struct iovec v = {(void *)body, len};
+
+		return deliver(s, &v, 1, len, 0);
+	}
+	r = sv_records_check(body, len, &nrec);
 	if (r)
 		return r;
 	/* a bad frame is dropped alone and counted here; its datagram was fine */
@@ -202,7 +209,7 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 			goto drop;
 		}
 		if (h.type == SV_T_DATA)
-			r = rx_data(s, body, h.len);
+			r = rx_data(s, body, h.len, h.flags);
 		else
 			r = rx_frag(s, p, body, h.len, h.flags, now);
 	} else {

@@ -182,10 +182,10 @@ static void pk_close(struct txq *q)
 	if (q->pk.nrec > 1)
 		sv_count(&q->s->ctr_tx, SV_C_TX_BATCHES, 1);
 	len = sv_pack_finish(&q->pk);
-	len = q->s->enc ? sv_seal_dgram(&q->s->seal, q->pk.buf, q->pk.used) : len;
-	q->iov[q->niov].iov_base = q->pk.buf;
+	len = q->s->enc ? sv_seal_dgram(&q->s->seal, q->pk.dgram, q->pk.blen) : len;
+	q->iov[q->niov].iov_base = q->pk.dgram;
 	q->iov[q->niov].iov_len = len;
-	q->aused += len;
+	q->aused += (size_t)(q->pk.dgram - q->pk.buf) + len;
 	push(q, q->niov, 1, 1, 0, 0);
 	q->niov++;
 }
@@ -287,7 +287,7 @@ static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 	if (q->pk_open && sv_pack_add(&q->pk, frame, flen))
 		goto added;
 	pk_close(q);
-	if (!room(q, 1, 1, (size_t)dgram + SV_TAG_LEN))
+	if (!room(q, 1, 1, (size_t)dgram + SV_PACK_SLACK))
 		flush(q);
 	sv_pack_begin(&q->pk, q->arena + q->aused, dgram, base_flags(s));
 	q->pk_open = 1;
@@ -326,9 +326,9 @@ static void *tx_basic(struct sv *s)
 			sv_pack_begin(&pk, out, dgram, base_flags(s));
 			sv_pack_add(&pk, buf, (size_t)n);
 			len = sv_pack_finish(&pk);
-			len = s->enc ? sv_seal_dgram(&s->seal, out, pk.used) : len;
+			len = s->enc ? sv_seal_dgram(&s->seal, pk.dgram, pk.blen) : len;
 			for (int i = 0; i < s->npeers; i++) {
-				struct iovec v = {out, len};
+				struct iovec v = {pk.dgram, len};
 
 				sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
 				if (send_one(s, &s->peers[i], &v, 1) < 0)

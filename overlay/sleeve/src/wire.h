@@ -3,7 +3,7 @@
 #define SLEEVE_WIRE_H
 
 #define SV_MAGIC 0x5356u /* "SV" */
-#define SV_VERSION 1
+#define SV_VERSION 2
 #define SV_DEFAULT_PORT 6784
 
 enum sv_type {
@@ -17,7 +17,8 @@ enum sv_type {
 #define SV_F_ENC 0x01u
 #define SV_F_L3 0x02u
 #define SV_F_VNET 0x04u
-#define SV_F_KNOWN (SV_F_ENC | SV_F_L3 | SV_F_VNET)
+#define SV_F_SINGLE 0x08u /* DATA only: the body is exactly one frame, no record length */
+#define SV_F_KNOWN (SV_F_ENC | SV_F_L3 | SV_F_VNET | SV_F_SINGLE)
 
 #define SV_HDR_LEN 8
 #define SV_CRYPTO_PRE 16 /* session u64 + counter u64 */

@@ -111,6 +111,8 @@ stat_get a 'd["offload"]["tso"] == False and d["drops"]["gso_unsupported"] == 0'
 run_case "L2 9000/8950" 9000 8950 l2 pass --mtu 8950 -- --mtu 8950
 run_case "L2 crypto 9000/8950" 9000 8950 l2 pass --mtu 8950 --key-file "$KEY1" -- --mtu 8950 --key-file "$KEY1"
 run_case "basic 9000/8950" 9000 8950 l2 pass --basic --mtu 8950 -- --basic --mtu 8950
+stat_get a 'd["tx"]["fragments"] == 0 and d["tx"]["frames"] > 0' | grep -q True \
+	&& ok "basic 9000/8950: every frame in one datagram (no fragments)" || bad "basic 9000/8950: fragments"
 run_case "L2 1500/1500 (frames bigger than a datagram)" 1500 1500 l2 pass --mtu 1500 -- --mtu 1500
 run_case "basic 1500/1500 (frames bigger than a datagram)" 1500 1500 l2 pass --basic --mtu 1500 -- --basic --mtu 1500
 
@@ -120,10 +122,25 @@ auto_case() { # auto_case NAME UNDERLAY MODE WANT ARGS...
 	run_case "$name" "$umtu" "$want" "$mode" pass --mtu auto "$@" -- --mtu auto "$@"
 	[ "$CASE_MTU_A" = "$want" ] && ok "$name: auto MTU $CASE_MTU_A" || bad "$name: auto MTU $CASE_MTU_A, want $want"
 }
-auto_case "auto L2 1500" 1500 l2 1448
-auto_case "auto L2 crypto 1500" 1500 l2 1416 --key-file "$KEY1"
-auto_case "auto L3 1500" 1500 l3 1462 --l3
-auto_case "auto L2 9000" 9000 l2 8948
+# overhead on IPv4: 50 L2 (as kernel VXLAN), 36 L3, 82 L2 crypto, 68 L3 crypto
+auto_case "auto L2 1500" 1500 l2 1450
+auto_case "auto L2 crypto 1500" 1500 l2 1418 --key-file "$KEY1"
+auto_case "auto L3 1500" 1500 l3 1464 --l3
+auto_case "auto L3 crypto 1500" 1500 l3 1432 --l3 --key-file "$KEY1"
+auto_case "auto L2 9000" 9000 l2 8950
+
+# VXLAN's MTUs given explicitly (1450 / 8950): full-size DF pings pass; --basic
+# (no super-frames) shows that every frame went in one datagram, no FRAG
+run_case "L2 1500/1450 (VXLAN MTU)" 1500 1450 l2 pass --mtu 1450 -- --mtu 1450
+stat_get a 'd["overhead"] == 50 and d["drops"]["oversize"] == 0' | grep -q True \
+	&& ok "L2 1500/1450: overhead 50" || bad "L2 1500/1450: counters (overhead, oversize)"
+run_case "basic 1500/1450" 1500 1450 l2 pass --basic --mtu 1450 -- --basic --mtu 1450
+stat_get a 'd["tx"]["fragments"] == 0 and d["tx"]["frames"] > 0' | grep -q True \
+	&& ok "basic 1500/1450: every frame in one datagram (no fragments)" || bad "basic 1500/1450: fragments"
+run_case "no-batch 9000/8950" 9000 8950 l2 pass --no-batch --mtu 8950 -- --no-batch --mtu 8950
+run_case "basic crypto 1500/1418" 1500 1418 l2 pass --basic --mtu 1418 --key-file "$KEY1" -- --basic --mtu 1418 --key-file "$KEY1"
+stat_get a 'd["tx"]["fragments"] == 0 and d["overhead"] == 82' | grep -q True \
+	&& ok "basic crypto 1500/1418: overhead 82, no fragments" || bad "basic crypto 1500/1418: counters"
 
 lab_down
 if [ -n "$(ip netns list | grep '^obs-')" ]; then bad "namespaces left behind"; fi

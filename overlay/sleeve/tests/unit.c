@@ -155,7 +155,9 @@ static void test_hdr(void)
 	d[1] ^= 0x80;
 	d[2] = 0;
 	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_VERSION);
-	d[2] = 2;
+	d[2] = 1; /* version 1 had no SINGLE form: refused, not misread */
+	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_VERSION);
+	d[2] = 3;
 	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_VERSION);
 	d[2] = SV_VERSION;
 	d[3] = 0;
@@ -163,10 +165,34 @@ static void test_hdr(void)
 	d[3] = 6;
 	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_TYPE);
 	d[3] = SV_T_DATA;
-	d[4] = 0x08;
+	d[4] = 0x10;
+	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_FLAGS);
+	d[4] = 0x80;
 	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_FLAGS);
 	d[4] = SV_F_VNET; /* VNET only on FRAG */
 	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_FLAGS);
+	d[4] = SV_F_SINGLE | SV_F_VNET; /* SINGLE with a FRAG-only flag */
+	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_FLAGS);
+	d[4] = SV_F_SINGLE;
+	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_OK);
+	CHECK_EQ(h.flags, SV_F_SINGLE);
+	/* SINGLE only on DATA: not on FRAG (even with VNET) nor on control types */
+	for (uint8_t t = SV_T_FRAG; t <= SV_T_PROBE_ACK; t++) {
+		d[3] = t;
+		CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_FLAGS);
+	}
+	d[3] = SV_T_FRAG;
+	d[4] = SV_F_SINGLE | SV_F_VNET;
+	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_FLAGS);
+	d[3] = SV_T_DATA;
+	/* DATA with an empty body, SINGLE or not */
+	sv_hdr_put(d, SV_T_DATA, SV_F_SINGLE, 0);
+	CHECK_EQ(sv_hdr_parse(d, 8, &h), SV_D_BAD_LENGTH);
+	sv_hdr_put(d, SV_T_DATA, 0, 0);
+	CHECK_EQ(sv_hdr_parse(d, 8, &h), SV_D_BAD_LENGTH);
+	sv_hdr_put(d, SV_T_DATA, SV_F_SINGLE | SV_F_ENC, 0);
+	CHECK_EQ(sv_hdr_parse(d, 8 + 32, &h), SV_D_BAD_LENGTH);
+	sv_hdr_put(d, SV_T_DATA, SV_F_L3, 10);
 	d[4] = 0;
 	d[5] = 1;
 	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_FLAGS);
@@ -182,42 +208,59 @@ static void test_hdr(void)
 /* ---- batching ---- */
 static void test_pack(void)
 {
-	uint8_t buf[2048], frame[1500];
+	uint8_t buf[2048 + SV_PACK_SLACK], frame[1500];
 	struct sv_packer pk;
 	size_t cap = 1472, maxf = sv_pack_max_frame(cap, 0), len;
 	const uint8_t *cur, *end, *f;
 	unsigned nrec;
 	size_t flen;
+	struct sv_hdr h;
 
 	for (size_t i = 0; i < sizeof(frame); i++)
 		frame[i] = (uint8_t)i;
-	CHECK_EQ(maxf, 1472 - 8 - 2);
-	CHECK_EQ(sv_pack_max_frame(cap, 1), 1472 - 8 - 2 - 32);
-	/* exact fit */
+	/* one frame: no record length, so 8 bytes of header only */
+	CHECK_EQ(maxf, 1472 - 8);
+	CHECK_EQ(sv_pack_max_frame(cap, 1), 1472 - 8 - 32);
+	/* exact fit of a single frame; nothing more fits beside it */
 	sv_pack_begin(&pk, buf, cap, 0);
 	CHECK_EQ(sv_pack_add(&pk, frame, maxf), 1);
 	CHECK_EQ(sv_pack_add(&pk, frame, 1), 0);
-	CHECK_EQ(sv_pack_finish(&pk), cap);
+	len = sv_pack_finish(&pk);
+	CHECK_EQ(len, cap);
+	CHECK(pk.dgram == buf + SV_REC_HDR);
+	CHECK_EQ(pk.blen, maxf);
+	CHECK_EQ(sv_hdr_parse(pk.dgram, len, &h), SV_OK);
+	CHECK_EQ(h.flags, SV_F_SINGLE);
+	CHECK_EQ(h.len, maxf);
+	CHECK(!memcmp(pk.dgram + 8, frame, maxf));
 	/* one byte over does not fit an empty datagram */
 	sv_pack_begin(&pk, buf, cap, 0);
 	CHECK_EQ(sv_pack_add(&pk, frame, maxf + 1), 0);
 	CHECK_EQ(sv_pack_add(&pk, frame, 0), 0);
+	/* a full single frame leaves no room for a batch: a second frame needs both
+	 * record lengths to fit too */
+	sv_pack_begin(&pk, buf, cap, 0);
+	CHECK_EQ(sv_pack_add(&pk, frame, maxf - 4), 1);
+	CHECK_EQ(sv_pack_add(&pk, frame, 1), 0);
+	sv_pack_begin(&pk, buf, cap, 0);
+	CHECK_EQ(sv_pack_add(&pk, frame, maxf - 5), 1);
+	CHECK_EQ(sv_pack_add(&pk, frame, 1), 1);
+	CHECK_EQ(sv_pack_finish(&pk), cap);
+	CHECK(pk.dgram == buf);
 	/* several frames, the last one exactly filling the datagram */
 	sv_pack_begin(&pk, buf, cap, 0);
 	CHECK_EQ(sv_pack_add(&pk, frame, 100), 1);
 	CHECK_EQ(sv_pack_add(&pk, frame + 1, 200), 1);
-	CHECK_EQ(sv_pack_add(&pk, frame + 2, maxf - 100 - 200 - 4 + 1), 0);
-	CHECK_EQ(sv_pack_add(&pk, frame + 2, maxf - 100 - 200 - 4), 1);
+	CHECK_EQ(sv_pack_add(&pk, frame + 2, maxf - 100 - 200 - 6 + 1), 0);
+	CHECK_EQ(sv_pack_add(&pk, frame + 2, maxf - 100 - 200 - 6), 1);
 	CHECK_EQ(pk.nrec, 3);
 	len = sv_pack_finish(&pk);
 	CHECK_EQ(len, cap);
-	{
-		struct sv_hdr h;
-
-		CHECK_EQ(sv_hdr_parse(buf, len, &h), SV_OK);
-		CHECK_EQ(sv_records_check(buf + 8, h.len, &nrec), SV_OK);
-		CHECK_EQ(nrec, 3);
-	}
+	CHECK(pk.dgram == buf);
+	CHECK_EQ(sv_hdr_parse(buf, len, &h), SV_OK);
+	CHECK_EQ(h.flags & SV_F_SINGLE, 0);
+	CHECK_EQ(sv_records_check(buf + 8, h.len, &nrec), SV_OK);
+	CHECK_EQ(nrec, 3);
 	cur = buf + 8;
 	end = buf + len;
 	f = sv_records_next(&cur, end, &flen);
@@ -225,10 +268,15 @@ static void test_pack(void)
 	f = sv_records_next(&cur, end, &flen);
 	CHECK(f && flen == 200 && !memcmp(f, frame + 1, 200));
 	f = sv_records_next(&cur, end, &flen);
-	CHECK(f && flen == maxf - 304 && !memcmp(f, frame + 2, flen));
+	CHECK(f && flen == maxf - 306 && !memcmp(f, frame + 2, flen));
 	CHECK(sv_records_next(&cur, end, &flen) == NULL);
 	/* a cap beyond one UDP datagram is clamped */
-	CHECK_EQ(sv_pack_max_frame(100000, 0), SV_MAX_DGRAM - 10);
+	CHECK_EQ(sv_pack_max_frame(100000, 0), SV_MAX_DGRAM - 8);
+	/* overhead from the overlay MTU to the underlay MTU (IPv4 20 + UDP 8 + this) */
+	CHECK_EQ(28 + sv_payload_over(0, 0), 50);
+	CHECK_EQ(28 + sv_payload_over(1, 0), 36);
+	CHECK_EQ(28 + sv_payload_over(0, 1), 82);
+	CHECK_EQ(28 + sv_payload_over(1, 1), 68);
 }
 
 static void test_records_bad(void)
@@ -242,7 +290,8 @@ static void test_records_bad(void)
 	CHECK_EQ(sv_records_check(b, 2, &n), SV_D_BAD_LENGTH);
 	b[1] = 5; /* record longer than the body */
 	CHECK_EQ(sv_records_check(b, 6, &n), SV_D_BAD_LENGTH);
-	CHECK_EQ(sv_records_check(b, 7, &n), SV_OK);
+	/* one record alone is not a batch: that frame has to be SINGLE */
+	CHECK_EQ(sv_records_check(b, 7, &n), SV_D_BAD_LENGTH);
 	CHECK_EQ(sv_records_check(b, 8, &n), SV_D_BAD_LENGTH); /* 1 trailing byte */
 	b[7] = 0;
 	b[8] = 1;
@@ -414,28 +463,31 @@ static size_t seal_data(struct sv_seal *se, uint8_t *d, const uint8_t *frame, si
 {
 	struct sv_packer pk;
 
-	sv_pack_begin(&pk, d, 1472, flags | SV_F_ENC);
+	/* the single form starts SV_REC_HDR bytes in: seal it where d points */
+	sv_pack_begin(&pk, d - SV_REC_HDR, 1472, flags | SV_F_ENC);
 	sv_pack_add(&pk, frame, flen);
 	sv_pack_finish(&pk);
-	return sv_seal_dgram(se, d, pk.used);
+	return sv_seal_dgram(se, pk.dgram, pk.blen);
 }
 
 static void test_crypto(void)
 {
 	struct sv_seal se;
 	static struct sv_open op, fresh;
-	uint8_t d[2048], copy[2048], frame[100];
+	uint8_t dbuf[2048 + SV_REC_HDR], copy[2048], frame[100];
+	uint8_t *d = dbuf + SV_REC_HDR;
 	struct sv_hdr h;
 	size_t n;
 
 	memset(frame, 0x5a, sizeof(frame));
 	sv_seal_init(&se, test_key, 1234, 5000);
 	n = seal_data(&se, d, frame, sizeof(frame), 0);
-	CHECK_EQ(n, 8 + 16 + 2 + 100 + 16);
+	CHECK_EQ(n, 8 + 16 + 100 + 16); /* 8 + 32 around one frame, no record length */
 	memcpy(copy, d, n);
 	CHECK_EQ(sv_hdr_parse(d, n, &h), SV_OK);
+	CHECK_EQ(h.flags, SV_F_ENC | SV_F_SINGLE);
 	CHECK_EQ(sv_open_dgram(&op, test_key, d, &h), SV_OK);
-	CHECK(!memcmp(d + 24 + 2, frame, 100));
+	CHECK(!memcmp(d + 24, frame, 100));
 	/* the same datagram again is a replay */
 	memcpy(d, copy, n);
 	CHECK_EQ(sv_open_dgram(&op, test_key, d, &h), SV_D_REPLAY);
@@ -529,15 +581,20 @@ static void test_replay_window(void)
 static size_t mk_data(struct sv *s, uint8_t *d, const uint8_t *f1, size_t l1, const uint8_t *f2,
 		      size_t l2)
 {
+	static uint8_t tmp[1472 + SV_PACK_SLACK];
 	struct sv_packer pk;
 	size_t n;
 
-	sv_pack_begin(&pk, d, 1472, (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0)));
+	/* one frame comes out SINGLE, two as a batch; either way it ends up at d */
+	sv_pack_begin(&pk, tmp, 1472, (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0)));
 	sv_pack_add(&pk, f1, l1);
 	if (f2)
 		sv_pack_add(&pk, f2, l2);
 	n = sv_pack_finish(&pk);
-	return s->enc ? sv_seal_dgram(&s->seal, d, pk.used) : n;
+	if (s->enc)
+		n = sv_seal_dgram(&s->seal, pk.dgram, pk.blen);
+	memcpy(d, pk.dgram, n);
+	return n;
 }
 
 static size_t mk_piece(struct sv *s, uint8_t *d, uint8_t flags, uint32_t id, const uint8_t *unit,
@@ -574,6 +631,47 @@ static void test_rx_path(void)
 		CHECK(cap.len[0] == 60 && !memcmp(cap.data[0], f1, 60) && !cap.vnet[0]);
 		CHECK(cap.len[1] == 98 && !memcmp(cap.data[1], f2, 98));
 		CHECK_EQ(s.ctr_rx.c[SV_C_RX_FRAMES], 2);
+		/* DATA with one frame: SINGLE, 8 (+32) bytes around the frame */
+		cap.n = 0;
+		n = mk_data(&s, d, f2, sizeof(f2), NULL, 0);
+		CHECK_EQ(n, 8 + (enc ? 32 : 0) + sizeof(f2));
+		CHECK(d[4] & SV_F_SINGLE);
+		CHECK_EQ(rx(&s, d, n, 1), SV_OK);
+		CHECK(cap.n == 1 && cap.len[0] == 98 && !memcmp(cap.data[0], f2, 98));
+		/* the biggest single frame the path takes: 1472 - 8 (- 32) */
+		{
+			static uint8_t big[1472];
+			size_t bl = sv_pack_max_frame(1472, enc);
+
+			memset(big, 0x77, sizeof(big));
+			s.mtu = (int)bl - SV_ETH_HLEN; /* as --mtu auto picks it */
+			cap.n = 0;
+			n = mk_data(&s, d, big, bl, NULL, 0);
+			CHECK_EQ(n, 1472);
+			CHECK_EQ(rx(&s, d, n, 1), SV_OK);
+			CHECK(cap.n == 1 && cap.len[0] == bl && !memcmp(cap.data[0], big, 2048 < bl ? 2048 : bl));
+			s.mtu = 1500;
+		}
+		if (!enc) {
+			/* malformed plain DATA: a batch of one record (one frame must be
+			 * SINGLE), SINGLE with no frame, SINGLE beside a FRAG-only flag or
+			 * on FRAG */
+			sv_hdr_put(d, SV_T_DATA, 0, 2 + 60);
+			sv_put16(d + 8, 60);
+			memcpy(d + 10, f1, 60);
+			CHECK_EQ(rx(&s, d, 8 + 62, 1), SV_D_BAD_LENGTH);
+			sv_hdr_put(d, SV_T_DATA, SV_F_SINGLE, 0);
+			CHECK_EQ(rx(&s, d, 8, 1), SV_D_BAD_LENGTH);
+			sv_hdr_put(d, SV_T_DATA, SV_F_SINGLE | SV_F_VNET, 60);
+			CHECK_EQ(rx(&s, d, 8 + 60, 1), SV_D_BAD_FLAGS);
+			sv_hdr_put(d, SV_T_FRAG, SV_F_SINGLE, 60);
+			CHECK_EQ(rx(&s, d, 8 + 60, 1), SV_D_BAD_FLAGS);
+			/* a SINGLE runt is dropped like a runt record */
+			cap.n = 0;
+			sv_hdr_put(d, SV_T_DATA, SV_F_SINGLE, 5);
+			CHECK_EQ(rx(&s, d, 8 + 5, 1), SV_D_BAD_LENGTH);
+			CHECK_EQ(cap.n, 0);
+		}
 		/* a super-frame in 3 pieces, out of order, written with its vnet header */
 		{
 			struct virtio_net_hdr vh = {.flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
@@ -613,12 +711,16 @@ static void test_rx_path(void)
 		n = mk_data(&s, d, f1, sizeof(f1), NULL, 0);
 		s.l3 = 0;
 		CHECK_EQ(rx(&s, d, n, 1), SV_D_MODE_MISMATCH);
-		/* runt frame: dropped alone */
+		/* runt frame in a batch: dropped alone */
 		cap.n = 0;
-		n = mk_data(&s, d, f1, 5, f2, sizeof(f2));
-		CHECK_EQ(rx(&s, d, n, 1), SV_OK);
-		CHECK_EQ(cap.n, 1);
-		CHECK_EQ(drops(&s, SV_D_BAD_LENGTH), 1);
+		{
+			uint64_t before = drops(&s, SV_D_BAD_LENGTH);
+
+			n = mk_data(&s, d, f1, 5, f2, sizeof(f2));
+			CHECK_EQ(rx(&s, d, n, 1), SV_OK);
+			CHECK_EQ(cap.n, 1);
+			CHECK_EQ(drops(&s, SV_D_BAD_LENGTH), before + 1);
+		}
 		/* heartbeat asking for a reply */
 		cap.ctl_sent = 0;
 		n = sv_build_heartbeat(&s, &s.peers[0], d, 1);
@@ -680,7 +782,7 @@ static void test_rx_path(void)
 		CHECK_EQ(cap.n, 1);
 		/* and the old session's datagram is now a replay */
 		memcpy(d, copy, sizeof(copy));
-		CHECK_EQ(rx(&s, d, 8 + 16 + 62 + 16, 1), SV_D_REPLAY);
+		CHECK_EQ(rx(&s, d, 8 + 16 + 60 + 16, 1), SV_D_REPLAY);
 	}
 	sv_setup(&s, 0, 0, 0, 0);
 }
@@ -772,6 +874,10 @@ static int write_corpus(const char *dir)
 		n[0] = mk_data(&s, d[0], f1, sizeof(f1), f2, sizeof(f2));
 		snprintf(name, sizeof(name), "data-%u", cfg);
 		ret |= write_seed(dir, name, cfg, d, n, 1);
+		n[0] = mk_data(&s, d[0], f1, sizeof(f1), NULL, 0);
+		n[1] = mk_data(&s, d[1], f2, sizeof(f2), NULL, 0);
+		snprintf(name, sizeof(name), "single-%u", cfg);
+		ret |= write_seed(dir, name, cfg, d, n, 2);
 		for (uint16_t i = 0; i < 3; i++)
 			n[i] = mk_piece(&s, d[i], (cfg & 4) ? SV_F_VNET : 0, 5, unit, 3000, 1200, i, 3);
 		snprintf(name, sizeof(name), "frag-%u", cfg);
