@@ -54,6 +54,7 @@ def test_ping_and_tcp_across_each_sleeve_mode(lab, name, underlay, overlay):
         h1 = counters["h1"]
         assert h1["rx"]["frames"] > 1000 and h1["crypto"] is (name == "sleeve-crypto")
         assert h1["basic"] is (name == "sleeve-basic")
+        assert h1["overhead"] == mode.overhead  # the harness's MTU arithmetic is the daemon's
         assert sum(h1["drops"].values()) - h1["drops"].get("reasm_timeout", 0) < 0.01 * h1["rx"]["datagrams"]
     finally:
         mode.teardown(lab, dp)

@@ -34,9 +34,9 @@ PORT = 6784
 DEV = "sv0"
 READY_TIMEOUT = 10.0
 
-# Overhead from overlay/README.md: outer IPv4 20 + UDP 8 + header 8 + record length 2
+# Overhead from overlay/README.md (wire v2): outer IPv4 20 + UDP 8 + header 8
 # (+ Ethernet 14 for L2) (+ 32 with a key: session 8, counter 8, tag 16).
-OVERHEAD_L2, OVERHEAD_L3, OVERHEAD_CRYPTO = 52, 38, 32
+OVERHEAD_L2, OVERHEAD_L3, OVERHEAD_CRYPTO = 50, 36, 32
 
 
 def build() -> pathlib.Path:
