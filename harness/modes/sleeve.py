@@ -40,7 +40,13 @@ OVERHEAD_L2, OVERHEAD_L3, OVERHEAD_CRYPTO = 50, 36, 32
 
 
 def build() -> pathlib.Path:
-    """Build the sleeve if needed (make decides); a clear error if it cannot."""
+    """Build the sleeve if needed (make decides); a clear error if it cannot.
+    OVERLAYBENCH_SLEEVE_BINARY names a prebuilt binary to ship instead."""
+    given = os.environ.get("OVERLAYBENCH_SLEEVE_BINARY")
+    if given:
+        if not os.access(given, os.X_OK):
+            raise HarnessError(f"OVERLAYBENCH_SLEEVE_BINARY={given}: not an executable file")
+        return pathlib.Path(given)
     if not (SLEEVE_DIR / "Makefile").exists():
         raise UnsupportedError(f"sleeve source not found in {SLEEVE_DIR}")
     p = subprocess.run(["make", "-s", "-C", str(SLEEVE_DIR)], capture_output=True, text=True, timeout=300)
