@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import pathlib
-import shutil
 import signal
 import sys
 
@@ -102,14 +100,7 @@ def _load(run):
 
 def cmd_show(a) -> int:
     from harness import stats
-    df = _load(a.run)
-    table = stats.summary_table(df)
-    if a.format == "csv":
-        sys.stdout.write(table.to_csv(index=False))
-    elif a.format == "json":
-        sys.stdout.write(table.to_json(orient="records", indent=1) + "\n")
-    else:
-        print(stats.format_table(table))
+    print(stats.format_summary(_load(a.run), a.format))
     return 0
 
 

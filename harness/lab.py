@@ -146,18 +146,17 @@ class Lab(Testbed):
 
     def _build(self) -> None:
         for s in self.sides:
-            for ns in (s.host.netns, s.container.netns):
-                _ip("netns", "add", ns)
-                _ip("-n", ns, "link", "set", "lo", "up")
+            for h in (s.host, s.container):
+                _ip("netns", "add", h.netns)
+                _ip("-n", h.netns, "link", "set", "lo", "up")
                 # No IPv6 chatter (DAD, router solicitations) in the measurements.
-                s.host.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+                h.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
             os.makedirs(s.workdir, exist_ok=True)
         h0, h1 = (s.host.netns for s in self.sides)
         _ip("link", "add", "ul0", "netns", h0, "type", "veth", "peer", "name", "ul0", "netns", h1)
         for s in self.sides:
             h, c = s.host.netns, s.container.netns
             s.host.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
-            s.container.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
             _ip("-n", h, "addr", "add", f"{s.underlay_ip}/24", "dev", "ul0")
             _ip("-n", h, "link", "set", "ul0", "up")
             _ip("-n", h, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")

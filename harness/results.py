@@ -156,14 +156,15 @@ def read_records(run_dir: pathlib.Path | str) -> list[dict[str, Any]]:
     if not p.exists():
         return []
     out = []
-    for n, line in enumerate(p.read_text().splitlines(), 1):
+    lines = p.read_text().splitlines()
+    for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             out.append(json.loads(line))
         except json.JSONDecodeError:
             # A run killed mid-write leaves at most one torn last line; keep the rest.
-            if n != len(p.read_text().splitlines()):
+            if n != len(lines):
                 raise HarnessError(f"{p}:{n}: not valid JSON") from None
     return out
 
