@@ -12,21 +12,24 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import logging
 import pathlib
 import tomllib
 from typing import Any
 
-from harness.errors import ScenarioError
+from harness.errors import HarnessError, ScenarioError
 
 PLACEMENTS = ("host-host", "host-container", "container-container")
 TESTS = ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
          "qperf.udp_lat", "ping.flood")
 BACKENDS = ("netns", "ssh", "vagrant")
 
+log = logging.getLogger(__name__)
+
 SCHEMA: dict[str, dict[str, type | tuple]] = {
     "scenario": {"name": str, "description": str},
     "matrix": {"modes": list, "underlay_mtu": list, "overlay_mtu": (list, dict), "placements": list,
-               "tests": list, "streams": list, "repeats": int, "duration": (int, float)},
+               "tests": list, "streams": list, "repeats": int, "duration": (int, float), "unfit": str},
     "underlay": {"rate": str},
     "backend": {"kind": str, "inventory": str},
 }
@@ -45,6 +48,7 @@ class Scenario:
     streams: tuple[int, ...] = (1,)
     repeats: int = 3
     duration: float = 5.0
+    unfit: str = "error"      # a mode/overlay MTU that cannot fit the underlay: "error" or "skip"
     rate: str | None = None
     backend: str = "netns"
     inventory: str | None = None
@@ -177,6 +181,10 @@ def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = 
         if not 1 <= m["duration"] <= 3600:
             raise _err(source, "[matrix] duration", f"{m['duration']} s is outside 1..3600")
         ch["duration"] = float(m["duration"])
+    if "unfit" in m:
+        if m["unfit"] not in ("error", "skip"):
+            raise _err(source, "[matrix] unfit", f"{m['unfit']!r}: expected \"error\" or \"skip\"")
+        ch["unfit"] = m["unfit"]
     if "rate" in u:
         from harness.lab import parse_rate
         try:
@@ -227,7 +235,10 @@ def expand(sc: Scenario) -> list[Case]:
             else:
                 try:
                     pair = (mode_name, mode.overlay_mtu(u, o))
-                except Exception as e:
+                except HarnessError as e:
+                    if sc.unfit == "skip":
+                        log.warning("skipped: %s", e)
+                        continue
                     raise ScenarioError(f"{sc.source}: [matrix] overlay_mtu: {e}") from e
             if pair not in resolved:
                 resolved.append(pair)

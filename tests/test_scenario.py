@@ -103,3 +103,16 @@ def test_overlay_mtu_table_errors(table, needle):
 def test_overlay_mtu_table_must_cover_every_underlay():
     with pytest.raises(ScenarioError, match=r"no overlay MTUs for underlay MTU 9000"):
         S.build({"matrix": {"underlay_mtu": [1500, 9000], "overlay_mtu": {"1500": [1410]}}}, source="x.toml")
+
+
+def test_unfit_skip_drops_only_what_cannot_fit(caplog):
+    raw = {"matrix": {"modes": ["fastdp", "sleeve-crypto"], "underlay_mtu": [1500, 9000], "repeats": 1,
+                      "overlay_mtu": {"1500": [1410], "9000": [8950]}}}
+    with pytest.raises(ScenarioError, match="8950 does not fit mode sleeve-crypto"):
+        S.expand(S.build(raw))
+    raw["matrix"]["unfit"] = "skip"
+    got = sorted({(c.mode, c.underlay_mtu, c.overlay_mtu) for c in S.expand(S.build(raw))})
+    assert got == [("fastdp", 1500, 1410), ("fastdp", 9000, 8950), ("sleeve-crypto", 1500, 1410)]
+    assert "skipped: overlay MTU 8950 does not fit mode sleeve-crypto" in caplog.text
+    with pytest.raises(ScenarioError, match=r"\[matrix\] unfit: 'maybe'"):
+        S.build({"matrix": {"unfit": "maybe"}})
