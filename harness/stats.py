@@ -19,8 +19,12 @@ native reference
 summary table
     The seed's table, one row per (underlay MTU, mode, overlay MTU, placement[,
     streams]): TCP throughput (iperf3.tcp, else qperf.tcp_bw), TCP latency
-    (qperf.tcp_lat), BW % and Lat % of native, UDP loss and jitter (iperf3.udp, else
-    qperf.udp_bw), CPU per Gbit/s, each a median over repeats with its min–max.
+    (qperf.tcp_lat), BW % and Lat % of native, UDP throughput, loss and jitter
+    (iperf3.udp, else qperf.udp_bw), UDP latency (qperf.udp_lat), ping RTT (ping.flood:
+    avg, and the min/max/mdev of each run's rtt line), CPU per Gbit/s, each a median over
+    repeats with its min–max, and a % of native for every throughput and latency.
+    Whichever of these a run did not measure stays empty; the text table and the
+    report leave such columns out.
 """
 
 from __future__ import annotations
@@ -49,20 +53,28 @@ PLACEMENT_ORDER = ["host-host", "host-container", "container-container"]
 TCP_BW_TESTS = ["iperf3.tcp", "qperf.tcp_bw"]      # first present wins
 TCP_LAT_TESTS = ["qperf.tcp_lat"]
 UDP_TESTS = ["iperf3.udp", "qperf.udp_bw"]
+UDP_LAT_TESTS = ["qperf.udp_lat"]
+PING_TESTS = ["ping.flood"]
 
 # Which way is better, per metric. Unknown metrics are treated as lower-is-better costs.
 HIGHER_IS_BETTER = {"throughput_bps": True}
 
 SUMMARY_COLUMNS = [
     "underlay_mtu", "rate", "mode", "overlay_mtu", "datapath", "placement", "streams",
-    "repeats", "failed", "tcp_test",
+    "repeats", "failed", "tcp_test", "udp_test",
     "tcp_gbps", "tcp_gbps_min", "tcp_gbps_max",
     "tcp_lat_us", "tcp_lat_us_min", "tcp_lat_us_max",
     "bw_pct", "lat_pct",
+    "udp_gbps", "udp_gbps_min", "udp_gbps_max", "udp_bw_pct",
     "udp_loss_pct", "udp_loss_pct_min", "udp_loss_pct_max",
     "udp_jitter_ms", "udp_jitter_ms_min", "udp_jitter_ms_max",
+    "udp_lat_us", "udp_lat_us_min", "udp_lat_us_max", "udp_lat_pct",
+    "ping_avg_us", "ping_avg_us_min", "ping_avg_us_max", "ping_pct",
+    "ping_min_us", "ping_max_us", "ping_mdev_us", "ping_loss_pct",
     "cpu_per_gbps", "cpu_per_gbps_min", "cpu_per_gbps_max",
 ]
+_NOT_FLOAT = {"underlay_mtu", "rate", "mode", "overlay_mtu", "datapath", "placement", "streams", "repeats",
+                 "failed", "tcp_test", "udp_test"}
 
 
 def higher_is_better(metric: str) -> bool:
@@ -415,8 +427,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """The seed's table as a DataFrame, one row per (underlay MTU, mode, overlay MTU,
     placement, streams of the TCP throughput test). See SUMMARY_COLUMNS and the module doc.
 
-    Latency, UDP and CPU columns come from their own tests; they are matched on (underlay
-    MTU, mode, overlay MTU, placement) and, where several stream counts exist, the lowest.
+    Latency, UDP, ping and CPU columns come from their own tests; they are matched on
+    (underlay MTU, mode, overlay MTU, placement) and, where several stream counts exist,
+    the lowest. Ping: `ping_avg_us` is the median (min–max) over repeats of each run's
+    avg RTT, ping_min/max/mdev_us the medians of each run's min, max and mdev.
     Configs whose every case failed still get a row (empty values, `failed` counts them).
     """
     df = _ensure_columns(df, CONFIG_KEY + ["metric", "value", "ok", "repeat", "datapath", "rate", "error"])
@@ -441,6 +455,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     lat = by_row(_pick(s, TCP_LAT_TESTS, "latency_us"), lowest_streams=True)
     loss = by_row(_pick(s, UDP_TESTS, "loss_pct"), lowest_streams=True)
     jit = by_row(_pick(s, UDP_TESTS, "jitter_ms"), lowest_streams=True)
+    udp_bw = by_row(_pick(s, UDP_TESTS, "throughput_bps"), lowest_streams=True)
+    udp_lat = by_row(_pick(s, UDP_LAT_TESTS, "latency_us"), lowest_streams=True)
+    ping = {m: by_row(_pick(s, PING_TESTS, m), lowest_streams=True)
+            for m in ("latency_us", "latency_min_us", "latency_max_us", "latency_mdev_us", "loss_pct")}
 
     cpu = cpu_per_gbps(df, TCP_BW_TESTS)
     cpu_by: dict = {}
@@ -487,28 +505,61 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
             for name, src in (("udp_loss_pct", loss.get(k)), ("udp_jitter_ms", jit.get(k))):
                 if src is not None:
                     row.update({name: src["median"], f"{name}_min": src["min"], f"{name}_max": src["max"]})
+            ub = udp_bw.get(k)
+            if ub is not None:
+                row.update(udp_test=ub["test"], udp_gbps=ub["median"] / 1e9, udp_gbps_min=ub["min"] / 1e9,
+                           udp_gbps_max=ub["max"] / 1e9, udp_bw_pct=ub["pct_of_native"])
+            ul = udp_lat.get(k)
+            if ul is not None:
+                row.update(udp_lat_us=ul["median"], udp_lat_us_min=ul["min"], udp_lat_us_max=ul["max"],
+                           udp_lat_pct=ul["pct_of_native"])
+            pa = ping["latency_us"].get(k)
+            if pa is not None:
+                row.update(ping_avg_us=pa["median"], ping_avg_us_min=pa["min"], ping_avg_us_max=pa["max"],
+                           ping_pct=pa["pct_of_native"])
+            for name, metric in (("ping_min_us", "latency_min_us"), ("ping_max_us", "latency_max_us"),
+                                 ("ping_mdev_us", "latency_mdev_us"), ("ping_loss_pct", "loss_pct")):
+                src = ping[metric].get(k)
+                if src is not None:
+                    row[name] = src["median"]
             rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-    for c in SUMMARY_COLUMNS[SUMMARY_COLUMNS.index("tcp_gbps"):]:
-        out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
+    for c in SUMMARY_COLUMNS:
+        if c not in _NOT_FLOAT:
+            out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
     return sort_configs(out).reset_index(drop=True)
 
 
+def _has(summary: pd.DataFrame, col: str) -> bool:
+    return col in summary.columns and bool(pd.to_numeric(summary[col], errors="coerce").notna().any())
+
+
 def missing_columns(summary: pd.DataFrame) -> list[str]:
-    """Human notes on which summary columns have no data at all (and why that may be)."""
-    notes = []
-    checks = [("tcp_gbps", "TCP throughput (no iperf3.tcp or qperf.tcp_bw measurements)"),
-              ("tcp_lat_us", "TCP latency (no qperf.tcp_lat measurements)"),
-              ("bw_pct", "BW % of native (no native TCP throughput to compare with)"),
-              ("lat_pct", "Lat % of native (no native TCP latency to compare with)"),
-              ("udp_loss_pct", "UDP loss (no iperf3.udp or qperf.udp_bw loss measurements)"),
-              ("udp_jitter_ms", "UDP jitter (no iperf3.udp jitter measurements)"),
-              ("cpu_per_gbps", "CPU per Gbit/s (no CPU samples alongside TCP throughput)")]
+    """Human notes on the core columns that have no data at all (and why that may be).
+
+    Only what a reader of the seed's table would look for: TCP throughput; TCP latency
+    when the run measured no latency of any kind (qperf.tcp_lat, qperf.udp_lat,
+    ping.flood); a % of native whose values exist but have no native reference; CPU per
+    Gbit/s when there is TCP throughput but no CPU sample. Optional measurements nobody
+    ran (UDP, ping) get no note: their columns are simply left out.
+    """
     if summary.empty:
         return ["no measurements at all"]
-    for col, text in checks:
-        if col in summary.columns and summary[col].isna().all():
+    notes = []
+    if not _has(summary, "tcp_gbps"):
+        notes.append("TCP throughput (no iperf3.tcp or qperf.tcp_bw measurements)")
+    if not any(_has(summary, c) for c in ("tcp_lat_us", "udp_lat_us", "ping_avg_us")):
+        notes.append("TCP latency (no qperf.tcp_lat measurements)")
+    for value, pct, text in (
+            ("tcp_gbps", "bw_pct", "BW % of native (no native TCP throughput to compare with)"),
+            ("tcp_lat_us", "lat_pct", "Lat % of native (no native TCP latency to compare with)"),
+            ("udp_gbps", "udp_bw_pct", "UDP BW % of native (no native UDP throughput to compare with)"),
+            ("udp_lat_us", "udp_lat_pct", "UDP Lat % of native (no native UDP latency to compare with)"),
+            ("ping_avg_us", "ping_pct", "Ping % of native (no native ping to compare with)")):
+        if _has(summary, value) and not _has(summary, pct):
             notes.append(text)
+    if _has(summary, "tcp_gbps") and not _has(summary, "cpu_per_gbps"):
+        notes.append("CPU per Gbit/s (no CPU samples alongside TCP throughput)")
     return notes
 
 
@@ -531,12 +582,14 @@ def fmt_num(v: Any, digits: int = 3) -> str:
     return f"{x:.{max(0, min(decimals, 6))}f}"
 
 
-def fmt_range(med: Any, lo: Any, hi: Any, digits: int = 3) -> str:
-    """"9.41 (9.38–9.45)"; just the median when min == max or they are missing."""
-    m = fmt_num(med, digits)
+def fmt_range(med: Any, lo: Any, hi: Any, digits: int = 3, fmt: Callable[..., str] | None = None) -> str:
+    """"9.41 (9.38–9.45)"; just the median when min == max or they are missing.
+    `fmt` formats each number (default fmt_num)."""
+    fmt = fmt or fmt_num
+    m = fmt(med, digits)
     if m == "—":
         return m
-    lo_s, hi_s = fmt_num(lo, digits), fmt_num(hi, digits)
+    lo_s, hi_s = fmt(lo, digits), fmt(hi, digits)
     if lo_s == "—" or hi_s == "—" or lo_s == hi_s:
         return m
     return f"{m} ({lo_s}–{hi_s})"
@@ -559,22 +612,85 @@ TABLE_HEADERS = [
     ("mode", "Mode"), ("overlay_mtu", "Overlay MTU"), ("datapath", "Datapath"),
     ("placement", "Placement"), ("streams", "Streams"),
     ("tcp", "TCP BW (Gbit/s)"), ("lat", "TCP Lat (µs)"), ("bw_pct", "BW %"), ("lat_pct", "Lat %"),
-    ("loss", "UDP loss %"), ("jitter", "UDP jitter (ms)"), ("cpu", "CPU %/Gbit/s"), ("failed", "Failed"),
+    ("udp_bw", "UDP BW (Gbit/s)"), ("udp_bw_pct", "UDP BW %"),
+    ("loss", "UDP loss %"), ("jitter", "UDP jitter (ms)"),
+    ("udp_lat", "UDP Lat (µs)"), ("udp_lat_pct", "UDP Lat %"),
+    ("ping", "Ping avg (µs)"), ("ping_pct", "Ping %"), ("ping_rtt", "Ping min/avg/max/mdev (µs)"),
+    ("ping_loss", "Ping loss %"),
+    ("cpu", "CPU %/Gbit/s"), ("failed", "Failed"),
 ]
+
+# The summary columns behind each measurement column of TABLE_HEADERS: the column is
+# shown when at least one row has data in one of them (ping loss: when one is above 0).
+TABLE_SOURCES = {
+    "tcp": ["tcp_gbps"], "lat": ["tcp_lat_us"], "bw_pct": ["bw_pct"], "lat_pct": ["lat_pct"],
+    "udp_bw": ["udp_gbps"], "udp_bw_pct": ["udp_bw_pct"], "loss": ["udp_loss_pct"], "jitter": ["udp_jitter_ms"],
+    "udp_lat": ["udp_lat_us"], "udp_lat_pct": ["udp_lat_pct"],
+    "ping": ["ping_avg_us"], "ping_pct": ["ping_pct"],
+    "ping_rtt": ["ping_min_us", "ping_avg_us", "ping_max_us", "ping_mdev_us"], "ping_loss": ["ping_loss_pct"],
+    "cpu": ["cpu_per_gbps"],
+}
+# % of native columns; the latencies' are lower-is-better.
+PCT_CELLS = {"bw_pct": True, "lat_pct": False, "udp_bw_pct": True, "udp_lat_pct": False, "ping_pct": False}
+TEXT_CELLS = {"mode", "datapath", "placement"}
+
+
+def _has_cell_data(summary: pd.DataFrame, key: str) -> bool:
+    cols = TABLE_SOURCES[key]
+    if key == "ping_loss":
+        v = pd.to_numeric(summary.get("ping_loss_pct", pd.Series(dtype=float)), errors="coerce")
+        return bool((v > 0).any())
+    return any(_has(summary, c) for c in cols)
+
+
+def table_columns(summary: pd.DataFrame, show_streams: bool | None = None) -> list[tuple[str, str]]:
+    """The TABLE_HEADERS entries worth showing for these summary rows: the config columns,
+    Streams when stream counts vary (`show_streams` overrides), Failed when a case failed,
+    and each measurement column that has data in at least one row."""
+    if show_streams is None:
+        show_streams = _streams_vary(summary)
+    out = []
+    for key, title in TABLE_HEADERS:
+        if key == "streams":
+            keep = show_streams
+        elif key == "failed":
+            keep = bool(pd.to_numeric(summary["failed"], errors="coerce").fillna(0).astype(int).any())
+        elif key in TABLE_SOURCES:
+            keep = _has_cell_data(summary, key)
+        else:
+            keep = True
+        if keep:
+            out.append((key, title))
+    return out
+
+
+def fmt_compact(v: Any, digits: int = 3) -> str:
+    """fmt_num without trailing zeros: 5 → "5", 52.30 → "52.3"; "—" for missing."""
+    s = fmt_num(v, digits)
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+def fmt_ping_rtt(r: dict[str, Any]) -> str:
+    """"52/61/90/7": medians of ping's min/avg/max/mdev, like its rtt line; "—" if none."""
+    parts = [fmt_compact(r.get(c)) for c in ("ping_min_us", "ping_avg_us", "ping_max_us", "ping_mdev_us")]
+    return "—" if all(p == "—" for p in parts) else "/".join(parts)
 
 
 def table_cells(summary: pd.DataFrame, all_ranges: bool = True) -> list[dict[str, str]]:
     """Each summary row as display strings keyed like TABLE_HEADERS (shared with the report).
 
-    TCP throughput and latency always carry their min–max; the UDP and CPU columns only
-    when `all_ranges`. A TCP throughput taken from qperf.tcp_bw where the run has
-    iperf3.tcp elsewhere is marked with "*".
+    Throughputs, latencies and ping avg always carry their min–max; the UDP loss and
+    jitter, ping loss and CPU columns only when `all_ranges`. A TCP throughput taken from
+    qperf.tcp_bw where the run has iperf3.tcp elsewhere is marked with "*".
     """
     main_test = summary["tcp_test"].dropna().mode()
     main_test = main_test.iloc[0] if len(main_test) else None
     rng = fmt_range if all_ranges else (lambda m, lo, hi, digits=3: fmt_num(m, digits))
     cells = []
     for r in summary.to_dict("records"):
+        r = {**{c: None for c in SUMMARY_COLUMNS}, **r}
         tcp = fmt_range(r["tcp_gbps"], r["tcp_gbps_min"], r["tcp_gbps_max"])
         if r["tcp_test"] and main_test and r["tcp_test"] != main_test:
             tcp += "*"
@@ -585,8 +701,17 @@ def table_cells(summary: pd.DataFrame, all_ranges: bool = True) -> list[dict[str
             "tcp": tcp, "tcp_test": r["tcp_test"] or "",
             "lat": fmt_range(r["tcp_lat_us"], r["tcp_lat_us_min"], r["tcp_lat_us_max"]),
             "bw_pct": fmt_pct(r["bw_pct"]), "lat_pct": fmt_pct(r["lat_pct"]),
+            "udp_bw": fmt_range(r["udp_gbps"], r["udp_gbps_min"], r["udp_gbps_max"]),
+            "udp_test": r["udp_test"] if isinstance(r["udp_test"], str) else "",
+            "udp_bw_pct": fmt_pct(r["udp_bw_pct"]),
             "loss": rng(r["udp_loss_pct"], r["udp_loss_pct_min"], r["udp_loss_pct_max"], 2),
             "jitter": rng(r["udp_jitter_ms"], r["udp_jitter_ms_min"], r["udp_jitter_ms_max"], 2),
+            "udp_lat": fmt_range(r["udp_lat_us"], r["udp_lat_us_min"], r["udp_lat_us_max"]),
+            "udp_lat_pct": fmt_pct(r["udp_lat_pct"]),
+            "ping": fmt_range(r["ping_avg_us"], r["ping_avg_us_min"], r["ping_avg_us_max"], fmt=fmt_compact),
+            "ping_pct": fmt_pct(r["ping_pct"]),
+            "ping_rtt": fmt_ping_rtt(r),
+            "ping_loss": fmt_num(r["ping_loss_pct"], 2),
             "cpu": rng(r["cpu_per_gbps"], r["cpu_per_gbps_min"], r["cpu_per_gbps_max"]),
             "failed": str(int(r["failed"])) if r["failed"] else "",
         })
@@ -598,26 +723,44 @@ def _streams_vary(summary: pd.DataFrame) -> bool:
     return s.nunique() > 1 or bool((s > 1).any())
 
 
+def table_notes(keys: Iterable[str]) -> list[str]:
+    """What the shown columns mean (shared by the text table's footer and the report)."""
+    keys = set(keys)
+    notes = []
+    ranged = [name for k, name in (("tcp", "TCP BW"), ("lat", "TCP Lat"), ("udp_bw", "UDP BW"),
+                                   ("udp_lat", "UDP Lat"), ("ping", "Ping avg")) if k in keys]
+    if ranged:
+        notes.append(f"{', '.join(ranged)}: median (min–max) over repeats; other columns: medians.")
+    pcts = [t for k, t in TABLE_HEADERS if k in PCT_CELLS and k in keys]
+    if pcts:
+        lower = [t for k, t in TABLE_HEADERS if k in keys and PCT_CELLS.get(k) is False]
+        notes.append(f"{', '.join(pcts)}: % of native at the same underlay MTU, test and streams"
+                     + (f" ({', '.join(lower)}: above 100 is slower)." if lower else "."))
+    if "ping_rtt" in keys:
+        notes.append("Ping min/avg/max/mdev: medians over repeats of each ping.flood rtt summary.")
+    return notes
+
+
 def format_table(df: pd.DataFrame) -> str:
     """The summary as plain-text, pipe-aligned tables (valid markdown), one per underlay MTU.
 
     Accepts `summary_table` output, or a measurements frame (it is summarized first).
-    Values are "median (min–max)" over repeats; BW % and Lat % are % of native.
+    Each table has the measurement columns that have data at that underlay MTU (see
+    `table_columns`); values are "median (min–max)" over repeats, % columns are % of native.
     """
     summary = summary_table(df) if "metric" in df.columns else df
     if summary.empty:
         return "No measurements."
-    headers = [h for h in TABLE_HEADERS
-               if not (h[0] == "streams" and not _streams_vary(summary))
-               and not (h[0] == "failed" and not summary["failed"].fillna(0).astype(int).any())]
-    blocks = []
+    show_streams = _streams_vary(summary)
+    numeric = {k for k, _ in TABLE_HEADERS} - TEXT_CELLS
+    blocks, shown = [], set()
     for mtu, part in summary.groupby("underlay_mtu", dropna=False, sort=False):
+        headers = table_columns(part, show_streams)
+        shown |= {k for k, _ in headers}
         rate = _join_unique(part["rate"])
         title = f"Underlay MTU {_fmt_int(mtu)}" + (f", rate {rate}" if rate else "")
         cells = table_cells(part, all_ranges=False)
         width = {k: max(len(t), *(len(c[k]) for c in cells)) for k, t in headers}
-        numeric = {"overlay_mtu", "streams", "tcp", "lat", "bw_pct", "lat_pct", "loss", "jitter", "cpu",
-                   "failed"}
 
         def line(values: dict[str, str]) -> str:
             return " | ".join(values[k].rjust(width[k]) if k in numeric else values[k].ljust(width[k])
@@ -629,12 +772,13 @@ def format_table(df: pd.DataFrame) -> str:
         blocks.append("\n".join(lines))
     notes = missing_columns(summary)
     text = "\n\n".join(blocks)
-    text += ("\n\nTCP BW and Lat: median (min–max) over repeats; other columns: medians. "
-             "BW % and Lat %: % of native at the same underlay MTU.")
-    if any(c["tcp"].endswith("*") for c in table_cells(summary)):
-        text += "\n* TCP BW from qperf.tcp_bw: this config has no iperf3.tcp result."
+    footer = table_notes(shown)
+    if "tcp" in shown and any(c["tcp"].endswith("*") for c in table_cells(summary)):
+        footer.append("* TCP BW from qperf.tcp_bw: this config has no iperf3.tcp result.")
     if notes:
-        text += "\nNo data: " + "; ".join(notes) + "."
+        footer.append("No data: " + "; ".join(notes) + ".")
+    if footer:
+        text += "\n\n" + "\n".join(footer)
     return text
 
 

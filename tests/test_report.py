@@ -209,3 +209,53 @@ def test_report_renders_in_headless_chromium(full_run, tmp_path):
         assert dominant < 0.9, f"one colour covers {dominant:.0%} of the screenshot"
         # The dark header band is at the top, the page body below it is light.
         assert sum(px.getpixel((70, 5))) < 150 and sum(px.getpixel((70, 150))) > 600
+
+
+def summary_headers(text: str) -> list[str]:
+    """Column titles of the first seed-style table."""
+    table = text[text.index('<table class="summary">'):]
+    head = table[:table.index("</thead>")]
+    return [html.unescape(re.sub(r"<[^>]+>", "", h)).strip() for h in re.findall(r"<th[^>]*>.*?</th>", head, re.S)]
+
+
+def alts(text: str) -> list[str]:
+    return [a.get("alt") or "" for t, a in tags(text) if t == "img"]
+
+
+def test_ping_only_run_shows_ping_columns_and_plots_ping(tmp_path):
+    run = make_run(tmp_path, modes=["native", "sleeve-basic"], underlay_mtus=[1500], tests=["ping.flood"],
+                   placements=("host-host", "host-container", "container-container"), repeats=3)
+    text = render([run], tmp_path / "r.html").read_text()
+    assert_self_contained(text)
+    assert summary_headers(text) == ["Mode", "Overlay MTU", "Datapath", "Placement", "Ping avg (µs)", "Ping %",
+                                     "Ping min/avg/max/mdev (µs)"]
+    assert text.count('<tr class="') == 4                        # native + sleeve-basic × 3 placements
+    assert "Ping min/avg/max/mdev: medians" in text
+    assert alts(text) == ["Ping RTT by mode and MTU", "heatmap of percent of native"]
+    assert "TCP throughput (no iperf3.tcp or qperf.tcp_bw measurements)" in text
+    visible = re.sub(r'src="data:[^"]*"', "", text)
+    assert "TCP latency (no qperf.tcp_lat" not in visible and "UDP" not in visible
+
+
+def test_udp_latency_run_shows_udp_latency_columns(tmp_path):
+    run = make_run(tmp_path, modes=["native", "fastdp"], underlay_mtus=[9000], tests=["qperf.tcp_bw", "qperf.udp_lat"],
+                   repeats=3)
+    text = render([run], tmp_path / "r.html").read_text()
+    assert summary_headers(text) == ["Mode", "Overlay MTU", "Datapath", "Placement", "TCP BW (Gbit/s)", "BW %",
+                                     "UDP Lat (µs)", "UDP Lat %", "CPU %/Gbit/s"]
+    assert "BW % and UDP Lat %: % of native at underlay MTU 9000" in text
+    assert 'title="native latency / this latency"' in text
+    assert alts(text) == ["TCP throughput by mode and MTU", "UDP latency by mode and MTU",
+                          "heatmap of percent of native", "CPU cost per Gbit/s"]
+    assert "Column without data" not in text
+
+
+def test_run_with_every_test_shows_every_column(tmp_path):
+    from harness import stats
+    from report_fixtures.synth import EVERY_TEST
+    run = make_run(tmp_path, underlay_mtus=[1500], tests=EVERY_TEST, repeats=2,
+                   placements=("host-host", "container-container"))
+    text = render([run], tmp_path / "r.html").read_text()
+    assert summary_headers(text) == [t for k, t in stats.TABLE_HEADERS if k not in ("streams", "ping_loss", "failed")]
+    assert alts(text)[:2] == ["TCP and UDP throughput by mode and MTU", "Latency by mode and MTU"]
+    assert len(images(text)) == ALL_PLOTS

@@ -235,3 +235,189 @@ def test_fmt_num(v, expected):
 def test_fmt_range():
     assert stats.fmt_range(9.41, 9.38, 9.45) == "9.41 (9.38–9.45)"
     assert stats.fmt_range(9.41, 9.41, 9.41) == "9.41"
+
+
+# --------------------------------------------------------------------------- optional columns
+
+def header_of(text: str) -> list[str]:
+    line = next(x for x in text.splitlines() if x.startswith("Mode"))
+    return [c.strip() for c in line.split("|")]
+
+
+def cells_of(text: str, mode: str, placement: str) -> dict[str, str]:
+    head = header_of(text)
+    line = next(x for x in text.splitlines() if x.startswith(mode + " ") and f" {placement} " in x + " ")
+    return dict(zip(head, (c.strip() for c in line.split("|"))))
+
+
+def ping_rows(mode, placement, mn, avg, mx, mdev, u=1500, repeats=(0,), loss=0.0):
+    """One ping.flood result per repeat: ping's min/avg/max/mdev in µs, loss in %."""
+    rows = []
+    for rep in repeats:
+        k = dict(mode=mode, u=u, placement=placement, test="ping.flood", repeat=rep, unit="us",
+                 datapath="native" if mode == "native" else "sleeve")
+        rows += [row(metric="latency_min_us", value=mn, **k), row(metric="latency_us", value=avg + rep, **k),
+                 row(metric="latency_max_us", value=mx, **k), row(metric="latency_mdev_us", value=mdev, **k),
+                 row(metric="loss_pct", value=loss, **{**k, "unit": "pct"})]
+    return rows
+
+
+def seed003_frame():
+    """Seed 003's flood-ping table (ms → µs), native host-host and sleeve-basic in the three placements."""
+    return frame(ping_rows("native", "host-host", 88, 105, 247, 38, repeats=(0, 1, 2))
+                 + ping_rows("sleeve-basic", "host-host", 90, 110, 260, 40, repeats=(0, 1, 2))
+                 + ping_rows("sleeve-basic", "host-container", 94, 128, 327, 60.8, repeats=(0, 1, 2))
+                 + ping_rows("sleeve-basic", "container-container", 475, 684, 968, 137.1, repeats=(0, 1, 2)))
+
+
+def test_ping_only_run_shows_ping_columns_and_no_tcp_columns():
+    df = seed003_frame()
+    t = stats.summary_table(df).set_index(["mode", "placement"])
+    cc = t.loc[("sleeve-basic", "container-container")]
+    assert (cc["ping_avg_us"], cc["ping_avg_us_min"], cc["ping_avg_us_max"]) == (685, 684, 686)
+    assert (cc["ping_min_us"], cc["ping_max_us"], cc["ping_mdev_us"]) == (475, 968, pytest.approx(137.1))
+    assert cc["ping_pct"] == pytest.approx(685 / 106 * 100)             # the seed's "6.51X increase"
+    assert t.loc[("native", "host-host"), "ping_pct"] == pytest.approx(100)
+    assert t.loc[("sleeve-basic", "host-container"), "ping_pct"] == pytest.approx(129 / 106 * 100)
+
+    text = stats.format_table(df)
+    head = header_of(text)
+    assert head == ["Mode", "Overlay MTU", "Datapath", "Placement", "Ping avg (µs)", "Ping %",
+                    "Ping min/avg/max/mdev (µs)"]                       # no TCP, UDP, CPU, loss columns
+    assert "TCP Lat" not in text and "Lat %" not in text and "UDP" not in text and "—" not in text
+    c = cells_of(text, "sleeve-basic", "container-container")
+    assert c["Ping avg (µs)"] == "685 (684–686)"
+    assert c["Ping %"] == "646.2"
+    assert c["Ping min/avg/max/mdev (µs)"] == "475/685/968/137"
+    assert cells_of(text, "native", "host-host")["Ping min/avg/max/mdev (µs)"] == "88/106/247/38"
+    assert [x for x in text.splitlines() if x.startswith("sleeve-basic")][1].split("|")[3].strip() == "host-container"
+    # The only footer note is the one core column a reader would look for.
+    assert "No data: TCP throughput (no iperf3.tcp or qperf.tcp_bw measurements)." in text
+    assert "TCP latency" not in text and "jitter" not in text
+
+
+def test_ping_loss_column_only_when_some_ping_lost_packets():
+    df = frame(ping_rows("native", "host-host", 88, 105, 247, 38)
+               + ping_rows("sleeve-basic", "container-container", 475, 684, 968, 137.1, loss=0.4))
+    text = stats.format_table(df)
+    assert "Ping loss %" in header_of(text)
+    assert cells_of(text, "sleeve-basic", "container-container")["Ping loss %"] == "0.40"
+    assert "Ping loss %" not in stats.format_table(seed003_frame())
+
+
+def seed004_frame():
+    """Seed 004: qperf tcp_bw (MB/s) and udp_lat (µs); fastdp at overlay MTU 1410 and 8950."""
+    rows = []
+    for mode, o, bw_mb, lat in (("native", 9000, 1200, 48.1), ("fastdp", 1410, 316, 61.4),
+                                ("fastdp", 8950, 1090, 61.9)):
+        p = "host-host" if mode == "native" else "container-container"
+        rows += [row(mode, u=9000, o=o, placement=p, test="qperf.tcp_bw", value=bw_mb * 8e6),
+                 row(mode, u=9000, o=o, placement=p, test="qperf.udp_lat", metric="latency_us", value=lat, unit="us")]
+    return frame(rows)
+
+
+def test_udp_lat_run_shows_udp_latency_and_its_percent_of_native():
+    df = seed004_frame()
+    t = stats.summary_table(df).set_index(["mode", "overlay_mtu"])
+    assert t.loc[("fastdp", 1410), "udp_lat_us"] == pytest.approx(61.4)
+    assert t.loc[("fastdp", 1410), "udp_lat_pct"] == pytest.approx(61.4 / 48.1 * 100)
+    assert t.loc[("fastdp", 8950), "bw_pct"] == pytest.approx(1090 / 1200 * 100)
+    assert math.isnan(t.loc[("fastdp", 1410), "tcp_lat_us"])
+    text = stats.format_table(df)
+    assert header_of(text) == ["Mode", "Overlay MTU", "Datapath", "Placement", "TCP BW (Gbit/s)", "BW %",
+                               "UDP Lat (µs)", "UDP Lat %"]
+    lines = [x for x in text.splitlines() if x.startswith("fastdp")]
+    assert [x.split("|")[-1].strip() for x in lines] == ["127.7", "128.7"]
+    # UDP latency stands in for TCP latency: the only note is the CPU this frame has no samples of.
+    assert "No data: CPU per Gbit/s (no CPU samples alongside TCP throughput)." in text
+    assert "TCP latency" not in text and "Lat % of native" not in text
+    assert "UDP Lat %: above 100 is slower" in text
+
+
+def iperf3_udp_rows(mode, gbps, loss, jitter, placement="host-host", test="iperf3.udp"):
+    k = dict(mode=mode, placement=placement, test=test)
+    out = [row(metric="throughput_bps", value=gbps * 1e9, **k), row(metric="loss_pct", value=loss, unit="pct", **k)]
+    if jitter is not None:
+        out.append(row(metric="jitter_ms", value=jitter, unit="ms", **k))
+    return out
+
+
+def test_iperf3_udp_run_shows_udp_bandwidth_loss_and_jitter():
+    df = frame(iperf3_udp_rows("native", 0.95, 0.0, 0.004)
+               + iperf3_udp_rows("sleeve", 0.62, 3.1, 0.02, placement="container-container"))
+    t = stats.summary_table(df).set_index("mode")
+    assert t.loc["sleeve", "udp_gbps"] == pytest.approx(0.62)
+    assert t.loc["sleeve", "udp_bw_pct"] == pytest.approx(0.62 / 0.95 * 100)
+    assert t.loc["sleeve", "udp_test"] == "iperf3.udp"
+    assert math.isnan(t.loc["sleeve", "tcp_gbps"])          # UDP throughput is not TCP throughput
+    text = stats.format_table(df)
+    assert header_of(text) == ["Mode", "Overlay MTU", "Datapath", "Placement", "UDP BW (Gbit/s)", "UDP BW %",
+                               "UDP loss %", "UDP jitter (ms)"]
+    c = cells_of(text, "sleeve", "container-container")
+    assert (c["UDP BW (Gbit/s)"], c["UDP BW %"], c["UDP loss %"], c["UDP jitter (ms)"]) == \
+        ("0.620", "65.3", "3.1", "0.020")
+    assert "No data: TCP throughput" in text and "BW % of native" not in text
+
+
+def test_qperf_udp_bw_is_the_udp_fallback_without_jitter():
+    df = frame(iperf3_udp_rows("native", 4.0, 0.1, None, test="qperf.udp_bw")
+               + iperf3_udp_rows("fastdp", 3.0, 0.5, None, placement="container-container", test="qperf.udp_bw"))
+    t = stats.summary_table(df).set_index("mode")
+    assert t.loc["fastdp", "udp_test"] == "qperf.udp_bw"
+    assert t.loc["fastdp", "udp_bw_pct"] == pytest.approx(75.0)
+    head = header_of(stats.format_table(df))
+    assert "UDP BW (Gbit/s)" in head and "UDP loss %" in head and "UDP jitter (ms)" not in head
+
+
+def test_run_with_every_test_shows_every_column_in_table_csv_and_json():
+    from report_fixtures.synth import EVERY_TEST
+    df = frame(make_records(repeats=3, underlay_mtus=(1500,), tests=EVERY_TEST,
+                            placements=("host-host", "container-container")))
+    t = stats.summary_table(df)
+    assert list(t.columns) == stats.SUMMARY_COLUMNS
+    overlay = t[t["mode"] != "native"]
+    for col in ("tcp_gbps", "tcp_lat_us", "bw_pct", "lat_pct", "udp_gbps", "udp_bw_pct", "udp_loss_pct",
+                "udp_jitter_ms", "udp_lat_us", "udp_lat_pct", "ping_avg_us", "ping_pct", "ping_min_us",
+                "ping_max_us", "ping_mdev_us", "ping_loss_pct", "cpu_per_gbps"):
+        assert overlay[col].notna().all(), col
+    assert (overlay["udp_lat_pct"] > 100).all() and (overlay["ping_pct"] > 100).all()
+    assert (overlay["udp_bw_pct"] < 100).all()
+    assert set(t["udp_test"]) == {"iperf3.udp"}              # iperf3.udp wins over qperf.udp_bw
+    text = stats.format_table(t)
+    assert header_of(text) == [title for key, title in stats.TABLE_HEADERS
+                               if key not in ("streams", "ping_loss", "failed")]
+    assert "No data" not in text
+    csv_head = stats.format_summary(df, "csv").splitlines()[0].split(",")
+    assert csv_head == stats.SUMMARY_COLUMNS
+    data = json.loads(stats.format_summary(df, "json"))
+    sb = next(d for d in data if d["mode"] == "sleeve-basic" and d["placement"] == "container-container")
+    assert sb["udp_lat_us"] > 0 and sb["ping_avg_us"] > sb["ping_min_us"] > 0 and sb["udp_gbps"] > 0
+    assert sb["udp_test"] == "iperf3.udp" and sb["ping_loss_pct"] == 0
+
+
+def test_columns_follow_each_underlay_mtu_table():
+    df = pd.concat([seed003_frame(), seed004_frame()])
+    text = stats.format_table(df)
+    b1500, b9000 = text.split("Underlay MTU 9000")
+    assert "Ping avg (µs)" in b1500 and "TCP BW" not in b1500.split("\n\n")[1]
+    assert "UDP Lat (µs)" in b9000 and "Ping avg" not in b9000.split("\n\n")[1]
+
+
+def test_missing_columns_notes_only_core_columns():
+    assert stats.missing_columns(stats.summary_table(seed004_frame())) == [
+        "CPU per Gbit/s (no CPU samples alongside TCP throughput)"]
+    assert stats.missing_columns(stats.summary_table(seed003_frame())) == [
+        "TCP throughput (no iperf3.tcp or qperf.tcp_bw measurements)"]
+    notes = stats.missing_columns(stats.summary_table(frame(seed_rows("sleeve", 23, 164))))
+    assert notes == ["BW % of native (no native TCP throughput to compare with)",
+                     "Lat % of native (no native TCP latency to compare with)",
+                     "CPU per Gbit/s (no CPU samples alongside TCP throughput)"]
+    only_bw = frame([row("native", test="qperf.tcp_bw", value=1e9)])
+    assert "TCP latency (no qperf.tcp_lat measurements)" in stats.missing_columns(stats.summary_table(only_bw))
+
+
+def test_fmt_compact_and_ping_rtt():
+    assert [stats.fmt_compact(v) for v in (5.0, 52.3, 0.060, 1229.0, None)] == ["5", "52.3", "0.06", "1229", "—"]
+    assert stats.fmt_ping_rtt({"ping_min_us": 52, "ping_avg_us": 61, "ping_max_us": 90,
+                               "ping_mdev_us": 7}) == "52/61/90/7"
+    assert stats.fmt_ping_rtt({}) == "—"

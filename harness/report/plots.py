@@ -111,52 +111,63 @@ def _variant_label(row: dict) -> str:
     return f"{row['mode']} (overlay {stats._key(row['overlay_mtu'])}{extra})"
 
 
-def _grouped_bars(summary: pd.DataFrame, col: str, ylabel: str, title: str, caption: str,
+def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabel: str, title: str, caption: str,
                   value_fmt=lambda v: stats.fmt_num(v, 3)) -> Plot | None:
-    d = summary[summary[col].notna()]
-    if d.empty:
+    """Bars per mode grouped by underlay MTU, one panel per placement. `col` is one summary
+    column, or a list of (column, y label) drawn as one row of panels each (rows without
+    data are left out; None when no row has any)."""
+    specs = [(col, ylabel)] if isinstance(col, str) else list(col)
+    specs = [(c, yl) for c, yl in specs if c in summary.columns and summary[c].notna().any()]
+    if not specs:
         return None
-    placements = sorted(d["placement"].dropna().unique(), key=stats._placement_rank)
-    series = _series(d)
-    mtus = sorted(d["underlay_mtu"].dropna().unique())
+    d_all = summary[summary[[c for c, _ in specs]].notna().any(axis=1)]
+    placements = sorted(d_all["placement"].dropna().unique(), key=stats._placement_rank)
+    series = _series(d_all)
+    mtus = sorted(d_all["underlay_mtu"].dropna().unique())
     nbar = len(series)
     width = min(0.8 / max(nbar, 1), 0.22)
     panel_w = max(3.2, len(mtus) * (nbar * width + 0.5) * 1.6)
-    fig = _figure(min(13.5, 0.8 + panel_w * len(placements)), 4.2)
-    axes = fig.subplots(1, len(placements), sharey=True, squeeze=False)[0]
+    row_h = 4.2 if len(specs) == 1 else 3.3
+    fig = _figure(min(13.5, 0.8 + panel_w * len(placements)), row_h * len(specs) + (0.4 if len(specs) > 1 else 0))
+    grid = fig.subplots(len(specs), len(placements), sharey="row", squeeze=False)
     handles: dict[str, Any] = {}
-    for ax, place in zip(axes, placements):
-        dp = d[d["placement"] == place]
-        for gi, mtu in enumerate(mtus):
-            dm = stats.sort_configs(dp[dp["underlay_mtu"] == mtu])
-            if dm.empty:
-                continue
-            if not (dm["mode"] == stats.NATIVE).any():
-                _native_line(ax, d, mtu, col, gi, nbar * width)
-            variants: dict[str, int] = {}
-            for r in dm.to_dict("records"):
-                vi = variants.get(r["mode"], 0)
-                variants[r["mode"]] = vi + 1
-                si = series.index((r["mode"], vi))
-                x = gi + (si - (nbar - 1) / 2) * width
-                lo = r.get(f"{col}_min", math.nan)
-                hi = r.get(f"{col}_max", math.nan)
-                err = None
-                if lo == lo and hi == hi and lo is not None and hi is not None:
-                    err = [[max(0.0, r[col] - lo)], [max(0.0, hi - r[col])]]
-                bar = ax.bar(x, r[col], width * 0.92, color=mode_color(r["mode"]),
-                             hatch=HATCHES[vi % len(HATCHES)], edgecolor="white", linewidth=0.6,
-                             yerr=err, error_kw=dict(ecolor=INK, elinewidth=0.9, capsize=2.5, capthick=0.9),
-                             label=r["mode"])
-                handles.setdefault(r["mode"] if vi == 0 else _variant_label(r), bar)
-                top = r[col] if err is None else r[col] + err[1][0]
-                ax.annotate(value_fmt(r[col]), (x, top), xytext=(0, 2), textcoords="offset points",
-                            ha="center", va="bottom", fontsize=7, color=MUTED, rotation=90 if nbar > 4 else 0)
-        ax.set_xticks(range(len(mtus)), [f"underlay MTU {int(m)}" for m in mtus])
-        ax.set_title(str(place), fontsize=10, color=MUTED, fontweight="normal")
-        ax.grid(axis="x", visible=False)
-        ax.margins(y=0.18)
-    axes[0].set_ylabel(ylabel)
+    for axes, (col, ylabel) in zip(grid, specs):
+        d = summary[summary[col].notna()]
+        for ax, place in zip(axes, placements):
+            dp = d[d["placement"] == place]
+            for gi, mtu in enumerate(mtus):
+                dm = stats.sort_configs(dp[dp["underlay_mtu"] == mtu])
+                if dm.empty:
+                    continue
+                if not (dm["mode"] == stats.NATIVE).any():
+                    _native_line(ax, d, mtu, col, gi, nbar * width)
+                variants: dict[str, int] = {}
+                for r in dm.to_dict("records"):
+                    vi = variants.get(r["mode"], 0)
+                    variants[r["mode"]] = vi + 1
+                    si = series.index((r["mode"], vi)) if (r["mode"], vi) in series else 0
+                    x = gi + (si - (nbar - 1) / 2) * width
+                    lo = r.get(f"{col}_min", math.nan)
+                    hi = r.get(f"{col}_max", math.nan)
+                    err = None
+                    if lo is not None and hi is not None and lo == lo and hi == hi:
+                        err = [[max(0.0, r[col] - lo)], [max(0.0, hi - r[col])]]
+                    bar = ax.bar(x, r[col], width * 0.92, color=mode_color(r["mode"]),
+                                 hatch=HATCHES[vi % len(HATCHES)], edgecolor="white", linewidth=0.6,
+                                 yerr=err, error_kw=dict(ecolor=INK, elinewidth=0.9, capsize=2.5, capthick=0.9),
+                                 label=r["mode"])
+                    handles.setdefault(r["mode"] if vi == 0 else _variant_label(r), bar)
+                    top = r[col] if err is None else r[col] + err[1][0]
+                    ax.annotate(value_fmt(r[col]), (x, top), xytext=(0, 2), textcoords="offset points",
+                                ha="center", va="bottom", fontsize=7, color=MUTED, rotation=90 if nbar > 4 else 0)
+            if dp.empty:
+                ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", va="center",
+                        fontsize=8.5, color=MUTED)
+            ax.set_xticks(range(len(mtus)), [f"underlay MTU {int(m)}" for m in mtus])
+            ax.set_title(str(place), fontsize=10, color=MUTED, fontweight="normal")
+            ax.grid(axis="x", visible=False)
+            ax.margins(y=0.18)
+        axes[0].set_ylabel(ylabel)
     fig.suptitle(title, fontsize=12, fontweight="bold", color=INK, x=0.01, ha="left")
     fig.legend(list(handles.values()), list(handles.keys()), loc="outside lower center",
                ncol=min(len(handles), 7), fontsize=8.5, handlelength=1.2, columnspacing=1.2)
@@ -176,17 +187,42 @@ def _native_line(ax: Any, d: pd.DataFrame, mtu: Any, col: str, x: float, span: f
 
 @_styled
 def throughput_bars(summary: pd.DataFrame) -> Plot | None:
-    """TCP throughput per mode, grouped by underlay MTU, one panel per placement."""
-    return _grouped_bars(summary, "tcp_gbps", "TCP throughput (Gbit/s)", "TCP throughput by mode and MTU",
-                         "Median over repeats; error bars span min–max. iperf3.tcp, else qperf.tcp_bw. "
-                         "Dashed: native host-host, where a placement has no native run.")
+    """TCP throughput per mode, grouped by underlay MTU, one panel per placement; UDP
+    throughput (iperf3.udp, else qperf.udp_bw) as a second row where the run measured it."""
+    specs = [("tcp_gbps", "TCP throughput (Gbit/s)"), ("udp_gbps", "UDP throughput (Gbit/s)")]
+    tcp, udp = _any(summary, "tcp_gbps"), _any(summary, "udp_gbps")
+    title = ("TCP and UDP throughput" if tcp and udp else "TCP throughput" if tcp else "UDP throughput")
+    return _grouped_bars(summary, specs, "", title + " by mode and MTU",
+                         "Median over repeats; error bars span min–max."
+                         + (" TCP: iperf3.tcp, else qperf.tcp_bw." if tcp else "")
+                         + (" UDP: iperf3.udp (receiver goodput at the offered rate), else qperf.udp_bw."
+                            if udp else "")
+                         + " Dashed: native host-host, where a placement has no native run.")
+
+
+_LATENCIES = [("tcp_lat_us", "TCP latency (µs)", "qperf tcp_lat"),
+              ("udp_lat_us", "UDP latency (µs)", "qperf udp_lat"),
+              ("ping_avg_us", "ping avg RTT (µs)", "ping.flood avg RTT")]
+
+
+def _any(summary: pd.DataFrame, col: str) -> bool:
+    return col in summary.columns and bool(summary[col].notna().any())
 
 
 @_styled
 def latency_bars(summary: pd.DataFrame) -> Plot | None:
-    """qperf.tcp_lat latency per mode (lower is better)."""
-    return _grouped_bars(summary, "tcp_lat_us", "TCP latency (µs)", "TCP latency by mode and MTU",
-                         "qperf tcp_lat, median over repeats; error bars span min–max. Lower is better.")
+    """Latency per mode (lower is better): qperf tcp_lat, qperf udp_lat and ping.flood avg
+    RTT, one row of panels each for those the run measured."""
+    present = [x for x in _LATENCIES if _any(summary, x[0])]
+    if not present:
+        return None
+    names = {"tcp_lat_us": "TCP latency", "udp_lat_us": "UDP latency", "ping_avg_us": "Ping RTT"}
+    title = (names[present[0][0]] if len(present) == 1 else "Latency") + " by mode and MTU"
+    return _grouped_bars(summary, [(c, yl) for c, yl, _ in present], "", title,
+                         ", ".join(src for _, _, src in present)
+                         + ": median over repeats; error bars span min–max. Lower is better."
+                         + (" qperf latencies are one-way (half the round trip), ping's the round trip."
+                            if len(present) > 1 and _any(summary, "ping_avg_us") else ""))
 
 
 @_styled
@@ -201,8 +237,11 @@ def cpu_bars(summary: pd.DataFrame) -> Plot | None:
 def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
     """Mode × (underlay MTU, placement) heatmap of BW % and Lat % of native."""
     panels = [(c, t, cmap) for c, t, cmap in (("bw_pct", "TCP throughput, % of native", "YlGnBu"),
-                                             ("lat_pct", "TCP latency, % of native", "YlOrRd"))
-              if summary[c].notna().any()]
+                                             ("lat_pct", "TCP latency, % of native", "YlOrRd"),
+                                             ("udp_bw_pct", "UDP throughput, % of native", "YlGnBu"),
+                                             ("udp_lat_pct", "UDP latency, % of native", "YlOrRd"),
+                                             ("ping_pct", "ping avg RTT, % of native", "YlOrRd"))
+              if _any(summary, c)]
     if not panels:
         return None
     d = stats.sort_configs(summary.copy())
@@ -219,15 +258,19 @@ def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
     cols = list(dict.fromkeys(d.sort_values(["underlay_mtu", "placement"], kind="stable",
                                             key=lambda c: c.map(stats._placement_rank)
                                             if c.name == "placement" else c)["_col"]))
-    fig = _figure(min(13.5, 1.9 + len(panels) * (1.4 + 1.25 * len(cols))), 1.3 + 0.36 * len(rows))
-    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    ncol = min(len(panels), 2)
+    nrow = math.ceil(len(panels) / ncol)
+    fig = _figure(min(13.5, 1.9 + ncol * (1.4 + 1.25 * len(cols))), nrow * (1.3 + 0.36 * len(rows)))
+    axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
     for ax, (col, title, cmap) in zip(axes, panels):
         grid = np.full((len(rows), len(cols)), np.nan)
         for r in d.to_dict("records"):
             v = r[col]
             if v == v and v is not None:
                 grid[rows.index(r["_row"]), cols.index(r["_col"])] = v
-        if col == "bw_pct":
+        if col in ("bw_pct", "udp_bw_pct"):
             vmin, vmax = 0.0, 100.0
         else:
             finite = grid[np.isfinite(grid)]
@@ -255,7 +298,7 @@ def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
         fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02, format="%d%%")
     return Plot("% of native by mode and MTU", to_uri(fig),
                 "Ratio of medians to native at the same underlay MTU (host-host native where the placement has "
-                "none). Throughput: higher is better; latency: lower is better; — no data.",
+                "none). Throughput: higher is better; latency and ping: lower is better; — no data.",
                 alt="heatmap of percent of native")
 
 
@@ -353,7 +396,7 @@ def all_plots(summary: pd.DataFrame, df: pd.DataFrame) -> tuple[list[Plot], list
     """Every per-run figure that has data, and a note for each that has none."""
     plots, missing = [], []
     for fn, what in ((throughput_bars, "TCP throughput plot: no iperf3.tcp or qperf.tcp_bw results"),
-                     (latency_bars, "TCP latency plot: no qperf.tcp_lat results"),
+                     (latency_bars, "Latency plot: no qperf.tcp_lat, qperf.udp_lat or ping.flood results"),
                      (pct_heatmap, "% of native heatmap: no native reference for any mode"),
                      (cpu_bars, "CPU per Gbit/s plot: no CPU samples alongside TCP throughput"),
                      (lambda s: interval_lines(df), "throughput over time: no iperf3 per-interval data")):

@@ -152,26 +152,56 @@ def _derived(df: pd.DataFrame, meta: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+# Cells that show a median with its min–max below: summary column, digits, number format.
+_RANGE_CELLS = {"tcp": ("tcp_gbps", 3, None), "lat": ("tcp_lat_us", 3, None), "udp_bw": ("udp_gbps", 3, None),
+                "loss": ("udp_loss_pct", 2, None), "jitter": ("udp_jitter_ms", 2, None),
+                "udp_lat": ("udp_lat_us", 3, None), "ping": ("ping_avg_us", 3, stats.fmt_compact),
+                "cpu": ("cpu_per_gbps", 3, None)}
+_CELL_CLASS = {"mode": "mode", "datapath": "nw", "placement": "nw"}
+
+
+def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """One summary row as the template's cells, in the order of `columns`."""
+    cells = []
+    for key, title in columns:
+        cell: dict[str, Any] = {"key": key, "cls": _CELL_CLASS.get(key, "num"), "text": c[key], "range": "",
+                                "meter": None, "meter_title": "", "pill": key == "failed"}
+        if key in _RANGE_CELLS:
+            col, digits, fmt = _RANGE_CELLS[key]
+            v = _cell(r, col, digits, fmt)
+            cell.update(text=v["med"] + ("*" if key == "tcp" and c["tcp"].endswith("*") else ""), range=v["range"])
+        elif key in stats.PCT_CELLS:
+            pct = r.get(key)
+            if stats.PCT_CELLS[key]:
+                cell.update(meter=_clip(pct, 0, 100), meter_title="share of native throughput")
+            else:
+                cell.update(meter=_clip(100 * 100 / pct if pct else None, 0, 100),
+                            meter_title="native latency / this latency")
+        cells.append(cell)
+    return cells
+
+
 def _tables(summary: pd.DataFrame) -> list[dict[str, Any]]:
     if summary.empty:
         return []
     show_streams = stats._streams_vary(summary)
     tables = []
     for mtu, part in summary.groupby("underlay_mtu", dropna=False, sort=False):
+        columns = stats.table_columns(part, show_streams)
+        keys = [k for k, _ in columns]
         rows = []
         for r, c in zip(part.to_dict("records"), stats.table_cells(part)):
-            rows.append({
-                "r": r, "c": c, "color": plots.mode_color(r["mode"]), "tint": plots.tint(plots.mode_color(r["mode"])),
-                "bw_w": _clip(r["bw_pct"], 0, 100), "lat_w": _clip(100 * 100 / r["lat_pct"] if r["lat_pct"] else None, 0, 100),
-                "tcp": _cell(r, "tcp_gbps"), "lat": _cell(r, "tcp_lat_us"),
-                "loss": _cell(r, "udp_loss_pct", 2), "jitter": _cell(r, "udp_jitter_ms", 2),
-                "cpu": _cell(r, "cpu_per_gbps"),
-            })
+            color = plots.mode_color(r["mode"])
+            rows.append({"r": r, "c": c, "color": color, "tint": plots.tint(color),
+                         "cells": _row_cells(r, c, columns)})
         rate = stats._join_unique(part["rate"])
+        pcts = [t for k, t in columns if k in stats.PCT_CELLS]
         tables.append({"mtu": stats._key(mtu), "rate": rate or "uncapped", "rows": rows,
-                       "show_streams": show_streams,
-                       "show_failed": bool(part["failed"].fillna(0).astype(int).any()),
-                       "qperf_marked": any(row["c"]["tcp"].endswith("*") for row in rows)})
+                       "columns": [{"key": k, "title": t, "cls": "" if k in _CELL_CLASS else "num"}
+                                   for k, t in columns],
+                       "pct_titles": " and ".join([", ".join(pcts[:-1]), pcts[-1]] if len(pcts) > 1 else pcts),
+                       "ping_rtt": "ping_rtt" in keys,
+                       "qperf_marked": "tcp" in keys and any(row["c"]["tcp"].endswith("*") for row in rows)})
     return tables
 
 
@@ -183,9 +213,10 @@ def _clip(v: Any, lo: float, hi: float) -> float | None:
     return None if not math.isfinite(x) else max(lo, min(hi, x))
 
 
-def _cell(r: dict[str, Any], col: str, digits: int = 3) -> dict[str, str]:
-    med = stats.fmt_num(r.get(col), digits)
-    lo, hi = stats.fmt_num(r.get(f"{col}_min"), digits), stats.fmt_num(r.get(f"{col}_max"), digits)
+def _cell(r: dict[str, Any], col: str, digits: int = 3, fmt: Any = None) -> dict[str, str]:
+    fmt = fmt or stats.fmt_num
+    med = fmt(r.get(col), digits)
+    lo, hi = fmt(r.get(f"{col}_min"), digits), fmt(r.get(f"{col}_max"), digits)
     rng = "" if med == "—" or lo == "—" or lo == hi else f"{lo}–{hi}"
     return {"med": med, "range": rng}
 
@@ -227,8 +258,8 @@ def load_run(run_dir: pathlib.Path | str) -> RunView:
         figs, plot_notes = [], (["No plots: nothing was measured successfully."] if not df.empty else [])
     else:
         figs, plot_notes = plots.all_plots(summary, df)
-    has_numbers = not summary.empty and summary[["tcp_gbps", "tcp_lat_us", "udp_loss_pct", "udp_jitter_ms",
-                                                 "cpu_per_gbps"]].notna().any().any()
+    value_cols = sorted({c for cols in stats.TABLE_SOURCES.values() for c in cols})
+    has_numbers = not summary.empty and summary[value_cols].notna().any().any()
     return RunView(path=path, run_id=str(meta.get("run_id") or path.name), meta=meta, df=df, summary=summary,
                    facts=_facts(meta), derived=_derived(df, meta),
                    tables=_tables(summary) if has_numbers else [], notes=notes,

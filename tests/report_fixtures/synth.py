@@ -24,6 +24,7 @@ PROFILE = {
 }
 ALL_MODES = ["native", "fastdp", "auto", "sleeve", "sleeve-l3", "sleeve-crypto", "sleeve-basic"]
 ALL_TESTS = ["iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "ping.flood"]
+EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat"]     # every test the harness has
 
 META = {
     "git": {"commit": "33ba442bd7905c32f2883e3dd8a55f751c3ba659", "dirty": False},
@@ -135,13 +136,18 @@ def _test_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random
         return [_row(ctx, "throughput_bps", gbps * 0.97e9, "bps")] + cpu
     if test == "qperf.tcp_lat":
         return [_row(ctx, "latency_us", lat, "us")]
+    if test == "qperf.udp_bw":
+        return [_row(ctx, "throughput_bps", gbps * 0.5e9, "bps"),
+                _row(ctx, "loss_pct", (1.5 if ctx["datapath"] == "sleeve" else 0.2) * (1 + rng.gauss(0, 0.2)),
+                     "pct")] + cpu
     if test == "qperf.udp_lat":
         return [_row(ctx, "latency_us", lat * 0.9, "us")]
     if test == "ping.flood":
         return [_row(ctx, "latency_us", lat * 1.6, "us"),
                 _row(ctx, "latency_min_us", lat * 1.1, "us"),
                 _row(ctx, "latency_max_us", lat * 4.0, "us"),
-                _row(ctx, "latency_mdev_us", lat * 0.3, "us")]
+                _row(ctx, "latency_mdev_us", lat * 0.3, "us"),
+                _row(ctx, "loss_pct", 0.0, "pct")]
     raise ValueError(test)
 
 
