@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import pathlib
 import signal
 import sys
@@ -207,6 +208,10 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as e:
         print(f"overlaybench: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:
+        # `overlaybench show RUN | head`: the reader left; say nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("overlaybench: interrupted; the lab was removed and measurements so far are kept",
               file=sys.stderr)

@@ -192,3 +192,15 @@ def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_pat
     assert iperf[0]["error"]
     qperf = [r for r in recs if r["test"] == "qperf.tcp_lat" and r["metric"] == "latency_us"]
     assert qperf and qperf[0]["ok"] is True
+
+
+def test_show_into_a_closed_pipe_is_quiet(tmp_path):
+    from harness import results
+    store = results.RunStore.create(tmp_path, {})
+    store.append([results.Measurement(case=f"c{i}", mode="native", datapath="native", underlay_mtu=1500 + i,
+                                      overlay_mtu=1500 + i, placement="host-host", test="iperf3.tcp", streams=1,
+                                      repeat=0, metric="throughput_bps", value=1e9, unit="bps") for i in range(400)])
+    p = subprocess.run(f"{sys.executable} -m harness.cli show {store.path} | head -1", shell=True, cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.stdout.startswith("Underlay MTU 1500")
+    assert "Traceback" not in p.stderr and "BrokenPipe" not in p.stderr
