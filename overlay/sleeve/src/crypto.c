@@ -1,4 +1,5 @@
-/* crypto.c - ChaCha20-Poly1305 (IETF) per datagram, per-session keys, replay window */
+/* crypto.c - ChaCha20-Poly1305 (IETF) per datagram or per unit, per-session keys,
+ * replay window */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -78,35 +79,40 @@ static void nonce_of(uint8_t n[12], uint64_t ctr)
 		n[4 + i] = (uint8_t)(ctr >> (8 * i));
 }
 
-size_t sv_seal_dgram_from(struct sv_seal *s, uint8_t *dgram, const uint8_t *m, size_t len)
+uint64_t sv_seal_next(struct sv_seal *s)
 {
-	uint64_t ctr = __atomic_fetch_add(&s->counter, 1, __ATOMIC_RELAXED);
-	uint8_t nonce[12];
-	uint8_t *body = dgram + SV_HDR_LEN + SV_CRYPTO_PRE;
+	return __atomic_fetch_add(&s->counter, 1, __ATOMIC_RELAXED);
+}
 
-	sv_put64(dgram + SV_HDR_LEN, s->session);
-	sv_put64(dgram + SV_HDR_LEN + 8, ctr);
+void sv_seal_buf(const struct sv_seal *s, uint64_t ctr, uint8_t *m, size_t len, const uint8_t *ad,
+		 size_t adlen)
+{
+	uint8_t nonce[12];
+
 	nonce_of(nonce, ctr);
-	crypto_aead_chacha20poly1305_ietf_encrypt_detached(body, body + len, NULL, m, len, dgram,
-							   SV_HDR_LEN + SV_CRYPTO_PRE, NULL,
+	crypto_aead_chacha20poly1305_ietf_encrypt_detached(m, m + len, NULL, m, len, ad, adlen, NULL,
 							   nonce, s->key);
-	return SV_HDR_LEN + SV_CRYPTO_OVER + len;
 }
 
 size_t sv_seal_dgram(struct sv_seal *s, uint8_t *dgram, size_t len)
 {
-	return sv_seal_dgram_from(s, dgram, dgram + SV_HDR_LEN + SV_CRYPTO_PRE, len);
+	uint64_t ctr = sv_seal_next(s);
+
+	sv_put64(dgram + SV_HDR_LEN, s->session);
+	sv_put64(dgram + SV_HDR_LEN + 8, ctr);
+	sv_seal_buf(s, ctr, dgram + SV_HDR_LEN + SV_CRYPTO_PRE, len, dgram, SV_HDR_LEN + SV_CRYPTO_PRE);
+	return SV_HDR_LEN + SV_CRYPTO_OVER + len;
 }
 
-enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,
-			   const struct sv_hdr *h)
+enum sv_drop sv_open_buf(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint64_t session,
+			 uint64_t ctr, uint8_t *c, size_t len, const uint8_t *ad, size_t adlen)
 {
-	uint64_t session = sv_get64(dgram + SV_HDR_LEN);
-	uint64_t ctr = sv_get64(dgram + SV_HDR_LEN + 8);
-	uint8_t *body = dgram + SV_HDR_LEN + SV_CRYPTO_PRE;
 	uint8_t nonce[12], newkey[SV_KEY_LEN];
 	const uint8_t *key = o->key;
 
+	if (len < SV_TAG_LEN)
+		return SV_D_BAD_LENGTH;
+	len -= SV_TAG_LEN;
 	if (sv_replay_check(&o->win, ctr) < 0)
 		return SV_D_REPLAY;
 	if (!o->have || session != o->session) {
@@ -114,10 +120,8 @@ enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], 
 		key = newkey;
 	}
 	nonce_of(nonce, ctr);
-	if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(body, NULL, body, h->len,
-							       body + h->len, dgram,
-							       SV_HDR_LEN + SV_CRYPTO_PRE, nonce,
-							       key) != 0)
+	if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(c, NULL, c, len, c + len, ad, adlen,
+							       nonce, key) != 0)
 		return SV_D_AUTH_FAIL;
 	if (key == newkey) {
 		memcpy(o->key, newkey, SV_KEY_LEN);
@@ -127,6 +131,14 @@ enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], 
 	}
 	sv_replay_update(&o->win, ctr);
 	return SV_OK;
+}
+
+enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,
+			   const struct sv_hdr *h)
+{
+	return sv_open_buf(o, master, sv_get64(dgram + SV_HDR_LEN),
+			   sv_get64(dgram + SV_HDR_LEN + 8), dgram + SV_HDR_LEN + SV_CRYPTO_PRE,
+			   (size_t)h->len + SV_TAG_LEN, dgram, SV_HDR_LEN + SV_CRYPTO_PRE);
 }
 
 /* The ring has SV_REPLAY_BITS bits; the usable window is one word less so that

@@ -35,13 +35,20 @@ int sv_crypto_init(void);
 int sv_key_load(const char *path, uint8_t key[SV_KEY_LEN], char *err, size_t errlen);
 void sv_seal_init(struct sv_seal *s, const uint8_t master[SV_KEY_LEN], uint64_t session,
 		  uint64_t counter0);
+/* The next send counter (one per sealed datagram or unit). */
+uint64_t sv_seal_next(struct sv_seal *s);
+/* Seals m[0..len) in place under counter ctr and writes the tag at m + len. */
+void sv_seal_buf(const struct sv_seal *s, uint64_t ctr, uint8_t *m, size_t len, const uint8_t *ad,
+		 size_t adlen);
 /* dgram: header (ENC set) at 0, body of len bytes at 24; writes session, counter
  * and the tag after the body. Returns the datagram length. */
 size_t sv_seal_dgram(struct sv_seal *s, uint8_t *dgram, size_t len);
-/* The same with the plaintext body taken from m (not overlapping dgram). */
-size_t sv_seal_dgram_from(struct sv_seal *s, uint8_t *dgram, const uint8_t *m, size_t len);
-/* dgram of n bytes whose header parsed as h: checks replay, authenticates and
- * decrypts the body in place (at dgram + 24). */
+/* c: ciphertext || tag, len bytes in all: checks replay, authenticates and
+ * decrypts in place; the window moves only after the tag verified. */
+enum sv_drop sv_open_buf(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint64_t session,
+			 uint64_t ctr, uint8_t *c, size_t len, const uint8_t *ad, size_t adlen);
+/* dgram of n bytes whose header parsed as h: sv_open_buf on its body (at
+ * dgram + 24), the first 24 bytes as associated data. */
 enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,
 			   const struct sv_hdr *h);
 

@@ -59,7 +59,10 @@ enum sv_drop sv_hdr_parse(const uint8_t *p, size_t n, struct sv_hdr *h)
 	h->len = sv_get16(p + 6);
 	if (h->type == SV_T_DATA && h->len == 0)
 		return SV_D_BAD_LENGTH;
+	/* a sealed FRAG piece has no tag of its own: its unit has one */
 	want = sv_dgram_over(h->flags & SV_F_ENC) + h->len;
+	if ((h->flags & SV_F_ENC) && h->type == SV_T_FRAG)
+		want -= SV_TAG_LEN;
 	if (n < want)
 		return SV_D_TRUNCATED;
 	if (n > want)
@@ -180,19 +183,45 @@ enum sv_drop sv_frag_parse(const uint8_t *body, size_t len, struct sv_frag *f)
 	f->count = sv_get16(body + 10);
 	f->chunk = body + SV_FRAG_HDR;
 	f->clen = len - SV_FRAG_HDR;
-	if (f->total == 0 || f->total > SV_MAX_UNIT || f->count == 0 ||
+	f->session = f->ctr = 0;
+	if (f->total == 0 || f->total > SV_MAX_STREAM || f->count == 0 ||
 	    f->count > SV_MAX_FRAGS || f->index >= f->count || f->clen > f->total)
 		return SV_D_BAD_LENGTH;
 	return SV_OK;
 }
 
+void sv_piece_put(uint8_t *p, uint8_t flags, uint64_t session, uint64_t ctr, uint32_t id,
+		  uint32_t total, uint16_t index, uint16_t count, size_t clen)
+{
+	uint8_t *f = p + SV_HDR_LEN;
+
+	sv_hdr_put(p, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
+	if (flags & SV_F_ENC) {
+		sv_put64(f, session);
+		sv_put64(f + 8, ctr);
+		f += SV_CRYPTO_PRE;
+	}
+	sv_frag_put(f, id, total, index, count);
+}
+
+void sv_frag_ad(uint8_t *ad, uint8_t flags, uint64_t session, uint64_t ctr, uint32_t id,
+		uint32_t total, uint16_t count)
+{
+	sv_hdr_put(ad, SV_T_FRAG, flags, 0);
+	sv_put64(ad + 8, session);
+	sv_put64(ad + 16, ctr);
+	sv_put32(ad + 24, id);
+	sv_put32(ad + 28, total);
+	sv_put16(ad + 32, count);
+}
+
 unsigned sv_frag_plan(size_t len, size_t dgram, int enc, size_t *chunk)
 {
-	size_t over = sv_dgram_over(enc) + SV_FRAG_HDR, n;
+	size_t over = sv_frag_over(enc), n;
 
 	if (dgram > SV_MAX_DGRAM)
 		dgram = SV_MAX_DGRAM;
-	if (len == 0 || len > SV_MAX_UNIT || dgram <= over)
+	if (len == 0 || len > (enc ? SV_MAX_STREAM : SV_MAX_UNIT) || dgram <= over)
 		return 0;
 	*chunk = dgram - over;
 	n = (len + *chunk - 1) / *chunk;

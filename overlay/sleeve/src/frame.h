@@ -123,19 +123,32 @@ enum sv_drop sv_records_check(const uint8_t *body, size_t len, unsigned *nrec);
 /* Iterates a checked body: returns the next frame or NULL at the end. */
 const uint8_t *sv_records_next(const uint8_t **cur, const uint8_t *end, size_t *flen);
 
-/* FRAG pieces. */
+/* FRAG pieces. A unit's stream is the unit itself, or with ENC the unit sealed
+ * once: ciphertext || tag. Pieces carry chunks of the stream. */
 struct sv_frag {
 	uint32_t id;
-	uint32_t total;
+	uint32_t total; /* stream length */
 	uint16_t index;
 	uint16_t count;
 	const uint8_t *chunk;
 	size_t clen;
+	uint64_t session, ctr; /* ENC: the unit's (from every piece), else 0 */
 };
 void sv_frag_put(uint8_t *p, uint32_t id, uint32_t total, uint16_t index, uint16_t count);
 enum sv_drop sv_frag_parse(const uint8_t *body, size_t len, struct sv_frag *f);
-/* How to cut a unit of len bytes for datagrams of at most dgram bytes: returns the
- * piece count (0 if it cannot be done) and the chunk size in *chunk. */
+/* Bytes in front of a chunk: header (+ session, counter) + FRAG header. */
+static inline size_t sv_frag_over(int enc)
+{
+	return SV_HDR_LEN + (enc ? SV_CRYPTO_PRE : 0) + SV_FRAG_HDR;
+}
+/* Writes everything in front of a chunk of clen bytes (sv_frag_over(enc) bytes). */
+void sv_piece_put(uint8_t *p, uint8_t flags, uint64_t session, uint64_t ctr, uint32_t id,
+		  uint32_t total, uint16_t index, uint16_t count, size_t clen);
+/* The associated data of a sealed unit (SV_FRAG_AD_LEN bytes). */
+void sv_frag_ad(uint8_t *ad, uint8_t flags, uint64_t session, uint64_t ctr, uint32_t id,
+		uint32_t total, uint16_t count);
+/* How to cut a stream of len bytes for datagrams of at most dgram bytes: returns
+ * the piece count (0 if it cannot be done) and the chunk size in *chunk. */
 unsigned sv_frag_plan(size_t len, size_t dgram, int enc, size_t *chunk);
 
 /* Completes a CHECKSUM_PARTIAL frame: ones' complement sum from start to the end,

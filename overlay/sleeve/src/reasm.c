@@ -41,7 +41,7 @@ static struct sv_reasm_slot *slot_for(struct sv_reasm *r, const struct sv_frag *
 		free_s = old;
 	}
 	if (!free_s->buf)
-		free_s->buf = malloc(SV_MAX_UNIT);
+		free_s->buf = malloc(SV_MAX_STREAM);
 	if (!free_s->piece)
 		free_s->piece = malloc(SV_MAX_FRAGS * sizeof(*free_s->piece));
 	if (!free_s->buf || !free_s->piece)
@@ -51,6 +51,8 @@ static struct sv_reasm_slot *slot_for(struct sv_reasm *r, const struct sv_frag *
 	free_s->total = f->total;
 	free_s->count = f->count;
 	free_s->flags = flags;
+	free_s->session = f->session;
+	free_s->ctr = f->ctr;
 	free_s->t0 = now;
 	return free_s;
 }
@@ -100,7 +102,8 @@ enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t f
 	s = slot_for(r, f, flags, now);
 	if (!s)
 		return SV_D_REASM_EVICTED;
-	if (s->total != f->total || s->count != f->count || s->flags != flags)
+	if (s->total != f->total || s->count != f->count || s->flags != flags ||
+	    s->session != f->session || s->ctr != f->ctr)
 		goto bad;
 	if (s->seen[f->index / 64] & (1ull << (f->index % 64)))
 		return SV_D_REASM_BAD; /* duplicate piece: drop it, keep the unit */
@@ -148,8 +151,27 @@ bad:
 	return SV_D_REASM_BAD;
 }
 
+uint8_t *sv_reasm_flatten(struct sv_reasm *r, const struct sv_unit *u)
+{
+	size_t off = 0;
+
+	if (u->n == 1)
+		return u->iov[0].iov_base;
+	if (!r->flat)
+		r->flat = malloc(SV_MAX_STREAM);
+	if (!r->flat || u->len > SV_MAX_STREAM)
+		return NULL;
+	for (int i = 0; i < u->n; i++) {
+		memcpy(r->flat + off, u->iov[i].iov_base, u->iov[i].iov_len);
+		off += u->iov[i].iov_len;
+	}
+	return r->flat;
+}
+
 void sv_reasm_free(struct sv_reasm *r)
 {
+	free(r->flat);
+	r->flat = NULL;
 	for (int i = 0; i < SV_REASM_SLOTS; i++) {
 		free(r->slot[i].buf);
 		free(r->slot[i].piece);

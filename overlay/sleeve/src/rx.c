@@ -119,24 +119,65 @@ static enum sv_drop rx_data(struct sv *s, const uint8_t *body, size_t len, uint8
 	return SV_OK;
 }
 
-static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *body, size_t len,
-			    uint8_t flags, uint64_t now)
+/* A complete sealed unit: one AEAD open over the whole stream, in place. */
+static enum sv_drop open_unit(struct sv *s, struct sv_peer *p, const struct sv_frag *f,
+			      uint8_t flags, struct sv_unit *u, struct iovec *out)
+{
+	uint8_t ad[SV_FRAG_AD_LEN];
+	uint8_t *c;
+	enum sv_drop r;
+
+	if (u->len <= SV_TAG_LEN)
+		return SV_D_BAD_LENGTH;
+	c = sv_reasm_flatten(&p->reasm, u);
+	if (!c)
+		return SV_D_REASM_EVICTED;
+	sv_frag_ad(ad, flags, f->session, f->ctr, f->id, f->total, f->count);
+	r = sv_open_buf(&p->open, s->master, f->session, f->ctr, c, u->len, ad, sizeof(ad));
+	if (r)
+		return r;
+	*out = (struct iovec){c, u->len - SV_TAG_LEN};
+	u->iov = out;
+	u->n = 1;
+	u->len -= SV_TAG_LEN;
+	return SV_OK;
+}
+
+static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *d, const struct sv_hdr *h,
+			    uint64_t now)
 {
 	struct sv_frag f;
 	struct sv_unit u;
-	enum sv_drop r = sv_frag_parse(body, len, &f);
+	struct iovec flat;
+	const uint8_t *body = d + sv_body_off(s->enc);
+	enum sv_drop r = sv_frag_parse(body, h->len, &f);
 
 	if (r)
 		return r;
-	if ((flags & SV_F_VNET) && !s->vnet)
+	if (!s->enc && f.total > SV_MAX_UNIT) /* only a sealed stream has a tag more */
+		return SV_D_BAD_LENGTH;
+	if ((h->flags & SV_F_VNET) && !s->vnet)
 		return SV_D_GSO_UNSUPPORTED;
+	if (s->enc) {
+		/* the unit's nonce; a piece the open would refuse as a replay (of a
+		 * unit already opened, or too old) is dropped now */
+		f.session = sv_get64(d + SV_HDR_LEN);
+		f.ctr = sv_get64(d + SV_HDR_LEN + 8);
+		if (sv_replay_check(&p->open.win, f.ctr) < 0)
+			return SV_D_REPLAY;
+	}
 	sv_count(&s->ctr_rx, SV_C_RX_FRAGS, 1);
-	r = sv_reasm_add(&p->reasm, &f, flags, now, &u);
+	r = sv_reasm_add(&p->reasm, &f, h->flags, now, &u);
 	if (r || !u.n)
 		return r;
-	if (flags & SV_F_VNET)
+	if (s->enc) {
+		r = open_unit(s, p, &f, h->flags, &u, &flat);
+		if (r)
+			return r;
+	}
+	if (h->flags & SV_F_VNET)
 		sv_count(&s->ctr_rx, SV_C_RX_SUPER, 1);
-	return deliver(s, u.iov, u.n, u.len, !!(flags & SV_F_VNET));
+	return deliver(s, u.iov, u.n, u.len, !!(h->flags & SV_F_VNET));
 }
 
 static enum sv_drop rx_ctl(struct sv *s, struct sv_peer *p, const struct sv_hdr *h,
@@ -197,7 +238,8 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 		r = SV_D_CRYPTO_MISMATCH;
 		goto drop;
 	}
-	if (s->enc) {
+	/* sealed per datagram, except FRAG pieces: their unit is sealed once */
+	if (s->enc && h.type != SV_T_FRAG) {
 		r = sv_open_dgram(&p->open, s->master, d, &h);
 		if (r)
 			goto drop;
@@ -211,7 +253,7 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 		if (h.type == SV_T_DATA)
 			r = rx_data(s, body, h.len, h.flags);
 		else
-			r = rx_frag(s, p, body, h.len, h.flags, now);
+			r = rx_frag(s, p, d, &h, now);
 	} else {
 		r = rx_ctl(s, p, &h, body, n, now);
 	}

@@ -13,7 +13,7 @@
 #include "frame.h"
 #include "reasm.h"
 
-#define SV_VERSION_STR "0.2.0"
+#define SV_VERSION_STR "0.3.0"
 #define SV_MAX_PEERS 16
 
 enum sv_ctr {

@@ -16,7 +16,7 @@
 #define TX_ARENA (2u << 20)
 #define TX_RBUFS 16
 #define RBUF_SZ (SV_MAX_UNIT + 64)
-#define HEADROOM 64 /* room before a read frame for one FRAG header (sealed path) */
+#define TAILROOM SV_TAG_LEN /* after a read unit: its tag when sealed in place */
 #define GSO_MAX_SEGS 64 /* UDP_MAX_SEGMENTS on older kernels */
 
 struct txq {
@@ -39,25 +39,6 @@ struct txq {
 	int pk_open;
 	uint32_t frame_id;
 };
-
-static size_t seal_or_plain(struct sv *s, uint8_t *d, size_t body_len)
-{
-	if (s->enc)
-		return sv_seal_dgram(&s->seal, d, body_len);
-	return SV_HDR_LEN + body_len;
-}
-
-/* Builds one FRAG piece, contiguous, at out; returns its length (sealed). */
-static size_t build_piece(struct sv *s, uint8_t *out, uint8_t flags, uint32_t id, uint32_t total,
-			  unsigned idx, unsigned cnt, const uint8_t *chunk, size_t clen)
-{
-	uint8_t *body = out + sv_body_off(s->enc);
-
-	sv_hdr_put(out, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
-	sv_frag_put(body, id, total, (uint16_t)idx, (uint16_t)cnt);
-	memcpy(body + SV_FRAG_HDR, chunk, clen);
-	return seal_or_plain(s, out, SV_FRAG_HDR + clen);
-}
 
 static uint8_t base_flags(const struct sv *s)
 {
@@ -190,68 +171,73 @@ static void pk_close(struct txq *q)
 	q->niov++;
 }
 
-/* A unit too big for one DATA datagram: FRAG pieces, in GSO trains when allowed.
- * zero_copy: data stays in the read buffer until the flush. Returns 1 if the
- * read buffer is now referenced. */
+/* Seals data[0..len) in place as one unit (the tag goes to data + len) and
+ * returns its stream length; plain units are their own stream. */
+static size_t seal_unit(struct sv *s, uint8_t *data, size_t len, uint8_t flags, uint32_t id,
+			uint32_t dgram, uint64_t *ctr, unsigned *cnt, size_t *chunk)
+{
+	size_t stream = len + (s->enc ? SV_TAG_LEN : 0);
+	uint8_t ad[SV_FRAG_AD_LEN];
+
+	*cnt = sv_frag_plan(stream, dgram, s->enc, chunk);
+	*ctr = 0;
+	if (!*cnt || !s->enc)
+		return stream;
+	*ctr = sv_seal_next(&s->seal);
+	sv_frag_ad(ad, flags, s->seal.session, *ctr, id, (uint32_t)stream, (uint16_t)*cnt);
+	sv_seal_buf(&s->seal, *ctr, data, len, ad, sizeof(ad));
+	return stream;
+}
+
+/* A unit too big for one DATA datagram: sealed once (with a key), then cut into
+ * FRAG pieces, in GSO trains when allowed. The pieces point into the read buffer
+ * (returns 1: it stays referenced until the flush); only their headers are
+ * written, into the arena. */
 static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint32_t dgram)
 {
 	struct sv *s = q->s;
-	size_t chunk, full, need_bytes;
-	unsigned cnt = sv_frag_plan(len, dgram, s->enc, &chunk), per, trains;
+	size_t chunk, full, hlen = sv_frag_over(s->enc), stream;
+	unsigned cnt, per, trains;
 	int gso = __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED);
-	int zc = !s->enc, iovs_per = zc ? 2 : 1;
+	uint64_t ctr;
 	uint32_t id;
 
 	pk_close(q);
-	if (!cnt) {
+	if (!sv_frag_plan(len + (s->enc ? SV_TAG_LEN : 0), dgram, s->enc, &chunk)) {
 		sv_count_drop(&s->ctr_tx, SV_D_OVERSIZE, 1);
 		return 0;
 	}
-	full = sv_dgram_over(s->enc) + SV_FRAG_HDR + chunk;
+	full = hlen + chunk;
 	per = gso ? (unsigned)(SV_MAX_DGRAM / full) : 1;
 	if (per > GSO_MAX_SEGS)
 		per = GSO_MAX_SEGS;
 	if (per < 1)
 		per = 1;
+	cnt = (unsigned)((len + SV_TAG_LEN + chunk - 1) / chunk); /* upper bound for room() */
 	trains = (cnt + per - 1) / per;
-	need_bytes = zc ? (size_t)cnt * (SV_HDR_LEN + SV_FRAG_HDR) : (size_t)cnt * full;
-	if (!room(q, (int)trains, (int)cnt * iovs_per, need_bytes))
+	if (!room(q, (int)trains, (int)cnt * 2, (size_t)cnt * hlen))
 		flush(q);
 	id = q->frame_id++;
+	stream = seal_unit(s, data, len, flags, id, dgram, &ctr, &cnt, &chunk);
+	trains = (cnt + per - 1) / per;
 	for (unsigned t = 0; t < trains; t++) {
 		int first = q->niov;
 		unsigned from = t * per, to = from + per < cnt ? from + per : cnt;
-		size_t last_len = 0;
 
 		for (unsigned i = from; i < to; i++) {
-			size_t off = (size_t)i * chunk, clen = len - off < chunk ? len - off : chunk;
+			size_t off = (size_t)i * chunk, clen = stream - off < chunk ? stream - off : chunk;
 			uint8_t *h = q->arena + q->aused;
 
-			if (zc) {
-				sv_hdr_put(h, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
-				sv_frag_put(h + SV_HDR_LEN, id, (uint32_t)len, (uint16_t)i, (uint16_t)cnt);
-				q->iov[q->niov++] = (struct iovec){h, SV_HDR_LEN + SV_FRAG_HDR};
-				q->iov[q->niov++] = (struct iovec){data + off, clen};
-				q->aused += SV_HDR_LEN + SV_FRAG_HDR;
-				last_len = SV_HDR_LEN + SV_FRAG_HDR + clen;
-			} else {
-				/* the FRAG header goes right before the chunk, over the tail of
-				 * the previous chunk (already sealed) or into the headroom, so
-				 * that the plaintext is contiguous and sealing copies nothing */
-				uint8_t *m = data + off - SV_FRAG_HDR;
-
-				sv_frag_put(m, id, (uint32_t)len, (uint16_t)i, (uint16_t)cnt);
-				sv_hdr_put(h, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
-				last_len = sv_seal_dgram_from(&s->seal, h, m, SV_FRAG_HDR + clen);
-				q->iov[q->niov++] = (struct iovec){h, last_len};
-				q->aused += last_len;
-			}
+			sv_piece_put(h, flags, s->seal.session, ctr, id, (uint32_t)stream, (uint16_t)i,
+				     (uint16_t)cnt, clen);
+			q->iov[q->niov++] = (struct iovec){h, hlen};
+			q->iov[q->niov++] = (struct iovec){data + off, clen};
+			q->aused += hlen;
 		}
-		(void)last_len;
-		push(q, first, q->niov - first, to - from, full, (unsigned)iovs_per);
+		push(q, first, q->niov - first, to - from, full, 2);
 	}
 	sv_count(&s->ctr_tx, SV_C_TX_FRAGS, (uint64_t)cnt * (unsigned)s->npeers);
-	return zc;
+	return 1;
 }
 
 /* One read from the device. Returns 1 if the buffer must be kept until the flush. */
@@ -301,7 +287,7 @@ added:
 /* The 2015 reference: one read and one sendto per frame, no offloads. */
 static void *tx_basic(struct sv *s)
 {
-	uint8_t *buf = malloc(RBUF_SZ), *out = malloc(SV_MAX_DGRAM + 64);
+	uint8_t *buf = malloc(RBUF_SZ + TAILROOM), *out = malloc(SV_MAX_DGRAM + 64);
 	uint32_t id = 0;
 
 	if (!buf || !out)
@@ -309,8 +295,9 @@ static void *tx_basic(struct sv *s)
 	for (;;) {
 		ssize_t n = read(s->tap_fd, buf, RBUF_SZ);
 		uint32_t dgram = sv_min_pmtu(s);
-		size_t chunk;
+		size_t chunk, stream;
 		unsigned cnt;
+		uint64_t ctr;
 
 		if (n <= 0) {
 			if (n < 0 && errno != EINTR && errno != EAGAIN)
@@ -336,20 +323,22 @@ static void *tx_basic(struct sv *s)
 			}
 			continue;
 		}
-		cnt = sv_frag_plan((size_t)n, dgram, s->enc, &chunk);
+		stream = seal_unit(s, buf, (size_t)n, base_flags(s), id, dgram, &ctr, &cnt, &chunk);
 		if (!cnt) {
 			sv_count_drop(&s->ctr_tx, SV_D_OVERSIZE, 1);
 			continue;
 		}
 		for (unsigned i = 0; i < cnt; i++) {
-			size_t off = (size_t)i * chunk, clen = (size_t)n - off < chunk ? (size_t)n - off : chunk;
-			struct iovec v = {out, build_piece(s, out, base_flags(s), id, (uint32_t)n, i, cnt,
-							   buf + off, clen)};
+			size_t off = (size_t)i * chunk, clen = stream - off < chunk ? stream - off : chunk;
+			size_t hlen = sv_frag_over(s->enc);
+			struct iovec v[2] = {{out, hlen}, {buf + off, clen}};
 
+			sv_piece_put(out, base_flags(s), s->seal.session, ctr, id, (uint32_t)stream,
+				     (uint16_t)i, (uint16_t)cnt, clen);
 			for (int p = 0; p < s->npeers; p++) {
 				sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
 				sv_count(&s->ctr_tx, SV_C_TX_FRAGS, 1);
-				if (send_one(s, &s->peers[p], &v, 1) < 0)
+				if (send_one(s, &s->peers[p], v, 2) < 0)
 					sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, 1);
 			}
 		}
@@ -376,9 +365,9 @@ void *sv_tx_thread(void *arg)
 	q->s = s;
 	q->arena = malloc(TX_ARENA);
 	for (int i = 0; i < TX_RBUFS; i++)
-		q->rbuf[i] = malloc(HEADROOM + RBUF_SZ);
+		q->rbuf[i] = malloc(RBUF_SZ + TAILROOM);
 	for (;;) {
-		uint8_t *b = q->rbuf[q->rbused] + HEADROOM;
+		uint8_t *b = q->rbuf[q->rbused];
 		ssize_t n = read(s->tap_fd, b, RBUF_SZ);
 
 		if (n < 0) {

@@ -3,7 +3,7 @@
 #define SLEEVE_WIRE_H
 
 #define SV_MAGIC 0x5356u /* "SV" */
-#define SV_VERSION 2
+#define SV_VERSION 3
 #define SV_DEFAULT_PORT 6784
 
 enum sv_type {
@@ -30,6 +30,8 @@ enum sv_type {
 #define SV_ETH_HLEN 14
 
 #define SV_MAX_UNIT 65600u /* vnet hdr + 64 KiB frame + slack */
+#define SV_MAX_STREAM (SV_MAX_UNIT + SV_TAG_LEN) /* a sealed unit: ciphertext + tag */
+#define SV_FRAG_AD_LEN 34 /* AD of a sealed unit (README "Crypto framing") */
 #define SV_MAX_FRAGS 1024u
 #define SV_MAX_DGRAM 65507u /* largest UDP payload over IPv4 */
 

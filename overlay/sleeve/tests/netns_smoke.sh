@@ -115,6 +115,12 @@ stat_get a 'd["tx"]["fragments"] == 0 and d["tx"]["frames"] > 0' | grep -q True 
 	&& ok "basic 9000/8950: every frame in one datagram (no fragments)" || bad "basic 9000/8950: fragments"
 run_case "L2 1500/1500 (frames bigger than a datagram)" 1500 1500 l2 pass --mtu 1500 -- --mtu 1500
 run_case "basic 1500/1500 (frames bigger than a datagram)" 1500 1500 l2 pass --basic --mtu 1500 -- --basic --mtu 1500
+# sealed units without super-frames: oversize frames, each sealed once and cut
+for v in --no-offload --basic; do
+	run_case "crypto $v 1500/1500 (sealed units)" 1500 1500 l2 pass $v --mtu 1500 --key-file "$KEY1" -- $v --mtu 1500 --key-file "$KEY1"
+	stat_get b 'd["rx"]["fragments"] > 0 and d["rx"]["frames"] > 0 and d["drops"]["auth_fail"] == 0 and d["drops"]["reasm_bad"] == 0' | grep -q True \
+		&& ok "crypto $v: sealed units received, no auth failures" || bad "crypto $v: counters"
+done
 
 # --mtu auto: discovered path MTU - overhead
 auto_case() { # auto_case NAME UNDERLAY MODE WANT ARGS...

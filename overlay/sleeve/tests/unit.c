@@ -155,10 +155,13 @@ static void test_hdr(void)
 	d[1] ^= 0x80;
 	d[2] = 0;
 	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_VERSION);
-	d[2] = 1; /* version 1 had no SINGLE form: refused, not misread */
-	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_VERSION);
-	d[2] = 3;
-	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_VERSION);
+	/* version 1 had no SINGLE form, 2 sealed every FRAG piece: refused, not misread */
+	for (uint8_t v = 1; v <= 4; v++) {
+		if (v == SV_VERSION)
+			continue;
+		d[2] = v;
+		CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_VERSION);
+	}
 	d[2] = SV_VERSION;
 	d[3] = 0;
 	CHECK_EQ(sv_hdr_parse(d, 18, &h), SV_D_BAD_TYPE);
@@ -203,6 +206,11 @@ static void test_hdr(void)
 	CHECK_EQ(sv_hdr_parse(d, 50, &h), SV_OK);
 	CHECK_EQ(sv_hdr_parse(d, 49, &h), SV_D_TRUNCATED);
 	CHECK_EQ(sv_hdr_parse(d, 51, &h), SV_D_BAD_LENGTH);
+	/* a sealed FRAG piece: session and counter, no tag of its own */
+	sv_hdr_put(d, SV_T_FRAG, SV_F_ENC, 20);
+	CHECK_EQ(sv_hdr_parse(d, 8 + 16 + 20, &h), SV_OK);
+	CHECK_EQ(sv_hdr_parse(d, 8 + 16 + 19, &h), SV_D_TRUNCATED);
+	CHECK_EQ(sv_hdr_parse(d, 8 + 16 + 20 + 16, &h), SV_D_BAD_LENGTH);
 }
 
 /* ---- batching ---- */
@@ -281,7 +289,7 @@ static void test_pack(void)
 
 static void test_records_bad(void)
 {
-	uint8_t b[16];
+	uint8_t b[16] = {0};
 	unsigned n;
 
 	CHECK_EQ(sv_records_check(b, 0, &n), SV_D_BAD_LENGTH);
@@ -322,7 +330,7 @@ static void test_frag_parse(void)
 	CHECK_EQ(sv_frag_parse(b, 22, &f), SV_D_BAD_LENGTH);
 	sv_frag_put(b, 7, 0, 0, 1);
 	CHECK_EQ(sv_frag_parse(b, 22, &f), SV_D_BAD_LENGTH);
-	sv_frag_put(b, 7, SV_MAX_UNIT + 1, 0, 2);
+	sv_frag_put(b, 7, SV_MAX_STREAM + 1, 0, 2);
 	CHECK_EQ(sv_frag_parse(b, 22, &f), SV_D_BAD_LENGTH);
 	sv_frag_put(b, 7, 100, 0, SV_MAX_FRAGS + 1);
 	CHECK_EQ(sv_frag_parse(b, 22, &f), SV_D_BAD_LENGTH);
@@ -334,7 +342,9 @@ static void test_frag_parse(void)
 	CHECK_EQ(sv_frag_plan(1452, 1472, 0, &chunk), 1);
 	CHECK_EQ(sv_frag_plan(1453, 1472, 0, &chunk), 2);
 	CHECK_EQ(sv_frag_plan(100, 1472, 1, &chunk), 1);
-	CHECK_EQ(chunk, 1472 - 52);
+	CHECK_EQ(chunk, 1472 - 36); /* header, session, counter, FRAG header; no tag per piece */
+	CHECK_EQ(sv_frag_plan(SV_MAX_STREAM, 1472, 1, &chunk), 46);
+	CHECK_EQ(sv_frag_plan(SV_MAX_STREAM, 1472, 0, &chunk), 0); /* plain: a unit at most */
 	CHECK_EQ(sv_frag_plan(0, 1472, 0, &chunk), 0);
 	CHECK_EQ(sv_frag_plan(SV_MAX_UNIT + 1, 1472, 0, &chunk), 0);
 	CHECK_EQ(sv_frag_plan(65000, 30, 0, &chunk), 0); /* too many pieces */
@@ -597,18 +607,46 @@ static size_t mk_data(struct sv *s, uint8_t *d, const uint8_t *f1, size_t l1, co
 	return n;
 }
 
+/* Piece idx of a unit of total bytes cut at csize, as the sender makes it: with
+ * a key the unit is sealed once (one counter) and the pieces cut its stream
+ * (ciphertext || tag). Successive calls for the same unit reuse its sealing. */
 static size_t mk_piece(struct sv *s, uint8_t *d, uint8_t flags, uint32_t id, const uint8_t *unit,
 		       size_t total, size_t csize, uint16_t idx, uint16_t cnt)
 {
-	size_t off = (size_t)idx * csize, clen = idx == cnt - 1 ? total - off : csize;
-	uint8_t *body = d + sv_body_off(s->enc);
+	static uint8_t stream[SV_MAX_STREAM];
+	static struct {
+		uint64_t session, ctr, next;
+		uint32_t id;
+		uint8_t flags;
+		size_t total;
+	} last;
+	size_t slen = total + (s->enc ? SV_TAG_LEN : 0);
+	size_t off = (size_t)idx * csize, clen = idx == cnt - 1 ? slen - off : csize;
+	size_t hlen = sv_frag_over(s->enc);
+	const uint8_t *src = unit;
 
 	flags |= (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
-	sv_hdr_put(d, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
-	sv_frag_put(body, id, (uint32_t)total, idx, cnt);
-	memcpy(body + SV_FRAG_HDR, unit + off, clen);
-	return s->enc ? sv_seal_dgram(&s->seal, d, SV_FRAG_HDR + clen)
-		      : SV_HDR_LEN + SV_FRAG_HDR + clen;
+	if (s->enc) {
+		if (!(last.session == s->seal.session && last.id == id && last.flags == flags &&
+		      last.total == total && last.next == s->seal.counter)) {
+			uint8_t ad[SV_FRAG_AD_LEN];
+
+			last.ctr = sv_seal_next(&s->seal);
+			last.next = s->seal.counter;
+			last.session = s->seal.session;
+			last.id = id;
+			last.flags = flags;
+			last.total = total;
+			memcpy(stream, unit, total);
+			sv_frag_ad(ad, flags, s->seal.session, last.ctr, id, (uint32_t)slen, cnt);
+			sv_seal_buf(&s->seal, last.ctr, stream, total, ad, sizeof(ad));
+		}
+		src = stream;
+	}
+	sv_piece_put(d, flags, s->seal.session, s->enc ? last.ctr : 0, id, (uint32_t)slen, idx, cnt,
+		     clen);
+	memcpy(d + hlen, src + off, clen);
+	return hlen + clen;
 }
 
 static void test_rx_path(void)
@@ -787,6 +825,141 @@ static void test_rx_path(void)
 	sv_setup(&s, 0, 0, 0, 0);
 }
 
+/* ---- sealed units: one AEAD per FRAG unit ---- */
+static void test_sealed_units(void)
+{
+	static struct sv s;
+	static uint8_t unit[5000], d[4][2048], copy[4][2048];
+	size_t n[4];
+	struct virtio_net_hdr vh = {.gso_type = VIRTIO_NET_HDR_GSO_TCPV4};
+
+	for (size_t i = 0; i < sizeof(unit); i++)
+		unit[i] = (uint8_t)(i * 13);
+	memcpy(unit, &vh, sizeof(vh));
+	/* 5000 bytes + tag in 4 pieces of 1400; delivered once, whole */
+	sv_setup(&s, 1, 0, 1, 41);
+	for (uint16_t i = 0; i < 4; i++) {
+		n[i] = mk_piece(&s, d[i], SV_F_VNET, 1, unit, 5000, 1400, i, 4);
+		memcpy(copy[i], d[i], n[i]);
+	}
+	CHECK_EQ(s.seal.counter, 1001); /* one counter for the whole unit */
+	CHECK_EQ(n[0], 36 + 1400);
+	CHECK_EQ(n[3], 36 + 5016 - 3 * 1400);
+	for (int i = 3; i >= 0; i--) /* any order */
+		CHECK_EQ(rx(&s, d[i], n[i], 1), SV_OK);
+	CHECK(cap.n == 1 && cap.vnet[0] && cap.len[0] == 4990 && !memcmp(cap.data[0], unit + 10, 2048));
+	CHECK_EQ(s.ctr_rx.c[SV_C_RX_SUPER], 1);
+	/* the same pieces again: every one is a replay (the unit was opened) */
+	for (int i = 0; i < 4; i++) {
+		memcpy(d[i], copy[i], n[i]);
+		CHECK_EQ(rx(&s, d[i], n[i], 1), SV_D_REPLAY);
+	}
+	CHECK_EQ(cap.n, 1);
+	/* all pieces in one receive batch (GRO): opened from a gathered copy */
+	{
+		static uint8_t batch[8192];
+		size_t off[4], used = 0;
+
+		for (uint16_t i = 0; i < 4; i++) {
+			off[i] = used;
+			used += mk_piece(&s, batch + used, SV_F_VNET, 2, unit, 5000, 1400, i, 4);
+		}
+		cap.n = 0;
+		for (int i = 0; i < 4; i++)
+			CHECK_EQ(sv_rx_datagram(&s, &s.peers[0], batch + off[i],
+						(i < 3 ? off[i + 1] : used) - off[i], 1),
+				 SV_OK);
+		sv_rx_settle(&s);
+		CHECK(cap.n == 1 && cap.len[0] == 4990 && !memcmp(cap.data[0], unit + 10, 2048));
+	}
+	/* forged: any bit of any piece's chunk, or of what the AD covers, fails the
+	 * unit once (auth_fail), and the unit is not delivered */
+	{
+		static const size_t where[] = {4, 8 + 3, 24 + 2, 24 + 6, 36, 36 + 700, 36 + 1399};
+		uint64_t before = drops(&s, SV_D_AUTH_FAIL);
+		uint32_t id = 10;
+
+		for (size_t w = 0; w < sizeof(where) / sizeof(where[0]); w++, id++) {
+			int bad = (int)(w % 4), got = 0;
+
+			cap.n = 0;
+			for (uint16_t i = 0; i < 4; i++)
+				n[i] = mk_piece(&s, d[i], SV_F_VNET, id, unit, 5000, 1400, i, 4);
+			if (where[w] == 4) {
+				/* flags: VNET off in every piece (consistent, so reassembly
+				 * completes; only the tag can tell) */
+				for (int i = 0; i < 4; i++)
+					d[i][4] &= (uint8_t)~SV_F_VNET;
+				s.vnet = 1;
+			} else if (where[w] < 24) {
+				/* session: changed in every piece alike */
+				for (int i = 0; i < 4; i++)
+					d[i][where[w]] ^= 0x01;
+			} else if (where[w] < 36) {
+				/* frame id (24..27) or total (28..31) in every piece alike */
+				for (int i = 0; i < 4; i++)
+					d[i][where[w]] ^= 0x01;
+			} else {
+				d[bad][where[w] < n[bad] ? where[w] : n[bad] - 1] ^= 0x01;
+			}
+			for (int i = 0; i < 4; i++)
+				if (rx(&s, d[i], n[i], 1) == SV_D_AUTH_FAIL)
+					got++;
+			if (where[w] == 24 + 6) {
+				/* total changed: the pieces no longer add up */
+				CHECK_EQ(got, 0);
+			} else {
+				CHECK_EQ(got, 1);
+			}
+			CHECK_EQ(cap.n, 0);
+		}
+		CHECK(drops(&s, SV_D_AUTH_FAIL) >= before + 6);
+	}
+	/* pieces of one unit that disagree on session or counter: reasm_bad */
+	{
+		uint64_t before = drops(&s, SV_D_REASM_BAD);
+
+		for (uint16_t i = 0; i < 4; i++)
+			n[i] = mk_piece(&s, d[i], SV_F_VNET, 30, unit, 5000, 1400, i, 4);
+		d[1][8 + 15] ^= 0x02; /* counter of piece 1 */
+		cap.n = 0;
+		for (int i = 0; i < 4; i++)
+			rx(&s, d[i], n[i], 1);
+		CHECK_EQ(cap.n, 0);
+		CHECK(drops(&s, SV_D_REASM_BAD) > before);
+	}
+	/* truncated: a stream not longer than a tag, a short last piece */
+	{
+		uint8_t tiny[64];
+		size_t k;
+
+		sv_piece_put(tiny, SV_F_ENC | SV_F_VNET, s.seal.session, 5, 40, 16, 0, 1, 16);
+		memset(tiny + 36, 0, 16);
+		CHECK_EQ(rx(&s, tiny, 36 + 16, 1), SV_D_BAD_LENGTH);
+		for (uint16_t i = 0; i < 4; i++)
+			n[i] = mk_piece(&s, d[i], SV_F_VNET, 41, unit, 5000, 1400, i, 4);
+		cap.n = 0;
+		for (k = 0; k < 3; k++)
+			CHECK_EQ(rx(&s, d[k], n[k], 1), SV_OK);
+		CHECK_EQ(rx(&s, d[3], n[3] - 1, 1), SV_D_TRUNCATED);
+		CHECK_EQ(cap.n, 0);
+	}
+	/* a restarted peer (new session, later clock): its units are accepted */
+	sv_seal_init(&s.seal, test_key, 4242, 1ull << 52);
+	for (uint16_t i = 0; i < 4; i++)
+		n[i] = mk_piece(&s, d[i], SV_F_VNET, 1, unit, 5000, 1400, i, 4);
+	cap.n = 0;
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(rx(&s, d[i], n[i], 1), SV_OK);
+	CHECK_EQ(cap.n, 1);
+	/* and the old session's unit is a replay, piece by piece */
+	for (int i = 0; i < 4; i++) {
+		memcpy(d[i], copy[i], sizeof(copy[i]));
+		CHECK_EQ(rx(&s, d[i], 36 + (i < 3 ? 1400 : 5016 - 3 * 1400), 1), SV_D_REPLAY);
+	}
+	sv_setup(&s, 0, 0, 0, 0);
+}
+
 /* ---- checksum completion ---- */
 static uint16_t ref_csum(const uint8_t *p, size_t n, uint32_t sum)
 {
@@ -913,6 +1086,7 @@ int main(int argc, char **argv)
 	test_crypto();
 	test_replay_window();
 	test_rx_path();
+	test_sealed_units();
 	test_csum();
 	printf("unit: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
