@@ -11,10 +11,9 @@ import itertools
 import json
 import logging
 import math
-import os
 import sys
 import time
-from typing import Callable, Iterable, TextIO
+from typing import TextIO
 
 from harness import cpu, modes
 from harness.endpoints import Endpoint, endpoints

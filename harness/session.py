@@ -7,7 +7,6 @@ fails in a second rather than after ten minutes.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import pathlib
 import shutil

@@ -1,10 +1,8 @@
 """The lab for real: namespaces, veth, bridge, addresses, teardown and `down`."""
 
 import ipaddress
-import os
 import subprocess
 import sys
-import time
 
 import pytest
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import pathlib
 
 import pytest
 
 from harness.tools.base import TestSpec as Spec  # "Test*" would be collected by pytest
 from harness.tools.ping import PingFlood
-from captures import DATA, capture, captured_argv, values
+from captures import capture, captured_argv, values
 
 PING = PingFlood()
 SPEC = Spec(server_addr="198.18.0.2", duration=2)
