@@ -17,17 +17,16 @@ from harness.testbed import Side, Testbed
 class Endpoint:
     host: Host
     addr: str     # the address the peer reaches it at
-    where: str    # "h0", "c1": for logs and raw file names
 
 
 def _host_end(side: Side, dp: Datapath) -> Endpoint:
-    return Endpoint(side.host, side.overlay_ip if dp.overlay else side.underlay_ip, f"h{side.index}")
+    return Endpoint(side.host, side.overlay_ip if dp.overlay else side.underlay_ip)
 
 
 def _container_end(side: Side) -> Endpoint:
     if side.container is None:
         raise HarnessError(f"host {side.host.name} has no container endpoint")
-    return Endpoint(side.container, side.container_ip, f"c{side.index}")
+    return Endpoint(side.container, side.container_ip)
 
 
 def endpoints(testbed: Testbed, dp: Datapath, placement: str) -> tuple[Endpoint, Endpoint]:
