@@ -13,9 +13,8 @@ import secrets
 import shutil
 import subprocess
 
-from harness.facts import PACKAGES, PROJECT
-
-SLEEVE_DIR = PROJECT / "overlay" / "sleeve"
+from harness.facts import PACKAGES
+from harness.modes.sleeve import BINARY as SLEEVE_BINARY, SLEEVE_DIR
 
 
 @dataclasses.dataclass
@@ -99,9 +98,8 @@ def python_checks() -> list[Check]:
 
 
 def sleeve_checks() -> list[Check]:
-    binary = SLEEVE_DIR / "build" / "sleeve"
-    if binary.exists():
-        v = _run([str(binary), "--version"])
+    if SLEEVE_BINARY.exists():
+        v = _run([str(SLEEVE_BINARY), "--version"])
         return [Check("overlay", "sleeve", v.returncode == 0, v.stdout.strip() or v.stderr.strip())]
     if (SLEEVE_DIR / "Makefile").exists():
         return [Check("overlay", "sleeve", False, "not built", f"make -C {SLEEVE_DIR}")]

@@ -195,11 +195,9 @@ class Runner:
         _save(self.store, f"{raw}.client", out)
         if srv_out is not None:
             _save(self.store, f"{raw}.server", srv_out)
-        counters = getattr(modes.get(dp.mode), "counters", None)
-        if counters:
-            snap = counters(self.tb, dp)
-            if snap:
-                self.store.save_raw(f"{raw}.counters.json", json.dumps(snap, indent=1))
+        snap = modes.get(dp.mode).counters(self.tb, dp)
+        if snap:
+            self.store.save_raw(f"{raw}.counters.json", json.dumps(snap, indent=1))
 
         res: ToolResult = tool.parse(out.stdout, out.stderr, out.returncode)
         if not res.ok:

@@ -2,7 +2,6 @@
 standard and a jumbo MTU; auto's fallback; keys that differ do not talk."""
 
 import secrets
-import time
 
 import pytest
 
@@ -10,20 +9,26 @@ from conftest import needs_root
 from harness import modes
 from harness.endpoints import endpoints
 from harness.modes.sleeve import SleeveCrypto
+from harness.runner import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
 
 SLEEVES = ["sleeve", "sleeve-basic", "sleeve-l3", "sleeve-crypto"]
 
 
+def drop_vxlan(host):
+    """Drop VXLAN (UDP 4789) arriving on one host, as a firewall between hosts would."""
+    host.run(["nft", "add", "table", "inet", "obtest"])
+    host.run(["nft", "add", "chain", "inet", "obtest", "in", "{ type filter hook input priority 0 ; }"])
+    host.run(["nft", "add", "rule", "inet", "obtest", "in", "udp", "dport", "4789", "drop"])
+
+
 def _iperf(lab, dp, placement, seconds=2):
     c, s = endpoints(lab, dp, placement)
     srv = s.host.start(["iperf3", "-s", "-1", "-p", "5201"])
     try:
-        deadline = time.monotonic() + 5
-        while not s.host.run(["ss", "-Hltn", "sport = :5201"]).stdout.strip():
-            assert time.monotonic() < deadline, "iperf3 server did not start"
-            time.sleep(0.05)
+        why = wait_listening(s.host, 5201, srv)
+        assert why is None, why
         out = c.host.run(["iperf3", "-c", s.addr, "-p", "5201", "-t", str(seconds), "-J"], timeout=seconds + 20,
                          check=False)
     finally:
@@ -91,10 +96,7 @@ def test_auto_picks_fastdp_when_vxlan_passes(lab):
 
 
 def test_auto_falls_back_to_the_sleeve_when_udp_4789_is_dropped(lab):
-    h1 = lab.sides[1].host
-    h1.run(["nft", "add", "table", "inet", "obtest"])
-    h1.run(["nft", "add", "chain", "inet", "obtest", "in", "{ type filter hook input priority 0 ; }"])
-    h1.run(["nft", "add", "rule", "inet", "obtest", "in", "udp", "dport", "4789", "drop"])
+    drop_vxlan(lab.sides[1].host)
     mode = modes.get("auto")
     dp = mode.deploy(lab, 1410)
     try:
@@ -109,10 +111,7 @@ def test_auto_falls_back_to_the_sleeve_when_udp_4789_is_dropped(lab):
 def test_auto_records_the_datapath_in_every_measurement(lab, tmp_path):
     from harness import results, scenario as S
     from harness.runner import Runner
-    h1 = lab.sides[1].host
-    h1.run(["nft", "add", "table", "inet", "obtest"])
-    h1.run(["nft", "add", "chain", "inet", "obtest", "in", "{ type filter hook input priority 0 ; }"])
-    h1.run(["nft", "add", "rule", "inet", "obtest", "in", "udp", "dport", "4789", "drop"])
+    drop_vxlan(lab.sides[1].host)
     sc = S.build({"matrix": {"modes": ["auto"], "tests": ["qperf.tcp_lat"], "placements": ["container-container"],
                              "repeats": 1, "duration": 1}})
     store = results.RunStore.create(tmp_path, {"scenario": sc.to_dict()})

@@ -74,6 +74,10 @@ class Mode(abc.ABC):
     def teardown(self, testbed: Testbed, dp: Datapath) -> None:
         """Undo deploy. Must not raise for something already gone."""
 
+    def counters(self, testbed: Testbed, dp: Datapath) -> dict | None:
+        """The data path's own counters for the case just run (kept under raw/); None: none."""
+        return None
+
 
 def reset_overlay_path(side: Side, mtu: int, tunnel_dev: str | None) -> None:
     """Give every device on one side's overlay path the overlay MTU, and forget the
