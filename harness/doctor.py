@@ -100,7 +100,8 @@ def python_checks() -> list[Check]:
 def sleeve_checks() -> list[Check]:
     if SLEEVE_BINARY.exists():
         v = _run([str(SLEEVE_BINARY), "--version"])
-        return [Check("overlay", "sleeve", v.returncode == 0, v.stdout.strip() or v.stderr.strip())]
+        first = (v.stdout.strip() or v.stderr.strip()).splitlines()[:1]  # one line per check
+        return [Check("overlay", "sleeve", v.returncode == 0, first[0] if first else "no version")]
     if (SLEEVE_DIR / "Makefile").exists():
         return [Check("overlay", "sleeve", False, "not built", f"make -C {SLEEVE_DIR}")]
     return [Check("overlay", "sleeve", False, "source not present", "", required=False)]
