@@ -47,7 +47,7 @@ CONFIG_KEY = ["mode", "underlay_mtu", "overlay_mtu", "placement", "test", "strea
 NATIVE = "native"
 REFERENCE_PLACEMENT = "host-host"
 
-MODE_ORDER = ["native", "fastdp", "auto", "sleeve", "sleeve-l3", "sleeve-crypto", "sleeve-basic"]
+MODE_ORDER = ["native", "fastdp", "auto", "sleeve", "sleeve-seg", "sleeve-l3", "sleeve-crypto", "sleeve-basic"]
 PLACEMENT_ORDER = ["host-host", "host-container", "container-container"]
 
 TCP_BW_TESTS = ["iperf3.tcp", "qperf.tcp_bw"]      # first present wins

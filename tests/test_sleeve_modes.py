@@ -13,7 +13,7 @@ from harness.runner import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
 
-SLEEVES = ["sleeve", "sleeve-basic", "sleeve-l3", "sleeve-crypto"]
+SLEEVES = ["sleeve", "sleeve-seg", "sleeve-basic", "sleeve-l3", "sleeve-crypto"]
 
 
 def drop_vxlan(host):
@@ -59,6 +59,11 @@ def test_ping_and_tcp_across_each_sleeve_mode(lab, name, underlay, overlay):
         h1 = counters["h1"]
         assert h1["rx"]["frames"] > 1000 and h1["crypto"] is (name == "sleeve-crypto")
         assert h1["basic"] is (name == "sleeve-basic")
+        assert h1["segment"] is (name == "sleeve-seg")
+        if name == "sleeve-seg":
+            # super-frames were cut on the way out and gathered back on the way in
+            assert counters["h0"]["tx"]["segmented"] > 100 and h1["rx"]["coalesced"] > 100
+            assert h1["rx"]["fragments"] == 0
         assert h1["overhead"] == mode.overhead  # the harness's MTU arithmetic is the daemon's
         assert sum(h1["drops"].values()) - h1["drops"].get("reasm_timeout", 0) < 0.01 * h1["rx"]["datagrams"]
     finally:

@@ -6,9 +6,9 @@ from harness.errors import HarnessError
 from harness.modes.base import ALL_PLACEMENTS, Datapath, Mode
 from harness.modes.fastdp import FastDP
 from harness.modes.native import Native
-from harness.modes.sleeve import Auto, Sleeve, SleeveBasic, SleeveCrypto, SleeveL3
+from harness.modes.sleeve import Auto, Sleeve, SleeveBasic, SleeveCrypto, SleeveL3, SleeveSeg
 
-MODES: dict[str, Mode] = {m.name: m for m in (Native(), FastDP(), Sleeve(), SleeveBasic(), SleeveL3(),
+MODES: dict[str, Mode] = {m.name: m for m in (Native(), FastDP(), Sleeve(), SleeveSeg(), SleeveBasic(), SleeveL3(),
                                                 SleeveCrypto(), Auto())}
 
 

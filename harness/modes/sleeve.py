@@ -219,6 +219,15 @@ class SleeveBasic(Sleeve):
     flags = ("--basic",)
 
 
+class SleeveSeg(Sleeve):
+    """The other way to carry a super-frame (issue 4: "measure both"): the sender cuts
+    it into MSS-sized TCP segments in userspace and the receiver gathers them back."""
+
+    name = "sleeve-seg"
+    description = "sleeve cutting TCP super-frames into segments (userspace GSO/GRO)"
+    flags = ("--segment",)
+
+
 class SleeveL3(Sleeve):
     name = "sleeve-l3"
     description = "TUN, IP packets over UDP, routed (Flannel UDP)"

@@ -28,6 +28,7 @@ MODE_COLORS = {
     "fastdp": "#0072B2",
     "auto": "#56B4E9",
     "sleeve": "#E69F00",
+    "sleeve-seg": "#F0E442",
     "sleeve-l3": "#CC79A7",
     "sleeve-crypto": "#009E73",
     "sleeve-basic": "#D55E00",

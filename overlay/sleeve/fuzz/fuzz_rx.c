@@ -1,7 +1,7 @@
 /* fuzz_rx.c - libFuzzer entry on the receive path: header, decryption, records,
- * reassembly, control messages. Input: cfg byte (bit0 keyed, bit1 L3, bit2 vnet
- * device), then datagrams as (len u16 big-endian, bytes)*; a short tail is one
- * more datagram. */
+ * reassembly, control messages, gathering segments. Input: cfg byte (bit0 keyed,
+ * bit1 L3, bit2 vnet device, bit3 --segment), then datagrams as (len u16
+ * big-endian, bytes)*; a short tail is one more datagram. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -70,6 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.enc = data[0] & 1;
 	s.l3 = (data[0] >> 1) & 1;
 	s.vnet = (data[0] >> 2) & 1;
+	s.segment = (data[0] >> 3) & 1;
 	s.mtu = 1500;
 	s.npeers = 1;
 	s.peers[0].pmtu = 1472;
@@ -111,6 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		size -= n;
 		now += 1000000;
 	}
+	sv_rx_settle(&s); /* the end of the input ends the batch */
 	sv_reasm_free(&s.peers[0].reasm);
 	return 0;
 }

@@ -90,25 +90,33 @@ size_t sv_pack_max_frame(size_t cap, int enc)
 	return cap > over ? cap - over : 0;
 }
 
-int sv_pack_add(struct sv_packer *pk, const uint8_t *frame, size_t flen)
+uint8_t *sv_pack_reserve(struct sv_packer *pk, size_t flen)
 {
 	int enc = pk->flags & SV_F_ENC;
 	size_t over = sv_dgram_over(enc);
 	uint8_t *p;
 
 	if (flen == 0)
-		return 0;
+		return NULL;
 	/* the first frame alone goes without its record length (SINGLE); a second
 	 * one makes a batch, where every frame needs one */
 	if (pk->nrec == 0 ? over + flen > pk->cap
 			  : over + pk->used + SV_REC_HDR + flen > pk->cap)
-		return 0;
+		return NULL;
 	p = pk->buf + sv_body_off(enc) + pk->used;
 	sv_put16(p, (uint16_t)flen);
-	memcpy(p + SV_REC_HDR, frame, flen);
 	pk->used += SV_REC_HDR + flen;
 	pk->nrec++;
-	return 1;
+	return p + SV_REC_HDR;
+}
+
+int sv_pack_add(struct sv_packer *pk, const uint8_t *frame, size_t flen)
+{
+	uint8_t *p = sv_pack_reserve(pk, flen);
+
+	if (p)
+		memcpy(p, frame, flen);
+	return p != NULL;
 }
 
 size_t sv_pack_finish(struct sv_packer *pk)

@@ -113,6 +113,9 @@ void sv_pack_begin(struct sv_packer *pk, uint8_t *buf, size_t cap, uint8_t flags
 size_t sv_pack_max_frame(size_t cap, int enc);
 /* 1 = added, 0 = does not fit (finish and begin a new one). */
 int sv_pack_add(struct sv_packer *pk, const uint8_t *frame, size_t flen);
+/* Like sv_pack_add, but the caller writes the flen frame bytes at the returned
+ * place (NULL = does not fit). */
+uint8_t *sv_pack_reserve(struct sv_packer *pk, size_t flen);
 /* Writes the header (SINGLE when one frame); sets dgram and blen; returns the
  * datagram length without the tag (seal adds it). */
 size_t sv_pack_finish(struct sv_packer *pk);

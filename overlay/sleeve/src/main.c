@@ -86,7 +86,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: " PROG " --dev NAME --local ADDR[:PORT] --peer ADDR[:PORT] [--peer ...]\n"
-		"              [--l3] [--mtu N|auto] [--basic] [--no-batch] [--no-offload]\n"
+		"              [--l3] [--mtu N|auto] [--basic] [--no-batch] [--no-offload] [--segment]\n"
 		"              [--key-file FILE] [--stats-file FILE] [--heartbeat-ms N] [-v]\n"
 		"              [--version] [--help]\n"
 		"\n"
@@ -99,6 +99,8 @@ static void usage(FILE *f)
 		"  --basic             one frame per datagram, one syscall per packet, no offloads\n"
 		"  --no-batch          one frame per datagram\n"
 		"  --no-offload        no vnet header/TSO on the device, no UDP GSO/GRO\n"
+		"  --segment           cut TCP super-frames into MSS-sized frames here instead of\n"
+		"                      carrying them whole (they still leave in UDP GSO trains)\n"
 		"  --key-file FILE     32 raw bytes, mode 0600: ChaCha20-Poly1305 on every datagram\n"
 		"  --stats-file FILE   counters JSON on SIGUSR1 and at exit\n"
 		"  --heartbeat-ms N    heartbeat interval (default 1000)\n"
@@ -110,7 +112,7 @@ static void usage(FILE *f)
 static void version(void)
 {
 	printf(PROG " " SV_VERSION_STR "\n");
-	printf("features: tap tun vnet_hdr tso uso udp_gso udp_gro mmsg batching pmtu "
+	printf("features: tap tun vnet_hdr tso uso udp_gso udp_gro mmsg batching segment pmtu "
 	       "aead=chacha20poly1305-ietf libsodium=%s\n",
 	       sodium_version_string());
 }
@@ -123,6 +125,7 @@ enum {
 	O_MTU,
 	O_BASIC,
 	O_NOBATCH,
+	O_SEGMENT,
 	O_NOOFFLOAD,
 	O_KEY,
 	O_STATS,
@@ -135,7 +138,7 @@ struct opts {
 	const char *dev, *local, *key_file, *stats_file;
 	const char *peer[SV_MAX_PEERS];
 	int npeers;
-	int l3, basic, nobatch, nooffload, verbose, hb_ms;
+	int l3, basic, nobatch, nooffload, segment, verbose, hb_ms;
 	int mtu; /* 0 = auto */
 };
 
@@ -163,6 +166,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"mtu", required_argument, NULL, O_MTU},
 		{"basic", no_argument, NULL, O_BASIC},
 		{"no-batch", no_argument, NULL, O_NOBATCH},
+		{"segment", no_argument, NULL, O_SEGMENT},
 		{"no-offload", no_argument, NULL, O_NOOFFLOAD},
 		{"key-file", required_argument, NULL, O_KEY},
 		{"stats-file", required_argument, NULL, O_STATS},
@@ -210,6 +214,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case O_BASIC:
 			o->basic = 1;
+			break;
+		case O_SEGMENT:
+			o->segment = 1;
 			break;
 		case O_NOBATCH:
 			o->nobatch = 1;
@@ -435,6 +442,7 @@ int main(int argc, char **argv)
 	s->basic = o.basic;
 	s->batch = !o.basic && !o.nobatch;
 	s->offload = !o.basic && !o.nooffload;
+	s->segment = s->offload && o.segment;
 	s->verbose = verbose_flag = o.verbose;
 	s->hb_ms = o.hb_ms;
 	s->mtu_auto = !o.mtu;

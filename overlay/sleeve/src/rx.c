@@ -92,6 +92,37 @@ static enum sv_drop deliver(struct sv *s, const struct iovec *iov, int n, size_t
 	return SV_OK;
 }
 
+/* --segment: TCP segments go back into a super-frame before the device */
+static enum sv_drop rx_frame(struct sv *s, const uint8_t *f, size_t len)
+{
+	struct iovec v = {(void *)f, len};
+
+	if (s->segment && s->vnet) {
+		if (sv_gro_add(&s->gro, f, len, s->l3))
+			return SV_OK;
+		sv_rx_gro_flush(s);
+		if (sv_gro_add(&s->gro, f, len, s->l3))
+			return SV_OK;
+	}
+	return deliver(s, &v, 1, len, 0);
+}
+
+void sv_rx_gro_flush(struct sv *s)
+{
+	const struct iovec *iov;
+	size_t len;
+	int has_vnet, n = sv_gro_finish(&s->gro, &iov, &len, &has_vnet);
+	enum sv_drop d;
+
+	if (!n)
+		return;
+	d = deliver(s, iov, n, len, has_vnet);
+	if (d)
+		sv_count_drop(&s->ctr_rx, d, 1);
+	else if (has_vnet)
+		sv_count(&s->ctr_rx, SV_C_RX_COALESCED, 1);
+}
+
 static enum sv_drop rx_data(struct sv *s, const uint8_t *body, size_t len, uint8_t flags)
 {
 	const uint8_t *cur = body, *end = body + len, *f;
@@ -99,19 +130,14 @@ static enum sv_drop rx_data(struct sv *s, const uint8_t *body, size_t len, uint8
 	size_t flen;
 	enum sv_drop r;
 
-	if (flags & SV_F_SINGLE) {
-		/* the body is the frame (len >= 1: the header check saw to it) */
-		struct iovec v = {(void *)body, len};
-
-		return deliver(s, &v, 1, len, 0);
-	}
+	if (flags & SV_F_SINGLE) /* the body is the frame (len >= 1: the header check saw to it) */
+		return rx_frame(s, body, len);
 	r = sv_records_check(body, len, &nrec);
 	if (r)
 		return r;
 	/* a bad frame is dropped alone and counted here; its datagram was fine */
 	while ((f = sv_records_next(&cur, end, &flen))) {
-		struct iovec v = {(void *)f, flen};
-		enum sv_drop d = deliver(s, &v, 1, flen, 0);
+		enum sv_drop d = rx_frame(s, f, flen);
 
 		if (d)
 			sv_count_drop(&s->ctr_rx, d, 1);
@@ -278,6 +304,7 @@ static int gro_size(struct msghdr *m)
 
 void sv_rx_settle(struct sv *s)
 {
+	sv_rx_gro_flush(s);
 	for (int i = 0; i < s->npeers; i++)
 		sv_reasm_settle(&s->peers[i].reasm);
 }

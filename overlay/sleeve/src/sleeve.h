@@ -11,9 +11,10 @@
 
 #include "crypto.h"
 #include "frame.h"
+#include "gro.h"
 #include "reasm.h"
 
-#define SV_VERSION_STR "0.3.0"
+#define SV_VERSION_STR "0.4.0"
 #define SV_MAX_PEERS 16
 
 enum sv_ctr {
@@ -23,12 +24,14 @@ enum sv_ctr {
 	SV_C_TX_BATCHES,
 	SV_C_TX_SUPER,
 	SV_C_TX_FRAGS,
+	SV_C_TX_SEGMENTED,
 	SV_C_TX_CALLS,
 	SV_C_RX_FRAMES,
 	SV_C_RX_BYTES,
 	SV_C_RX_DGRAMS,
 	SV_C_RX_SUPER,
 	SV_C_RX_FRAGS,
+	SV_C_RX_COALESCED,
 	SV_C_RX_CALLS,
 	SV_C_HB_SENT,
 	SV_C_HB_RECV,
@@ -77,7 +80,7 @@ typedef int (*sv_send_fn)(struct sv *s, struct sv_peer *p, const uint8_t *dgram,
 struct sv {
 	/* configuration */
 	const char *dev;
-	int l3, basic, batch, offload, verbose, hb_ms;
+	int l3, basic, batch, offload, segment, verbose, hb_ms;
 	uint64_t spin_ns; /* busy-poll this long after traffic before sleeping */
 	int mtu_auto, mtu; /* mtu: the device MTU in effect */
 	const char *stats_file;
@@ -101,6 +104,7 @@ struct sv {
 	uint64_t start_ns;
 	uint32_t hb_seq;
 	pthread_mutex_t lock; /* offload changes */
+	struct sv_gro gro; /* owned by the rx thread */
 };
 
 uint64_t sv_now_ns(void);
@@ -124,6 +128,8 @@ void sv_update_tso(struct sv *s);
 int sv_tap_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet);
 /* after a receive batch, before its buffers are reused */
 void sv_rx_settle(struct sv *s);
+/* writes out a super-frame being gathered from segments (--segment) */
+void sv_rx_gro_flush(struct sv *s);
 
 /* tx.c */
 void *sv_tx_thread(void *arg);

@@ -47,14 +47,14 @@ static void group(FILE *f, struct sv *s, const char *name, const char *const *ke
 static int write_json(FILE *f, struct sv *s)
 {
 	static const char *const txk[] = {"frames", "bytes", "datagrams", "batches",
-					  "super_frames", "fragments", "send_calls"};
+					  "super_frames", "fragments", "send_calls", "segmented"};
 	static const enum sv_ctr txi[] = {SV_C_TX_FRAMES, SV_C_TX_BYTES, SV_C_TX_DGRAMS,
 					  SV_C_TX_BATCHES, SV_C_TX_SUPER, SV_C_TX_FRAGS,
-					  SV_C_TX_CALLS};
+					  SV_C_TX_CALLS, SV_C_TX_SEGMENTED};
 	static const char *const rxk[] = {"frames", "bytes", "datagrams", "super_frames",
-					  "fragments", "recv_calls"};
+					  "fragments", "recv_calls", "coalesced"};
 	static const enum sv_ctr rxi[] = {SV_C_RX_FRAMES, SV_C_RX_BYTES, SV_C_RX_DGRAMS,
-					  SV_C_RX_SUPER, SV_C_RX_FRAGS, SV_C_RX_CALLS};
+					  SV_C_RX_SUPER, SV_C_RX_FRAGS, SV_C_RX_CALLS, SV_C_RX_COALESCED};
 	static const char *const hbk[] = {"sent", "received"};
 	static const enum sv_ctr hbi[] = {SV_C_HB_SENT, SV_C_HB_RECV};
 	static const enum sv_ctr pri[] = {SV_C_PROBE_SENT, SV_C_PROBE_ACKED};
@@ -64,13 +64,13 @@ static int write_json(FILE *f, struct sv *s)
 
 	fprintf(f, "{\n  \"version\": \"%s\", \"dev\": \"%s\", \"mode\": \"%s\",\n", SV_VERSION_STR,
 		s->dev, s->l3 ? "l3" : "l2");
-	fprintf(f, "  \"basic\": %s, \"batch\": %s, \"crypto\": %s,\n", tf(s->basic), tf(s->batch),
-		tf(s->enc));
+	fprintf(f, "  \"basic\": %s, \"batch\": %s, \"segment\": %s, \"crypto\": %s,\n",
+		tf(s->basic), tf(s->batch), tf(s->segment), tf(s->enc));
 	fprintf(f, "  \"mtu\": %d, \"path_mtu\": %u, \"overhead\": %d, \"uptime_s\": %.3f,\n", s->mtu,
 		sv_min_pmtu(s) + (unsigned)s->ip_over + 8, sv_overhead(s),
 		(double)(now - s->start_ns) / 1e9);
-	group(f, s, "tx", txk, txi, 7, 0);
-	group(f, s, "rx", rxk, rxi, 6, 0);
+	group(f, s, "tx", txk, txi, (int)(sizeof(txi) / sizeof(txi[0])), 0);
+	group(f, s, "rx", rxk, rxi, (int)(sizeof(rxi) / sizeof(rxi[0])), 0);
 	group(f, s, "heartbeats", hbk, hbi, 2, 0);
 	group(f, s, "probes", prk, pri, 2, 0);
 	fprintf(f, "  \"drops\": {");

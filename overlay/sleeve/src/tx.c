@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "seg.h"
 #include "sleeve.h"
 
 #define TX_MSGS 256
@@ -24,6 +25,8 @@ struct txq {
 	struct mmsghdr msg[TX_MSGS];
 	uint16_t dgram_iovs[TX_MSGS]; /* GSO trains: iovecs per datagram, 0 = not a train */
 	uint16_t ndgrams[TX_MSGS];
+	uint16_t train_seg; /* last message: a train of DATA datagrams of this size that
+			     * may grow (0 = it may not) */
 	int nmsg;
 	struct iovec iov[TX_IOVS];
 	int niov;
@@ -103,6 +106,7 @@ static void flush(struct txq *q)
 	q->nmsg = 0;
 	q->niov = 0;
 	q->aused = 0;
+	q->train_seg = 0;
 	/* the buffer being filled or processed now becomes buffer 0 */
 	if (q->rbused > 0 && q->rbused < TX_RBUFS) {
 		uint8_t *cur = q->rbuf[q->rbused];
@@ -111,6 +115,19 @@ static void flush(struct txq *q)
 		q->rbuf[0] = cur;
 	}
 	q->rbused = 0;
+}
+
+static void set_segment(struct msghdr *m, void *cbuf, size_t cbuflen, uint16_t seg)
+{
+	struct cmsghdr *c;
+
+	m->msg_control = cbuf;
+	m->msg_controllen = cbuflen;
+	c = CMSG_FIRSTHDR(m);
+	c->cmsg_level = SOL_UDP;
+	c->cmsg_type = UDP_SEGMENT;
+	c->cmsg_len = CMSG_LEN(sizeof(seg));
+	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
 }
 
 /* Queues iov[first .. first+n) as one message to every peer. */
@@ -130,21 +147,42 @@ static void push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, 
 		q->dgram_iovs[q->nmsg] = 0;
 		q->ndgrams[q->nmsg] = (uint16_t)ndgrams;
 		if (ndgrams > 1) {
-			struct cmsghdr *c;
-			uint16_t v = (uint16_t)seg;
-
-			m->msg_control = q->cm[q->nmsg].b;
-			m->msg_controllen = sizeof(q->cm[q->nmsg].b);
-			c = CMSG_FIRSTHDR(m);
-			c->cmsg_level = SOL_UDP;
-			c->cmsg_type = UDP_SEGMENT;
-			c->cmsg_len = CMSG_LEN(sizeof(v));
-			memcpy(CMSG_DATA(c), &v, sizeof(v));
+			set_segment(m, q->cm[q->nmsg].b, sizeof(q->cm[q->nmsg].b), (uint16_t)seg);
 			q->dgram_iovs[q->nmsg] = (uint16_t)per;
 		}
 		q->nmsg++;
 		sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, ndgrams);
 	}
+	q->train_seg = 0;
+}
+
+/* Queues one DATA datagram (iov[first], len bytes). Consecutive datagrams of one
+ * size (the last may be shorter) to a single peer join one UDP GSO train: a
+ * super-frame cut in userspace still leaves in one sendmsg and arrives as one
+ * GRO train. */
+static void push_dgram(struct txq *q, int first, size_t len)
+{
+	struct sv *s = q->s;
+	struct mmsghdr *mm = q->nmsg ? &q->msg[q->nmsg - 1] : NULL;
+	struct msghdr *m = mm ? &mm->msg_hdr : NULL;
+
+	if (m && q->train_seg && len <= q->train_seg && m->msg_iovlen < GSO_MAX_SEGS &&
+	    m->msg_iov + m->msg_iovlen == &q->iov[first] &&
+	    (m->msg_iovlen + 1) * (size_t)q->train_seg <= SV_MAX_DGRAM) {
+		if (m->msg_iovlen == 1)
+			set_segment(m, q->cm[q->nmsg - 1].b, sizeof(q->cm[q->nmsg - 1].b),
+				    q->train_seg);
+		m->msg_iovlen++;
+		q->dgram_iovs[q->nmsg - 1] = 1;
+		q->ndgrams[q->nmsg - 1]++;
+		sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
+		if (len < q->train_seg)
+			q->train_seg = 0; /* a shorter datagram ends a train */
+		return;
+	}
+	push(q, first, 1, 1, 0, 0);
+	if (s->npeers == 1 && __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED) && len <= UINT16_MAX)
+		q->train_seg = (uint16_t)len;
 }
 
 static int room(struct txq *q, int msgs, int iovs, size_t bytes)
@@ -167,8 +205,8 @@ static void pk_close(struct txq *q)
 	q->iov[q->niov].iov_base = q->pk.dgram;
 	q->iov[q->niov].iov_len = len;
 	q->aused += (size_t)(q->pk.dgram - q->pk.buf) + len;
-	push(q, q->niov, 1, 1, 0, 0);
 	q->niov++;
+	push_dgram(q, q->niov - 1, len);
 }
 
 /* Seals data[0..len) in place as one unit (the tag goes to data + len) and
@@ -240,6 +278,33 @@ static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint
 	return 1;
 }
 
+/* --segment: a TCP super-frame cut into ordinary frames here, each packed like a
+ * frame read from the device (and sent in GSO trains by push_dgram). */
+static void tx_segments(struct txq *q, const struct sv_seg *g, uint32_t dgram)
+{
+	struct sv *s = q->s;
+
+	sv_count(&s->ctr_tx, SV_C_TX_SEGMENTED, 1);
+	for (unsigned i = 0; i < g->count; i++) {
+		size_t len = sv_seg_len(g, i);
+		uint8_t *p = q->pk_open ? sv_pack_reserve(&q->pk, len) : NULL;
+
+		if (!p) {
+			pk_close(q);
+			if (!room(q, 1, 1, (size_t)dgram + SV_PACK_SLACK))
+				flush(q);
+			sv_pack_begin(&q->pk, q->arena + q->aused, dgram, base_flags(s));
+			q->pk_open = 1;
+			p = sv_pack_reserve(&q->pk, len);
+		}
+		sv_seg_build(g, i, p);
+		sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
+		sv_count(&s->ctr_tx, SV_C_TX_BYTES, len);
+		if (!s->batch)
+			pk_close(q);
+	}
+}
+
 /* One read from the device. Returns 1 if the buffer must be kept until the flush. */
 static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 {
@@ -257,6 +322,13 @@ static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 		frame = buf + SV_VNET_LEN;
 		flen = n - SV_VNET_LEN;
 		if (vh.gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+			struct sv_seg g;
+
+			if (s->segment && sv_seg_plan(&g, frame, flen, &vh, s->l3) &&
+			    sv_seg_len(&g, 0) <= sv_pack_max_frame(dgram, s->enc)) {
+				tx_segments(q, &g, dgram);
+				return 0;
+			}
 			sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
 			sv_count(&s->ctr_tx, SV_C_TX_BYTES, flen);
 			sv_count(&s->ctr_tx, SV_C_TX_SUPER, 1);

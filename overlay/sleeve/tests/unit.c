@@ -11,6 +11,8 @@
 #include "frame.h"
 #include "reasm.h"
 #include "crypto.h"
+#include "seg.h"
+#include "gro.h"
 #include "sleeve.h"
 
 static int failures, checks;
@@ -1027,6 +1029,8 @@ static int write_seed(const char *dir, const char *name, uint8_t cfg, uint8_t *d
 	return fclose(f) ? -errno : 0;
 }
 
+static int write_seg_seeds(const char *dir, struct sv *s, uint8_t **d, size_t *n);
+
 static int write_corpus(const char *dir)
 {
 	static struct sv s;
@@ -1039,7 +1043,7 @@ static int write_corpus(const char *dir)
 	memset(f1, 1, sizeof(f1));
 	memset(f2, 2, sizeof(f2));
 	memset(unit, 3, sizeof(unit));
-	/* cfg bits: 1 enc, 2 l3, 4 vnet (see fuzz/fuzz_rx.c) */
+	/* cfg bits: 1 enc, 2 l3, 4 vnet, 8 segment (see fuzz/fuzz_rx.c) */
 	for (uint8_t cfg = 0; cfg < 8; cfg++) {
 		char name[64];
 
@@ -1061,8 +1065,239 @@ static int write_corpus(const char *dir)
 		snprintf(name, sizeof(name), "ctl-%u", cfg);
 		ret |= write_seed(dir, name, cfg, d, n, 3);
 	}
+	ret |= write_seg_seeds(dir, &s, d, n);
 	sv_setup(&s, 0, 0, 0, 0);
 	return ret;
+}
+
+
+/* ---- --segment: cutting a super-frame and gathering it back ---- */
+
+/* one's complement sum, not inverted (reference, byte by byte) */
+static uint32_t ref_sum(const uint8_t *p, size_t n, uint32_t sum)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
+	if (n & 1)
+		sum += (uint32_t)p[n - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return sum;
+}
+
+/* does the TCP checksum of this Ethernet frame verify? */
+static int tcp_csum_ok(const uint8_t *f, size_t len, int v6)
+{
+	const uint8_t *ip = f + SV_ETH_HLEN;
+	size_t iphl = v6 ? 40 : (size_t)(ip[0] & 15) * 4, tl = len - SV_ETH_HLEN - iphl;
+	uint8_t ps[40] = {0};
+	size_t pl;
+
+	if (!v6) {
+		memcpy(ps, ip + 12, 8);
+		ps[9] = 6;
+		ps[10] = (uint8_t)(tl >> 8);
+		ps[11] = (uint8_t)tl;
+		pl = 12;
+	} else {
+		memcpy(ps, ip + 8, 32);
+		ps[34] = (uint8_t)(tl >> 8);
+		ps[35] = (uint8_t)tl;
+		ps[39] = 6;
+		pl = 40;
+	}
+	return ref_sum(ip + iphl, tl, ref_sum(ps, pl, 0)) == 0xffff;
+}
+
+/* An Ethernet + IPv4/IPv6 + TCP (12 bytes of options) super-frame with plen
+ * bytes of payload and consistent lengths; returns its length. */
+static size_t make_super(uint8_t *f, int v6, size_t plen, uint8_t flags)
+{
+	size_t iphl = v6 ? 40 : 20, hl = SV_ETH_HLEN + iphl + 32, len = hl + plen;
+	uint8_t *ip = f + SV_ETH_HLEN, *th = ip + iphl;
+
+	memset(f, 0, hl);
+	memcpy(f, "\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01", 12);
+	sv_put16(f + 12, v6 ? 0x86dd : 0x0800);
+	if (!v6) {
+		ip[0] = 0x45;
+		sv_put16(ip + 2, (uint16_t)(len - SV_ETH_HLEN));
+		sv_put16(ip + 4, 0x1000);
+		sv_put16(ip + 6, 0x4000); /* DF */
+		ip[8] = 64;
+		ip[9] = 6;
+		memcpy(ip + 12, "\xc6\x12\x40\x0b\xc6\x12\x40\x0c", 8);
+		sv_put16(ip + 10, (uint16_t)~ref_sum(ip, 20, 0));
+	} else {
+		ip[0] = 0x60;
+		sv_put16(ip + 4, (uint16_t)(len - SV_ETH_HLEN - 40));
+		ip[6] = 6;
+		ip[7] = 64;
+		ip[8] = 0x20; /* 2001:db8::1 -> ::2 (documentation addresses, never sent) */
+		ip[9] = 0x01;
+		ip[10] = 0x0d;
+		ip[11] = 0xb8;
+		memcpy(ip + 24, ip + 8, 16);
+		ip[23] = 1;
+		ip[39] = 2;
+	}
+	sv_put16(th, 40000);
+	sv_put16(th + 2, 5201);
+	sv_put32(th + 4, 0xfffff000u); /* wraps around inside the frame */
+	sv_put32(th + 8, 77);
+	th[12] = 8 << 4;
+	th[13] = flags;
+	sv_put16(th + 14, 502);
+	memcpy(th + 20, "\x01\x01\x08\x0a\x00\x00\x00\x01\x00\x00\x00\x02", 12);
+	for (size_t i = 0; i < plen; i++)
+		f[hl + i] = (uint8_t)(i * 7 + 3);
+	return len;
+}
+
+static void test_segment_roundtrip(int v6)
+{
+	static uint8_t sf[70000], seg[SV_SEG_MAX][1600], out[70000];
+	struct virtio_net_hdr vh = {.gso_type = v6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4,
+				    .gso_size = 1398};
+	size_t plen = 5000, flen = make_super(sf, v6, plen, 0x18 /* ACK PSH */), hl = flen - plen;
+	struct sv_seg g;
+	struct sv_gro gro = {0};
+	const struct iovec *iov;
+	struct virtio_net_hdr got;
+	size_t len, cut;
+	int has_vnet, n;
+
+	CHECK_EQ(sv_seg_plan(&g, sf, flen, &vh, 0), 4);
+	CHECK_EQ(g.hlen, hl);
+	for (unsigned i = 0; i < g.count; i++) {
+		size_t sl = sv_seg_len(&g, i), pl = i < 3 ? 1398 : 5000 - 3 * 1398;
+		const uint8_t *ip = seg[i] + SV_ETH_HLEN, *th = ip + (v6 ? 40 : 20);
+
+		CHECK_EQ(sl, hl + pl);
+		sv_seg_build(&g, i, seg[i]);
+		if (!v6) {
+			CHECK_EQ(sv_get16(ip + 2), sl - SV_ETH_HLEN);
+			CHECK_EQ(sv_get16(ip + 4), 0x1000 + i);
+			CHECK_EQ(ref_sum(ip, 20, 0), 0xffff);
+		} else {
+			CHECK_EQ(sv_get16(ip + 4), sl - SV_ETH_HLEN - 40);
+		}
+		CHECK_EQ(sv_get32(th + 4), (uint32_t)(0xfffff000u + i * 1398));
+		CHECK_EQ(th[13], i == 3 ? 0x18 : 0x10);
+		CHECK(tcp_csum_ok(seg[i], sl, v6));
+		CHECK(!memcmp(seg[i] + hl, sf + hl + i * 1398, pl));
+		CHECK_EQ(sv_gro_add(&gro, seg[i], sl, 0), 1);
+	}
+	/* the short, pushed last segment closed it */
+	CHECK_EQ(sv_gro_add(&gro, seg[0], sv_seg_len(&g, 0), 0), 0);
+	n = sv_gro_finish(&gro, &iov, &len, &has_vnet);
+	CHECK_EQ(n, 5);
+	CHECK_EQ(has_vnet, 1);
+	CHECK_EQ(len, SV_VNET_LEN + flen);
+	cut = flatten(iov, n, out, sizeof(out));
+	CHECK_EQ(cut, len);
+	memcpy(&got, out, sizeof(got));
+	CHECK_EQ(got.gso_type, vh.gso_type);
+	CHECK_EQ(got.gso_size, 1398);
+	CHECK_EQ(got.hdr_len, hl);
+	CHECK_EQ(got.flags, VIRTIO_NET_HDR_F_NEEDS_CSUM);
+	CHECK_EQ(got.csum_start, SV_ETH_HLEN + (v6 ? 40 : 20));
+	CHECK_EQ(got.csum_offset, 16);
+	/* the original super-frame again, but for the partial checksum, which
+	 * completes to a valid one */
+	CHECK(!memcmp(out + SV_VNET_LEN, sf, hl - 16));
+	CHECK(!memcmp(out + SV_VNET_LEN + hl - 14, sf + hl - 14, flen - hl + 14));
+	CHECK_EQ(sv_csum_complete(out + SV_VNET_LEN, flen, got.csum_start, got.csum_offset), 0);
+	CHECK(tcp_csum_ok(out + SV_VNET_LEN, flen, v6));
+	CHECK_EQ(sv_gro_finish(&gro, &iov, &len, &has_vnet), 0);
+}
+
+/* seeds for the gathering path (cfg bit 8: --segment): three segments of a
+ * super-frame, one DATA datagram each, plain and sealed */
+static int write_seg_seeds(const char *dir, struct sv *s, uint8_t **d, size_t *n)
+{
+	static uint8_t sf[8000], seg[3][1600];
+	/* segments that fit a sealed datagram on a 1500 underlay too */
+	struct virtio_net_hdr vh = {.gso_type = VIRTIO_NET_HDR_GSO_TCPV4, .gso_size = 1300};
+	size_t flen = make_super(sf, 0, 3300, 0x18);
+	struct sv_seg g;
+	int ret = 0;
+
+	sv_seg_plan(&g, sf, flen, &vh, 0);
+	for (unsigned i = 0; i < 3; i++)
+		sv_seg_build(&g, i, seg[i]);
+	for (uint8_t enc = 0; enc < 2; enc++) {
+		char name[64];
+
+		sv_setup(s, enc, 0, 1, 0x3333);
+		for (unsigned i = 0; i < 3; i++)
+			n[i] = mk_data(s, d[i], seg[i], sv_seg_len(&g, i), NULL, 0);
+		snprintf(name, sizeof(name), "segments-%u", 12u | enc);
+		ret |= write_seed(dir, name, (uint8_t)(12u | enc), d, n, 3);
+	}
+	return ret;
+}
+
+static void test_segment(void)
+{
+	static uint8_t sf[70000], seg[2][1600];
+	struct virtio_net_hdr vh = {.gso_type = VIRTIO_NET_HDR_GSO_TCPV4, .gso_size = 1000};
+	size_t flen = make_super(sf, 0, 3000, 0x10);
+	struct sv_seg g;
+	struct sv_gro gro = {0};
+	const struct iovec *iov;
+	size_t len;
+	int has_vnet;
+
+	test_segment_roundtrip(0);
+	test_segment_roundtrip(1);
+	/* frames the sleeve leaves whole */
+	CHECK_EQ(sv_seg_plan(&g, sf, flen, &vh, 0), 3);
+	CHECK_EQ(sv_seg_plan(&g, sf, 60, &vh, 0), 0); /* headers only */
+	vh.gso_type = VIRTIO_NET_HDR_GSO_UDP;
+	CHECK_EQ(sv_seg_plan(&g, sf, flen, &vh, 0), 0);
+	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV6; /* an IPv4 frame */
+	CHECK_EQ(sv_seg_plan(&g, sf, flen, &vh, 0), 0);
+	vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	vh.gso_size = 0;
+	CHECK_EQ(sv_seg_plan(&g, sf, flen, &vh, 0), 0);
+	vh.gso_size = 2; /* more than SV_SEG_MAX segments */
+	CHECK_EQ(sv_seg_plan(&g, sf, flen, &vh, 0), 0);
+	vh.gso_size = 1000;
+	sf[SV_ETH_HLEN + 6] |= 0x20; /* more fragments */
+	CHECK_EQ(sv_seg_plan(&g, sf, flen, &vh, 0), 0);
+	sf[SV_ETH_HLEN + 6] &= 0xdf;
+	CHECK_EQ(sv_seg_plan(&g, sf + SV_ETH_HLEN, flen - SV_ETH_HLEN, &vh, 1), 3); /* L3 */
+
+	/* gathering: only the next segment of the same flow joins */
+	sv_seg_plan(&g, sf, flen, &vh, 0);
+	sv_seg_build(&g, 0, seg[0]);
+	sv_seg_build(&g, 2, seg[1]); /* a gap */
+	CHECK_EQ(sv_gro_add(&gro, seg[0], sv_seg_len(&g, 0), 0), 1);
+	CHECK_EQ(sv_gro_add(&gro, seg[1], sv_seg_len(&g, 2), 0), 0);
+	/* one segment goes back as it came, without a vnet header */
+	CHECK_EQ(sv_gro_finish(&gro, &iov, &len, &has_vnet), 1);
+	CHECK_EQ(has_vnet, 0);
+	CHECK_EQ(len, sv_seg_len(&g, 0));
+	CHECK(iov[0].iov_base == seg[0]);
+	sv_seg_build(&g, 1, seg[1]);
+	CHECK_EQ(sv_gro_add(&gro, seg[0], sv_seg_len(&g, 0), 0), 1);
+	seg[1][SV_ETH_HLEN + 20 + 1] ^= 1; /* another destination port */
+	CHECK_EQ(sv_gro_add(&gro, seg[1], sv_seg_len(&g, 1), 0), 0);
+	seg[1][SV_ETH_HLEN + 20 + 1] ^= 1;
+	seg[1][SV_ETH_HLEN + 20 + 14] ^= 1; /* another window */
+	CHECK_EQ(sv_gro_add(&gro, seg[1], sv_seg_len(&g, 1), 0), 0);
+	seg[1][SV_ETH_HLEN + 20 + 14] ^= 1;
+	CHECK_EQ(sv_gro_add(&gro, seg[1], sv_seg_len(&g, 1), 0), 1);
+	CHECK_EQ(sv_gro_finish(&gro, &iov, &len, &has_vnet), 3);
+	/* FIN, SYN and pure ACKs never join, not even an empty one */
+	seg[0][SV_ETH_HLEN + 20 + 13] = 0x11;
+	CHECK_EQ(sv_gro_add(&gro, seg[0], sv_seg_len(&g, 0), 0), 0);
+	seg[0][SV_ETH_HLEN + 20 + 13] = 0x10;
+	CHECK_EQ(sv_gro_add(&gro, seg[0], g.hlen, 0), 0);
+	/* a length that disagrees with the IP header */
+	CHECK_EQ(sv_gro_add(&gro, seg[0], sv_seg_len(&g, 0) - 1, 0), 0);
+	CHECK_EQ(sv_gro_finish(&gro, &iov, &len, &has_vnet), 0);
 }
 
 int main(int argc, char **argv)
@@ -1088,6 +1323,7 @@ int main(int argc, char **argv)
 	test_rx_path();
 	test_sealed_units();
 	test_csum();
+	test_segment();
 	printf("unit: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
