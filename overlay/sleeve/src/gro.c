@@ -12,6 +12,7 @@
 
 #include "frame.h"
 #include "gro.h"
+#include "seg.h"
 
 #define TCP_ACK 0x10
 #define TCP_PSH 0x08
@@ -139,26 +140,8 @@ int sv_gro_finish(struct sv_gro *g, const struct iovec **iov, size_t *len, int *
 		*has_vnet = 0;
 		return 1;
 	}
-	if (!g->v6) {
-		sv_put16(ip + 2, (uint16_t)(g->iphl + tcplen));
-		memset(ip + 10, 0, 2);
-		c = (uint16_t)~sv_csum_fold(ip, g->iphl, 0);
-		memcpy(ip + 10, &c, 2);
-		memcpy(pseudo, ip + 12, 8);
-		pseudo[8] = 0;
-		pseudo[9] = 6;
-		sv_put16(pseudo + 10, (uint16_t)tcplen);
-		plen = 12;
-		vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
-	} else {
-		sv_put16(ip + 4, (uint16_t)tcplen);
-		memcpy(pseudo, ip + 8, 32);
-		sv_put32(pseudo + 32, (uint32_t)tcplen);
-		memset(pseudo + 36, 0, 3);
-		pseudo[39] = 6;
-		plen = 40;
-		vh.gso_type = VIRTIO_NET_HDR_GSO_TCPV6;
-	}
+	plen = sv_tcp_ip_fix(ip, g->iphl, g->v6, tcplen, pseudo);
+	vh.gso_type = g->v6 ? VIRTIO_NET_HDR_GSO_TCPV6 : VIRTIO_NET_HDR_GSO_TCPV4;
 	/* partial checksum: the pseudo-header sum, completed by whoever needs it */
 	c = sv_csum_fold(pseudo, plen, 0);
 	memcpy(th + 16, &c, 2);

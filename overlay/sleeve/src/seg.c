@@ -70,6 +70,30 @@ size_t sv_seg_len(const struct sv_seg *g, unsigned i)
 	return g->hlen + (g->plen - off < g->mss ? g->plen - off : g->mss);
 }
 
+size_t sv_tcp_ip_fix(uint8_t *ip, size_t iphl, int v6, size_t tcplen, uint8_t *pseudo)
+{
+	uint16_t c;
+
+	if (v6) {
+		sv_put16(ip + 4, (uint16_t)tcplen);
+		memcpy(pseudo, ip + 8, 32);
+		sv_put32(pseudo + 32, (uint32_t)tcplen);
+		memset(pseudo + 36, 0, 3);
+		pseudo[39] = IPPROTO_TCP_;
+		return 40;
+	}
+	sv_put16(ip + 2, (uint16_t)(iphl + tcplen));
+	memset(ip + 10, 0, 2);
+	c = (uint16_t)~sv_csum_fold(ip, iphl, 0);
+	memcpy(ip + 10, &c, 2);
+	/* addresses, zero, protocol, TCP length */
+	memcpy(pseudo, ip + 12, 8);
+	pseudo[8] = 0;
+	pseudo[9] = IPPROTO_TCP_;
+	sv_put16(pseudo + 10, (uint16_t)tcplen);
+	return 12;
+}
+
 void sv_seg_build(const struct sv_seg *g, unsigned i, uint8_t *out)
 {
 	size_t off = (size_t)i * g->mss, pl = g->plen - off < g->mss ? g->plen - off : g->mss;
@@ -79,26 +103,9 @@ void sv_seg_build(const struct sv_seg *g, unsigned i, uint8_t *out)
 
 	memcpy(out, g->frame, g->hlen);
 	memcpy(out + g->hlen, g->frame + g->hlen + off, pl);
-	if (!g->v6) {
-		sv_put16(ip + 2, (uint16_t)(g->iphl + tcplen));
+	if (!g->v6)
 		sv_put16(ip + 4, (uint16_t)(sv_get16(ip + 4) + i));
-		memset(ip + 10, 0, 2);
-		c = (uint16_t)~sv_csum_fold(ip, g->iphl, 0);
-		memcpy(ip + 10, &c, 2);
-		/* pseudo header: addresses, zero, protocol, TCP length */
-		memcpy(pseudo, ip + 12, 8);
-		pseudo[8] = 0;
-		pseudo[9] = IPPROTO_TCP_;
-		sv_put16(pseudo + 10, (uint16_t)tcplen);
-		plen_ps = 12;
-	} else {
-		sv_put16(ip + 4, (uint16_t)tcplen);
-		memcpy(pseudo, ip + 8, 32);
-		sv_put32(pseudo + 32, (uint32_t)tcplen);
-		memset(pseudo + 36, 0, 3);
-		pseudo[39] = IPPROTO_TCP_;
-		plen_ps = 40;
-	}
+	plen_ps = sv_tcp_ip_fix(ip, g->iphl, g->v6, tcplen, pseudo);
 	sv_put32(th + 4, (uint32_t)(sv_get32(th + 4) + off));
 	if (i + 1 < g->count)
 		th[13] &= (uint8_t)~(TCP_FIN | TCP_PSH);

@@ -963,7 +963,8 @@ static void test_sealed_units(void)
 }
 
 /* ---- checksum completion ---- */
-static uint16_t ref_csum(const uint8_t *p, size_t n, uint32_t sum)
+/* one's complement sum, not inverted (reference, byte by byte) */
+static uint32_t ref_sum(const uint8_t *p, size_t n, uint32_t sum)
 {
 	for (size_t i = 0; i + 1 < n; i += 2)
 		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
@@ -971,7 +972,12 @@ static uint16_t ref_csum(const uint8_t *p, size_t n, uint32_t sum)
 		sum += (uint32_t)p[n - 1] << 8;
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
+	return sum;
+}
+
+static uint16_t ref_csum(const uint8_t *p, size_t n, uint32_t sum)
+{
+	return (uint16_t)~ref_sum(p, n, sum);
 }
 
 static void test_csum(void)
@@ -1072,18 +1078,6 @@ static int write_corpus(const char *dir)
 
 
 /* ---- --segment: cutting a super-frame and gathering it back ---- */
-
-/* one's complement sum, not inverted (reference, byte by byte) */
-static uint32_t ref_sum(const uint8_t *p, size_t n, uint32_t sum)
-{
-	for (size_t i = 0; i + 1 < n; i += 2)
-		sum += (uint32_t)(p[i] << 8 | p[i + 1]);
-	if (n & 1)
-		sum += (uint32_t)p[n - 1] << 8;
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return sum;
-}
 
 /* does the TCP checksum of this Ethernet frame verify? */
 static int tcp_csum_ok(const uint8_t *f, size_t len, int v6)
