@@ -46,7 +46,7 @@ bench: setup
 
 # Unit and integration tests of harness/ and overlay/ (real namespaces, real tools).
 test: setup-test
-	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan; fi
+	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan netns; fi
 	$(PY) -m pytest -q tests
 
 # The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
