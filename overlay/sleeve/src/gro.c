@@ -4,9 +4,11 @@
  * lengths and checksums aside), the next sequence number, plain ACK segments
  * (PSH ends a super-frame), every segment but the last of the same size. The
  * result goes to the device with a GSO virtio_net_hdr and a partial checksum,
- * as the kernel hands super-frames over itself; the segments' own checksums
- * are not checked here: the underlay's UDP checksum, or the AEAD tag, covered
- * every byte on the way. */
+ * as the kernel hands super-frames over itself. As the kernel's GRO, it
+ * merges only segments whose TCP checksum verifies: the partial checksum the
+ * whole gets is trusted by the stack, and a frame may have been damaged before
+ * it ever reached the peer's sleeve (a bridged host in L2 mode); such a
+ * segment goes to the device alone, where the stack drops it. */
 #include <linux/virtio_net.h>
 #include <string.h>
 
@@ -60,6 +62,15 @@ static int parse(const uint8_t *f, size_t len, int l3, struct parsed *p)
 	return 1;
 }
 
+static int csum_ok(const uint8_t *f, const struct parsed *p)
+{
+	uint8_t pseudo[40];
+	size_t tcplen = p->thl + p->pl, plen = sv_tcp_pseudo(f + p->l3off, p->v6, tcplen, pseudo);
+
+	/* the sum over everything, checksum field included, is all ones */
+	return sv_csum_fold(f + p->l3off + p->iphl, tcplen, sv_csum_fold(pseudo, plen, 0)) == 0xffff;
+}
+
 /* Headers equal but for what differs between segments of one super-frame. */
 static int same_headers(const struct sv_gro *g, const uint8_t *f)
 {
@@ -87,7 +98,7 @@ int sv_gro_add(struct sv_gro *g, const uint8_t *frame, size_t len, int l3)
 	struct parsed p;
 	const uint8_t *th;
 
-	if (!parse(frame, len, l3, &p))
+	if (!parse(frame, len, l3, &p) || !csum_ok(frame, &p))
 		return 0;
 	th = frame + p.l3off + p.iphl;
 	if (g->open) {

@@ -6,14 +6,16 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#define SV_GRO_MAX 64      /* segments per super-frame */
-#define SV_GRO_HDR_MAX 136 /* Ethernet + IPv6 + TCP with 60 bytes of options */
+#include "wire.h"
 
-/* One super-frame being built from consecutive segments of one TCP flow. The
- * payloads are not copied: iov points into the receive buffers, so the caller
+#define SV_GRO_MAX 64      /* segments per super-frame */
+#define SV_GRO_HDR_MAX 134 /* Ethernet + IPv4 with options (60) + TCP with options (60) */
+
+/* One super-frame being built from consecutive segments of one TCP flow (one
+ * flow at a time: any other frame in between ends it). The payloads are not copied: iov points into the receive buffers, so the caller
  * finishes (and writes) it before those buffers are reused. */
 struct sv_gro {
-	uint8_t hdr[10 + SV_GRO_HDR_MAX]; /* virtio_net_hdr + the first segment's headers */
+	uint8_t hdr[SV_VNET_LEN + SV_GRO_HDR_MAX]; /* virtio_net_hdr + the first segment's headers */
 	struct iovec iov[SV_GRO_MAX + 1];
 	const uint8_t *first; /* the first segment, as received */
 	size_t first_len;

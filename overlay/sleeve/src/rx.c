@@ -98,10 +98,13 @@ static enum sv_drop rx_frame(struct sv *s, const uint8_t *f, size_t len)
 	struct iovec v = {(void *)f, len};
 
 	if (s->segment && s->vnet) {
-		if (sv_gro_add(&s->gro, f, len, s->l3))
+		/* an oversize frame is not gathered: deliver() drops it */
+		int fits = len <= (size_t)s->mtu + link_hlen(s);
+
+		if (fits && sv_gro_add(&s->gro, f, len, s->l3))
 			return SV_OK;
-		sv_rx_gro_flush(s);
-		if (sv_gro_add(&s->gro, f, len, s->l3))
+		sv_rx_gro_flush(s); /* what was gathered goes first */
+		if (fits && sv_gro_add(&s->gro, f, len, s->l3))
 			return SV_OK;
 	}
 	return deliver(s, &v, 1, len, 0);
@@ -203,6 +206,7 @@ static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *d, c
 	}
 	if (h->flags & SV_F_VNET)
 		sv_count(&s->ctr_rx, SV_C_RX_SUPER, 1);
+	sv_rx_gro_flush(s); /* frames gathered before this unit go first */
 	return deliver(s, u.iov, u.n, u.len, !!(h->flags & SV_F_VNET));
 }
 

@@ -70,28 +70,37 @@ size_t sv_seg_len(const struct sv_seg *g, unsigned i)
 	return g->hlen + (g->plen - off < g->mss ? g->plen - off : g->mss);
 }
 
-size_t sv_tcp_ip_fix(uint8_t *ip, size_t iphl, int v6, size_t tcplen, uint8_t *pseudo)
+size_t sv_tcp_pseudo(const uint8_t *ip, int v6, size_t tcplen, uint8_t *pseudo)
 {
-	uint16_t c;
-
 	if (v6) {
-		sv_put16(ip + 4, (uint16_t)tcplen);
+		/* addresses, TCP length (32 bits), zero, next header */
 		memcpy(pseudo, ip + 8, 32);
 		sv_put32(pseudo + 32, (uint32_t)tcplen);
 		memset(pseudo + 36, 0, 3);
 		pseudo[39] = IPPROTO_TCP_;
 		return 40;
 	}
-	sv_put16(ip + 2, (uint16_t)(iphl + tcplen));
-	memset(ip + 10, 0, 2);
-	c = (uint16_t)~sv_csum_fold(ip, iphl, 0);
-	memcpy(ip + 10, &c, 2);
 	/* addresses, zero, protocol, TCP length */
 	memcpy(pseudo, ip + 12, 8);
 	pseudo[8] = 0;
 	pseudo[9] = IPPROTO_TCP_;
 	sv_put16(pseudo + 10, (uint16_t)tcplen);
 	return 12;
+}
+
+size_t sv_tcp_ip_fix(uint8_t *ip, size_t iphl, int v6, size_t tcplen, uint8_t *pseudo)
+{
+	uint16_t c;
+
+	if (v6) {
+		sv_put16(ip + 4, (uint16_t)tcplen);
+	} else {
+		sv_put16(ip + 2, (uint16_t)(iphl + tcplen));
+		memset(ip + 10, 0, 2);
+		c = (uint16_t)~sv_csum_fold(ip, iphl, 0);
+		memcpy(ip + 10, &c, 2);
+	}
+	return sv_tcp_pseudo(ip, v6, tcplen, pseudo);
 }
 
 void sv_seg_build(const struct sv_seg *g, unsigned i, uint8_t *out)

@@ -33,9 +33,11 @@ size_t sv_seg_len(const struct sv_seg *g, unsigned i);
  * complete TCP checksum (the segments are ordinary frames to the peer). */
 void sv_seg_build(const struct sv_seg *g, unsigned i, uint8_t *out);
 
+/* Writes the pseudo header of a TCP segment of tcplen bytes behind this IP header
+ * to pseudo (40 bytes of room); returns its length. */
+size_t sv_tcp_pseudo(const uint8_t *ip, int v6, size_t tcplen, uint8_t *pseudo);
 /* Sets the IP length fields for a TCP segment of tcplen bytes (IPv4: total length
- * and a fresh header checksum) and writes its pseudo header to pseudo (40 bytes of
- * room); returns the pseudo header's length. */
+ * and a fresh header checksum), then as sv_tcp_pseudo. */
 size_t sv_tcp_ip_fix(uint8_t *ip, size_t iphl, int v6, size_t tcplen, uint8_t *pseudo);
 
 #endif
