@@ -98,15 +98,17 @@ int sv_gro_add(struct sv_gro *g, const uint8_t *frame, size_t len, int l3)
 	struct parsed p;
 	const uint8_t *th;
 
-	if (!parse(frame, len, l3, &p) || !csum_ok(frame, &p))
+	if (!parse(frame, len, l3, &p))
 		return 0;
 	th = frame + p.l3off + p.iphl;
-	if (g->open) {
-		if (g->closed || g->segs >= SV_GRO_MAX || p.hlen != g->hlen || p.v6 != g->v6 ||
-		    p.pl > g->mss || sv_get32(th + 4) != g->next_seq ||
-		    g->hlen + g->payload + p.pl > 65535 || !same_headers(g, frame))
-			return 0;
-	} else {
+	if (g->open && (g->closed || g->segs >= SV_GRO_MAX || p.hlen != g->hlen || p.v6 != g->v6 ||
+			p.pl > g->mss || sv_get32(th + 4) != g->next_seq ||
+			g->hlen + g->payload + p.pl > 65535 || !same_headers(g, frame)))
+		return 0;
+	/* last: the one pass over the payload, only for a frame that would join */
+	if (!csum_ok(frame, &p))
+		return 0;
+	if (!g->open) {
 		memset(g->hdr, 0, SV_VNET_LEN);
 		memcpy(g->hdr + SV_VNET_LEN, frame, p.hlen);
 		g->first = frame;

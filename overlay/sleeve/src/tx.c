@@ -278,6 +278,22 @@ static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint
 	return 1;
 }
 
+/* Room for a frame of len bytes (at most sv_pack_max_frame(dgram)) in the DATA
+ * datagram being packed, or in a new one when it does not fit. */
+static uint8_t *pk_reserve(struct txq *q, size_t len, uint32_t dgram)
+{
+	uint8_t *p = q->pk_open ? sv_pack_reserve(&q->pk, len) : NULL;
+
+	if (p)
+		return p;
+	pk_close(q);
+	if (!room(q, 1, 1, (size_t)dgram + SV_PACK_SLACK))
+		flush(q);
+	sv_pack_begin(&q->pk, q->arena + q->aused, dgram, base_flags(q->s));
+	q->pk_open = 1;
+	return sv_pack_reserve(&q->pk, len);
+}
+
 /* --segment: a TCP super-frame cut into ordinary frames here, each packed like a
  * frame read from the device (and sent in GSO trains by push_dgram). */
 static void tx_segments(struct txq *q, const struct sv_seg *g, uint32_t dgram)
@@ -287,17 +303,8 @@ static void tx_segments(struct txq *q, const struct sv_seg *g, uint32_t dgram)
 	sv_count(&s->ctr_tx, SV_C_TX_SEGMENTED, 1);
 	for (unsigned i = 0; i < g->count; i++) {
 		size_t len = sv_seg_len(g, i);
-		uint8_t *p = q->pk_open ? sv_pack_reserve(&q->pk, len) : NULL;
 
-		if (!p) {
-			pk_close(q);
-			if (!room(q, 1, 1, (size_t)dgram + SV_PACK_SLACK))
-				flush(q);
-			sv_pack_begin(&q->pk, q->arena + q->aused, dgram, base_flags(s));
-			q->pk_open = 1;
-			p = sv_pack_reserve(&q->pk, len);
-		}
-		sv_seg_build(g, i, p);
+		sv_seg_build(g, i, pk_reserve(q, len, dgram));
 		sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
 		sv_count(&s->ctr_tx, SV_C_TX_BYTES, len);
 		if (!s->batch)
@@ -342,15 +349,7 @@ static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 	sv_count(&s->ctr_tx, SV_C_TX_BYTES, flen);
 	if (flen > sv_pack_max_frame(dgram, s->enc))
 		return tx_unit(q, frame, flen, base_flags(s), dgram);
-	if (q->pk_open && sv_pack_add(&q->pk, frame, flen))
-		goto added;
-	pk_close(q);
-	if (!room(q, 1, 1, (size_t)dgram + SV_PACK_SLACK))
-		flush(q);
-	sv_pack_begin(&q->pk, q->arena + q->aused, dgram, base_flags(s));
-	q->pk_open = 1;
-	sv_pack_add(&q->pk, frame, flen);
-added:
+	memcpy(pk_reserve(q, flen, dgram), frame, flen);
 	if (!s->batch)
 		pk_close(q);
 	return 0;
