@@ -14,6 +14,8 @@ trap 'exit 130' INT TERM
 PASS=0 FAIL=0
 ok() { echo "ok   $*"; PASS=$((PASS + 1)); }
 bad() { echo "FAIL $*"; FAIL=$((FAIL + 1)); }
+# stat_check SIDE EXPR OK BAD : ok OK if the python EXPR on SIDE's counters holds, else bad BAD
+stat_check() { if stat_get "$1" "$2" | grep -q True; then ok "$3"; else bad "$4"; fi; }
 
 KEY1=$LAB_TMP/key1 KEY2=$LAB_TMP/key2
 head -c 32 /dev/urandom >"$KEY1"
@@ -87,54 +89,54 @@ run_case() {
 }
 
 run_case "L2 1500/1410" 1500 1410 l2 pass --mtu 1410 -- --mtu 1410
-stat_get a 'd["offload"]["vnet_hdr"] and d["offload"]["udp_gso"] and d["offload"]["udp_gro"] and d["tx"]["super_frames"] > 0' | grep -q True \
-	&& ok "L2 1500/1410: offload path ran (vnet_hdr, udp_gso, udp_gro, super-frames)" || bad "L2 1500/1410: offload counters"
+stat_check a 'd["offload"]["vnet_hdr"] and d["offload"]["udp_gso"] and d["offload"]["udp_gro"] and d["tx"]["super_frames"] > 0' \
+	"L2 1500/1410: offload path ran (vnet_hdr, udp_gso, udp_gro, super-frames)" "L2 1500/1410: offload counters"
 run_case "L3 1500/1410" 1500 1410 l3 pass --l3 --mtu 1410 -- --l3 --mtu 1410
 run_case "L2 crypto 1500/1410" 1500 1410 l2 pass --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY1"
-stat_get b 'd["crypto"] and d["rx"]["frames"] > 0 and d["drops"]["auth_fail"] == 0' | grep -q True \
-	&& ok "L2 crypto: sealed frames received, no auth failures" || bad "L2 crypto counters"
+stat_check b 'd["crypto"] and d["rx"]["frames"] > 0 and d["drops"]["auth_fail"] == 0' \
+	"L2 crypto: sealed frames received, no auth failures" "L2 crypto counters"
 run_case "L3 crypto 1500/1410" 1500 1410 l3 pass --l3 --mtu 1410 --key-file "$KEY1" -- --l3 --mtu 1410 --key-file "$KEY1"
 run_case "different keys" 1500 1410 l2 fail --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY2"
-stat_get b 'd["drops"]["auth_fail"] > 0 and d["rx"]["frames"] == 0' | grep -q True \
-	&& ok "different keys: every datagram dropped as auth_fail" || bad "different keys: counters"
+stat_check b 'd["drops"]["auth_fail"] > 0 and d["rx"]["frames"] == 0' \
+	"different keys: every datagram dropped as auth_fail" "different keys: counters"
 run_case "key vs no key" 1500 1410 l2 fail --mtu 1410 --key-file "$KEY1" -- --mtu 1410
-stat_get a 'd["drops"]["crypto_mismatch"] > 0 and d["rx"]["frames"] == 0' | grep -q True \
-	&& ok "key vs no key: plaintext refused (crypto_mismatch)" || bad "key vs no key: counters"
+stat_check a 'd["drops"]["crypto_mismatch"] > 0 and d["rx"]["frames"] == 0' \
+	"key vs no key: plaintext refused (crypto_mismatch)" "key vs no key: counters"
 run_case "basic 1500/1410" 1500 1410 l2 pass --basic --mtu 1410 -- --basic --mtu 1410
-stat_get a 'd["basic"] and not any(d["offload"].values()) and d["tx"]["batches"] == 0 and d["tx"]["datagrams"] == d["tx"]["send_calls"]' | grep -q True \
-	&& ok "basic: no offloads, no batches, one send per datagram" || bad "basic: counters"
+stat_check a 'd["basic"] and not any(d["offload"].values()) and d["tx"]["batches"] == 0 and d["tx"]["datagrams"] == d["tx"]["send_calls"]' \
+	"basic: no offloads, no batches, one send per datagram" "basic: counters"
 run_case "no-offload 1500/1410" 1500 1410 l2 pass --no-offload --mtu 1410 -- --no-offload --mtu 1410
 run_case "no-batch 1500/1410" 1500 1410 l2 pass --no-batch --mtu 1410 -- --no-batch --mtu 1410
 run_case "offload vs no-offload" 1500 1410 l2 pass --mtu 1410 -- --no-offload --mtu 1410
-stat_get a 'd["offload"]["tso"] == False and d["drops"]["gso_unsupported"] == 0' | grep -q True \
-	&& ok "offload vs no-offload: sender kept super-frames off for that peer" || bad "offload vs no-offload: counters"
+stat_check a 'd["offload"]["tso"] == False and d["drops"]["gso_unsupported"] == 0' \
+	"offload vs no-offload: sender kept super-frames off for that peer" "offload vs no-offload: counters"
 # --segment: super-frames cut into TCP segments and gathered back on the far side
 run_case "segment 1500/1410" 1500 1410 l2 pass --segment --mtu 1410 -- --segment --mtu 1410
-stat_get a 'd["segment"] and d["tx"]["segmented"] > 0 and d["tx"]["fragments"] == 0' | grep -q True \
-	&& ok "segment: the sender cut super-frames, no FRAG pieces" || bad "segment: sender counters"
-stat_get b 'd["rx"]["coalesced"] > 0 and sum(d["drops"].values()) == 0' | grep -q True \
-	&& ok "segment: the receiver gathered them back, nothing dropped" || bad "segment: receiver counters"
+stat_check a 'd["segment"] and d["tx"]["segmented"] > 0 and d["tx"]["fragments"] == 0' \
+	"segment: the sender cut super-frames, no FRAG pieces" "segment: sender counters"
+stat_check b 'd["rx"]["coalesced"] > 0 and sum(d["drops"].values()) == 0' \
+	"segment: the receiver gathered them back, nothing dropped" "segment: receiver counters"
 run_case "segment crypto 1500/1410" 1500 1410 l2 pass --segment --mtu 1410 --key-file "$KEY1" -- --segment --mtu 1410 --key-file "$KEY1"
-stat_get b 'd["rx"]["coalesced"] > 0 and d["drops"]["auth_fail"] == 0' | grep -q True \
-	&& ok "segment crypto: sealed segments gathered, no auth failures" || bad "segment crypto: counters"
+stat_check b 'd["rx"]["coalesced"] > 0 and d["drops"]["auth_fail"] == 0' \
+	"segment crypto: sealed segments gathered, no auth failures" "segment crypto: counters"
 run_case "segment L3 1500/1410" 1500 1410 l3 pass --l3 --segment --mtu 1410 -- --l3 --segment --mtu 1410
 # a cutting sender and a receiver that writes every segment as it comes
 run_case "segment vs whole" 1500 1410 l2 pass --segment --mtu 1410 -- --mtu 1410
-stat_get b 'd["rx"]["coalesced"] == 0 and d["rx"]["frames"] > 1000' | grep -q True \
-	&& ok "segment vs whole: segments delivered one by one" || bad "segment vs whole: counters"
+stat_check b 'd["rx"]["coalesced"] == 0 and d["rx"]["frames"] > 1000' \
+	"segment vs whole: segments delivered one by one" "segment vs whole: counters"
 run_case "segment 9000/8950" 9000 8950 l2 pass --segment --mtu 8950 -- --segment --mtu 8950
 run_case "L2 9000/8950" 9000 8950 l2 pass --mtu 8950 -- --mtu 8950
 run_case "L2 crypto 9000/8950" 9000 8950 l2 pass --mtu 8950 --key-file "$KEY1" -- --mtu 8950 --key-file "$KEY1"
 run_case "basic 9000/8950" 9000 8950 l2 pass --basic --mtu 8950 -- --basic --mtu 8950
-stat_get a 'd["tx"]["fragments"] == 0 and d["tx"]["frames"] > 0' | grep -q True \
-	&& ok "basic 9000/8950: every frame in one datagram (no fragments)" || bad "basic 9000/8950: fragments"
+stat_check a 'd["tx"]["fragments"] == 0 and d["tx"]["frames"] > 0' \
+	"basic 9000/8950: every frame in one datagram (no fragments)" "basic 9000/8950: fragments"
 run_case "L2 1500/1500 (frames bigger than a datagram)" 1500 1500 l2 pass --mtu 1500 -- --mtu 1500
 run_case "basic 1500/1500 (frames bigger than a datagram)" 1500 1500 l2 pass --basic --mtu 1500 -- --basic --mtu 1500
 # sealed units without super-frames: oversize frames, each sealed once and cut
 for v in --no-offload --basic; do
 	run_case "crypto $v 1500/1500 (sealed units)" 1500 1500 l2 pass $v --mtu 1500 --key-file "$KEY1" -- $v --mtu 1500 --key-file "$KEY1"
-	stat_get b 'd["rx"]["fragments"] > 0 and d["rx"]["frames"] > 0 and d["drops"]["auth_fail"] == 0 and d["drops"]["reasm_bad"] == 0' | grep -q True \
-		&& ok "crypto $v: sealed units received, no auth failures" || bad "crypto $v: counters"
+	stat_check b 'd["rx"]["fragments"] > 0 and d["rx"]["frames"] > 0 and d["drops"]["auth_fail"] == 0 and d["drops"]["reasm_bad"] == 0' \
+		"crypto $v: sealed units received, no auth failures" "crypto $v: counters"
 done
 
 # --mtu auto: discovered path MTU - overhead
@@ -153,15 +155,15 @@ auto_case "auto L2 9000" 9000 l2 8950
 # VXLAN's MTUs given explicitly (1450 / 8950): full-size DF pings pass; --basic
 # (no super-frames) shows that every frame went in one datagram, no FRAG
 run_case "L2 1500/1450 (VXLAN MTU)" 1500 1450 l2 pass --mtu 1450 -- --mtu 1450
-stat_get a 'd["overhead"] == 50 and d["drops"]["oversize"] == 0' | grep -q True \
-	&& ok "L2 1500/1450: overhead 50" || bad "L2 1500/1450: counters (overhead, oversize)"
+stat_check a 'd["overhead"] == 50 and d["drops"]["oversize"] == 0' \
+	"L2 1500/1450: overhead 50" "L2 1500/1450: counters (overhead, oversize)"
 run_case "basic 1500/1450" 1500 1450 l2 pass --basic --mtu 1450 -- --basic --mtu 1450
-stat_get a 'd["tx"]["fragments"] == 0 and d["tx"]["frames"] > 0' | grep -q True \
-	&& ok "basic 1500/1450: every frame in one datagram (no fragments)" || bad "basic 1500/1450: fragments"
+stat_check a 'd["tx"]["fragments"] == 0 and d["tx"]["frames"] > 0' \
+	"basic 1500/1450: every frame in one datagram (no fragments)" "basic 1500/1450: fragments"
 run_case "no-batch 9000/8950" 9000 8950 l2 pass --no-batch --mtu 8950 -- --no-batch --mtu 8950
 run_case "basic crypto 1500/1418" 1500 1418 l2 pass --basic --mtu 1418 --key-file "$KEY1" -- --basic --mtu 1418 --key-file "$KEY1"
-stat_get a 'd["tx"]["fragments"] == 0 and d["overhead"] == 82' | grep -q True \
-	&& ok "basic crypto 1500/1418: overhead 82, no fragments" || bad "basic crypto 1500/1418: counters"
+stat_check a 'd["tx"]["fragments"] == 0 and d["overhead"] == 82' \
+	"basic crypto 1500/1418: overhead 82, no fragments" "basic crypto 1500/1418: counters"
 
 lab_down
 if [ -n "$(ip netns list | grep '^obs-')" ]; then bad "namespaces left behind"; fi
