@@ -17,6 +17,9 @@ def pytest_addoption(parser):
     g.addoption("--backend", default="netns", help="testbed backend for scenarios/ (netns)")
     g.addoption("--baseline", default="results/baseline.json", help="gate baseline for scenarios/")
     g.addoption("--update-baseline", action="store_true", help="write the baseline from this run")
+    g.addoption("--advisory", action="store_true",
+                help="a regression against the stored baseline is a warning, not a failure (the "
+                     "baseline came from another machine); a case that failed outright still fails")
     g.addoption("--scenario", default="scenarios/quick.toml", help="the regression scenario")
 
 

@@ -5,12 +5,18 @@ chosen backend, then gates every case against the baseline (default
 results/baseline.json): one test per gated case, so a failure names the mode, the
 MTUs, the placement and the metric. --update-baseline writes the baseline from this
 run instead. The HTML report of the run is written to reports/ at the end.
+
+--advisory turns a significant regression against the baseline into a warning: a baseline
+recorded on another machine says little about this one (ratios to native move ±15 %
+between runs and machines), so CI on a fresh runner must not refuse a landing on it. A
+case whose tool failed outright still fails.
 """
 
 from __future__ import annotations
 
 import os
 import pathlib
+import warnings
 
 import pytest
 
@@ -80,7 +86,7 @@ def verdict(request, regression_run):
     return v
 
 
-def test_case_against_baseline(gated_case, regression_run, verdict):
+def test_case_against_baseline(gated_case, regression_run, verdict, request):
     from harness import results
     df = results.load(regression_run)
     mine = df[(df["mode"] == gated_case["mode"]) & (df["underlay_mtu"] == gated_case["underlay_mtu"])
@@ -94,4 +100,7 @@ def test_case_against_baseline(gated_case, regression_run, verdict):
     found = [c for c in verdict.cases if all(c.case[k] == gated_case[k] for k in gated_case)]
     assert found, f"{_id(gated_case)}: not in the gate's verdict (baseline lacks it: update the baseline)"
     v = found[0]
+    if v.failed and request.config.getoption("--advisory") and v.status == "fail":
+        warnings.warn(f"advisory gate (baseline from another machine): {v.headline()}")
+        return
     assert not v.failed, v.headline()
