@@ -13,8 +13,8 @@ import secrets
 import shutil
 import subprocess
 
+from harness.errors import HarnessError
 from harness.facts import PACKAGES
-from harness.modes.sleeve import BINARY as SLEEVE_BINARY, SLEEVE_DIR
 
 
 @dataclasses.dataclass
@@ -98,13 +98,39 @@ def python_checks() -> list[Check]:
 
 
 def sleeve_checks() -> list[Check]:
-    if SLEEVE_BINARY.exists():
-        v = _run([str(SLEEVE_BINARY), "--version"])
-        first = (v.stdout.strip() or v.stderr.strip()).splitlines()[:1]  # one line per check
-        return [Check("overlay", "sleeve", v.returncode == 0, first[0] if first else "no version")]
-    if (SLEEVE_DIR / "Makefile").exists():
-        return [Check("overlay", "sleeve", False, "not built", f"make -C {SLEEVE_DIR}")]
-    return [Check("overlay", "sleeve", False, "source not present", "", required=False)]
+    from harness import sleeve_build
+    try:
+        src = sleeve_build.Source.shipped()
+    except HarnessError as e:
+        return [Check("overlay", "sleeve", False, str(e), "", required=False)]
+    try:
+        binary = sleeve_build.build_local()
+    except HarnessError as e:
+        return [Check("overlay", "sleeve", False, str(e), "apt-get install -y make gcc libsodium-dev pkg-config")]
+    v = _run([str(binary), "--version"])
+    first = (v.stdout.strip() or v.stderr.strip()).splitlines()[:1]  # one line per check
+    return [Check("overlay", "sleeve", v.returncode == 0,
+                  f"{first[0] if first else 'no version'} (source {src.hash}, {binary})")]
+
+
+def remote_checks(hosts) -> list[Check]:
+    """The run's checks on each inventory host (reachable, root or sudo, tools, kernel
+    features) for a scenario using every mode and test."""
+    from harness import preflight, scenario as scen
+    every = scen.Scenario(modes=("fastdp", "sleeve"), tests=scen.TESTS)
+    out = []
+    for name, host in hosts:
+        try:
+            problems = preflight.host_problems(host, name, every)
+        except HarnessError as e:
+            problems = [str(e)]
+        finally:
+            host.close()
+        if problems:
+            out += [Check("remote", name, False, p) for p in problems]
+        else:
+            out.append(Check("remote", name, True, "reachable, root, tools and kernel features present"))
+    return out
 
 
 def all_checks() -> list[Check]:

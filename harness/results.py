@@ -78,9 +78,9 @@ class RunStore:
         self.run_id = self.path.name
 
     @classmethod
-    def create(cls, root: pathlib.Path | str, meta: dict[str, Any]) -> "RunStore":
+    def create(cls, root: pathlib.Path | str, meta: dict[str, Any], run_id: str | None = None) -> "RunStore":
         root = pathlib.Path(root)
-        run_id = new_run_id()
+        run_id = run_id or new_run_id()
         store = cls(root / run_id)
         store.raw.mkdir(parents=True)
         store.write_meta({"schema_version": SCHEMA_VERSION, "run_id": run_id,

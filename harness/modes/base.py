@@ -95,22 +95,44 @@ def reset_overlay_path(side: Side, mtu: int, tunnel_dev: str | None) -> None:
     h.run(["ip", "link", "set", side.bridge, "mtu", str(mtu)])
 
 
+def route_peer_via(testbed: Testbed, s: Side, dev: str) -> None:
+    """An L3 data path: route the peer's overlay addresses through `dev`; proxy ARP on the
+    bridge answers the local container for them, so the flat overlay /24 keeps working.
+    Forwarding is switched on for the two devices only, never host-wide."""
+    h = s.host
+    peer = testbed.peer(s)
+    for dst in (peer.overlay_ip, peer.container_ip):
+        h.run(["ip", "route", "replace", f"{dst}/32", "dev", dev, "src", s.overlay_ip])
+    for d in (s.bridge, dev):
+        h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{d}.forwarding=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{s.bridge}.proxy_delay=0"])
+
+
+def unroute_peer(s: Side) -> None:
+    """Undo route_peer_via on the bridge (the routes went with the device)."""
+    s.host.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=0"], check=False)
+
+
+def offloads_of(host, dev: str) -> dict[str, str]:
+    """ethtool -k of one device: the features in OFFLOAD_KEYS, or {"error": why}."""
+    done = host.run(["ethtool", "-k", dev], check=False, timeout=10)
+    if not done.ok:
+        return {"error": (done.stderr.strip() or "ethtool failed").splitlines()[-1]}
+    feats = {}
+    for line in done.stdout.splitlines()[1:]:
+        key, _, val = line.strip().partition(":")
+        if key in OFFLOAD_KEYS:
+            feats[key] = val.strip()
+    return feats
+
+
 def offloads(side: Side, devs: list[str]) -> dict[str, dict[str, str]]:
     """ethtool -k of the given devices on one side (container devices as 'ctr:eth0')."""
     out = {}
     for dev in devs:
-        host = side.host
-        name = dev
+        host, name = side.host, dev
         if dev.startswith("ctr:"):
             host, name = side.container, dev[4:]
-        done = host.run(["ethtool", "-k", name], check=False, timeout=10)
-        if not done.ok:
-            out[dev] = {"error": (done.stderr.strip() or "ethtool failed").splitlines()[-1]}
-            continue
-        feats = {}
-        for line in done.stdout.splitlines()[1:]:
-            key, _, val = line.strip().partition(":")
-            if key in OFFLOAD_KEYS:
-                feats[key] = val.strip()
-        out[dev] = feats
+        out[dev] = offloads_of(host, name)
     return out
