@@ -101,7 +101,7 @@ def daemon_death(testbed: Testbed, dp: Datapath) -> str | None:
         if rc is None:
             continue
         out = proc.wait(0)
-        how = f"signal {-rc} ({signal.Signals(-rc).name})" if rc < 0 and -rc in signal.valid_signals() \
+        how = f"signal {-rc}, {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() \
             else f"exit {rc}"
         last = (out.stderr.strip() or out.stdout.strip()).splitlines()[-1:]
         return (f"{dp.kind} on {testbed.sides[side_index].host.name} died ({how})"

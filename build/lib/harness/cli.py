@@ -1,0 +1,262 @@
+"""overlaybench's command line: parse, call the library, map HarnessError to exit 2."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import pathlib
+import signal
+import sys
+
+from harness import __version__
+from harness.errors import HarnessError
+
+log = logging.getLogger("overlaybench")
+
+EXIT_USAGE = 2
+
+
+def _csv(kind):
+    def parse(text: str):
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("empty list")
+        if kind is int:
+            try:
+                return [int(x) for x in items]
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: expected whole numbers separated by commas") from None
+        if kind == "mtu":
+            try:
+                return [x if x == "auto" else int(x) for x in items]
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: expected auto or whole numbers separated by commas") from None
+        return items
+    return parse
+
+
+def _overrides(a: argparse.Namespace) -> dict:
+    m = {}
+    for flag, key in (("modes", "modes"), ("underlay_mtu", "underlay_mtu"), ("overlay_mtu", "overlay_mtu"),
+                      ("placements", "placements"), ("tests", "tests"), ("streams", "streams"),
+                      ("repeats", "repeats"), ("duration", "duration")):
+        v = getattr(a, flag)
+        if v is not None:
+            m[key] = v
+    raw = {"matrix": m} if m else {}
+    if a.rate is not None:
+        raw["underlay"] = {"rate": a.rate}
+    backend = a.backend or ("ssh" if a.inventory else None)
+    tb = {k: v for k, v in (("backend", backend), ("pair", a.pair),
+                            ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
+    if tb:
+        raw["testbed"] = tb
+    return raw
+
+
+def _options(a: argparse.Namespace):
+    from harness.testbed import Options
+    return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False))
+
+
+def _inventory_hosts(a: argparse.Namespace) -> list:
+    """(name, SshHost) for every host of --inventory."""
+    from harness import backends, inventory
+    from harness.hosts.ssh import SshHost
+    specs = inventory.load(a.inventory)
+    return [(s.name, SshHost(backends.ssh_settings(s, _options(a)))) for s in specs]
+
+
+# ---------------------------------------------------------------- commands
+
+def cmd_doctor(a) -> int:
+    from harness import doctor
+    checks = doctor.all_checks()
+    if a.inventory:
+        checks += doctor.remote_checks(_inventory_hosts(a))
+    print(doctor.render(checks))
+    return 0 if all(c.ok for c in checks if c.required) else 1
+
+
+def cmd_up(a) -> int:
+    from harness.lab import Lab
+    lab = Lab.create(a.underlay_mtu, a.rate, persistent=True)
+    f = lab.facts()
+    print(f"lab {lab.prefix} up: namespaces {', '.join(s.host.netns + ', ' + s.container.netns for s in lab.sides)}")
+    for h, addrs in f["addresses"].items():
+        print(f"  {h}: " + ", ".join(f"{k} {v}" for k, v in addrs.items()))
+    print("remove it with: overlaybench down")
+    return 0
+
+
+def cmd_down(a) -> int:
+    if a.inventory:
+        from harness.remote import down as remote_down
+        hosts = _inventory_hosts(a)
+        try:
+            removed, kept = remote_down(hosts, force=a.force)
+        finally:
+            for _, h in hosts:
+                h.close()
+    else:
+        from harness.lab import down
+        removed, kept = down(force=a.force)
+    for r in removed:
+        print(f"removed {r}")
+    for k in kept:
+        print(f"left {k}; --force removes it too")
+    if not removed and not kept:
+        print("nothing to remove")
+    return 0
+
+
+def cmd_run(a) -> int:
+    from harness import session
+    store = session.run(scenario_path=a.scenario, overrides=_overrides(a), resume=a.resume,
+                        results_dir=a.results, quiet=a.quiet, options=_options(a))
+    print(store.path)
+    from harness import stats
+    print(stats.format_table(stats.summary_table(_load(store.path))))
+    return 0
+
+
+def _load(run):
+    from harness import results
+    return results.load(run)
+
+
+def cmd_show(a) -> int:
+    from harness import stats
+    print(stats.format_summary(_load(a.run), a.format))
+    return 0
+
+
+def cmd_report(a) -> int:
+    from harness.report import render
+    out = render.render([pathlib.Path(r) for r in a.runs], a.output)
+    print(out)
+    return 0
+
+
+def cmd_gate(a) -> int:
+    from harness import gate
+    return gate.gate_main(a.run, a.baseline, junit=a.junit, summary=a.summary)
+
+
+def cmd_baseline(a) -> int:
+    from harness import gate
+    gate.baseline_main(a.run, a.output)
+    print(a.output)
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="overlaybench",
+        description="Measure what a container overlay costs: native vs kernel VXLAN vs a userspace sleeve, "
+                    "over mode × MTU × placement, on a local lab of network namespaces (default) or two "
+                    "real hosts over SSH (run --backend ssh --inventory FILE).")
+    p.add_argument("--version", action="version", version=f"overlaybench {__version__}")
+    p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: every command)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    d = sub.add_parser("doctor", help="check kernel features, tools and the sleeve build (here, or on "
+                                         "remote hosts with --inventory)")
+    d.add_argument("--inventory", metavar="FILE", help="also check every host of this inventory over SSH")
+    d.add_argument("--accept-new-host-keys", action="store_true",
+                   help="trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
+    d.set_defaults(func=cmd_doctor)
+
+    u = sub.add_parser("up", help="bring a local lab up and leave it (remove with `down`)")
+    u.add_argument("--underlay-mtu", type=int, default=1500, metavar="N")
+    u.add_argument("--rate", help="tbf rate cap on the underlay, e.g. 1gbit")
+    u.set_defaults(func=cmd_up)
+
+    dn = sub.add_parser("down", help="remove labs (or, with --inventory, remote testbeds) left by killed runs or `up`")
+    dn.add_argument("--force", action="store_true",
+                    help="also remove what a running overlaybench (or another machine's) owns")
+    dn.add_argument("--inventory", metavar="FILE", help="remove leftovers on this inventory's hosts over SSH")
+    dn.add_argument("--accept-new-host-keys", action="store_true", help=argparse.SUPPRESS)
+    dn.set_defaults(func=cmd_down)
+
+    r = sub.add_parser("run", help="run a scenario; prints the run directory and a table",
+                       description="Run a scenario's matrix. Flags override the file's [matrix].")
+    r.add_argument("scenario", nargs="?", help="scenario TOML (default: built-in: native,fastdp at 1500)")
+    r.add_argument("--modes", type=_csv(str), metavar="A,B", help="native,fastdp,sleeve,...")
+    r.add_argument("--underlay-mtu", type=_csv("mtu"), metavar="auto|N,..",
+                   help="auto = the underlay's own MTU (a remote NIC's)")
+    r.add_argument("--overlay-mtu", type=_csv("mtu"), metavar="auto|N,..",
+                   help="auto = underlay minus the mode's encapsulation")
+    r.add_argument("--placements", type=_csv(str), metavar="P,..",
+                   help="host-host,host-container,container-container")
+    r.add_argument("--tests", type=_csv(str), metavar="T,..",
+                   help="iperf3.tcp,iperf3.udp,qperf.tcp_bw,qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,ping.flood")
+    r.add_argument("--streams", type=_csv(int), metavar="N,..", help="parallel streams (iperf3 -P)")
+    r.add_argument("--repeats", type=int, metavar="N")
+    r.add_argument("--duration", type=float, metavar="S", help="seconds per test")
+    r.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
+    r.add_argument("--backend", choices=["netns", "ssh", "vagrant"],
+                   help="netns: a local lab of namespaces (default); ssh: two hosts of --inventory")
+    r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
+    r.add_argument("--pair", type=_csv(str), metavar="A,B", help="which two inventory hosts (default: the first two)")
+    r.add_argument("--accept-new-host-keys", action="store_true",
+                   help="trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
+    r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")
+    r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.set_defaults(func=cmd_run)
+
+    s = sub.add_parser("show", help="print a run's seed-style table")
+    s.add_argument("run", help="run directory or id")
+    s.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    s.set_defaults(func=cmd_show)
+
+    rp = sub.add_parser("report", help="render one self-contained HTML report of one or more runs")
+    rp.add_argument("runs", nargs="+", metavar="RUN")
+    rp.add_argument("-o", "--output", default=None, metavar="FILE",
+                    help="default: reports/<run-id>.html")
+    rp.set_defaults(func=cmd_report)
+
+    g = sub.add_parser("gate", help="exit 1 if RUN regressed significantly against a baseline")
+    g.add_argument("run")
+    g.add_argument("--baseline", required=True, metavar="FILE")
+    g.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    g.add_argument("--summary", metavar="FILE", help="write a markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    g.set_defaults(func=cmd_gate)
+
+    b = sub.add_parser("baseline", help="write a gate baseline from a run")
+    b.add_argument("run")
+    b.add_argument("-o", "--output", required=True, metavar="FILE")
+    b.set_defaults(func=cmd_baseline)
+    return p
+
+
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    signal.signal(signal.SIGTERM, _sigterm)
+    try:
+        return args.func(args)
+    except HarnessError as e:
+        print(f"overlaybench: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        # `overlaybench show RUN | head`: the reader left; say nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("overlaybench: interrupted; the lab was removed and measurements so far are kept",
+              file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The one exception family the CLI catches (STYLE.md, point 5)."""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Bad input or an environment that cannot run what was asked. The CLI prints it, exit 2."""
+
+
+class ScenarioError(HarnessError):
+    """A scenario file or a CLI override that does not make sense; names file and key."""
+
+
+class UnsupportedError(HarnessError):
+    """The kernel or machine lacks a feature ("unsupported here")."""
+
+
+class CommandError(HarnessError):
+    """A command on a host failed where failure was not expected."""
+
+    def __init__(self, host: str, argv: list[str], returncode: int | None, stdout: str, stderr: str):
+        self.host = host
+        self.argv = list(argv)
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        what = "timed out" if returncode is None else f"exited {returncode}"
+        detail = (stderr or stdout).strip().splitlines()
+        tail = f": {detail[-1]}" if detail else ""
+        super().__init__(f"{host}: `{' '.join(argv)}` {what}{tail}")

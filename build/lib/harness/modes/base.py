@@ -1,0 +1,138 @@
+"""The Mode contract: check what the host pair can do, deploy, tear down.
+
+A mode is stateless; what one deployment made is in its Datapath, which teardown gets
+back. Modes reach hosts only through testbed.sides, so the same code drives the local
+lab and remote machines.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import logging
+
+from harness.errors import HarnessError
+from harness.hosts.base import Process
+from harness.testbed import Side, Testbed
+
+log = logging.getLogger(__name__)
+
+ALL_PLACEMENTS = ("host-host", "host-container", "container-container")
+
+# ethtool -k features worth recording: the ones that decide how big the units are
+# that each device hands on (and so what an overlay costs).
+OFFLOAD_KEYS = ("rx-checksumming", "tx-checksumming", "scatter-gather", "tcp-segmentation-offload",
+                "generic-segmentation-offload", "generic-receive-offload", "large-receive-offload",
+                "tx-udp_tnl-segmentation", "rx-udp-gro-forwarding", "tx-udp-segmentation")
+
+
+@dataclasses.dataclass
+class Datapath:
+    """What one deployment of a mode made, and what carries the traffic."""
+
+    mode: str
+    kind: str                       # what carries traffic: native | fastdp | sleeve
+    overlay_mtu: int
+    devices: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # side → devices to record
+    processes: dict[int, Process] = dataclasses.field(default_factory=dict)  # side → daemon
+    info: dict = dataclasses.field(default_factory=dict)  # flags, versions, decisions
+
+    @property
+    def overlay(self) -> bool:
+        return self.kind != "native"
+
+
+class Mode(abc.ABC):
+    name: str
+    kind: str
+    overhead: int = 0               # bytes the encapsulation takes from the underlay MTU
+    placements: tuple[str, ...] = ALL_PLACEMENTS
+    description: str = ""
+
+    def overlay_mtu(self, underlay_mtu: int, requested: int | str) -> int:
+        """The overlay MTU for `requested` ("auto" or a number), refused if it cannot fit."""
+        fit = underlay_mtu - self.overhead
+        if requested == "auto":
+            return fit
+        mtu = int(requested)
+        if mtu < 576:
+            raise HarnessError(f"overlay MTU {mtu} for mode {self.name}: below 576, IPv4's minimum")
+        if mtu > fit:
+            raise HarnessError(
+                f"overlay MTU {mtu} does not fit mode {self.name} on underlay MTU {underlay_mtu}: "
+                f"its encapsulation adds {self.overhead} bytes, so at most {fit}")
+        return mtu
+
+    def check(self, testbed: Testbed) -> None:
+        """Raise UnsupportedError if this host pair cannot run the mode."""
+
+    @abc.abstractmethod
+    def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:
+        """Bring the data path up between the testbed's two hosts."""
+
+    @abc.abstractmethod
+    def teardown(self, testbed: Testbed, dp: Datapath) -> None:
+        """Undo deploy. Must not raise for something already gone."""
+
+    def counters(self, testbed: Testbed, dp: Datapath) -> dict | None:
+        """The data path's own counters for the case just run (kept under raw/); None: none."""
+        return None
+
+
+def reset_overlay_path(side: Side, mtu: int, tunnel_dev: str | None) -> None:
+    """Give every device on one side's overlay path the overlay MTU, and forget the
+    neighbours the previous mode taught the host and its container (an L2 mode leaves
+    the peer container's real MAC cached, which a routed L3 mode never answers for)."""
+    h = side.host
+    h.run(["ip", "neigh", "flush", "dev", side.bridge], check=False)
+    if side.container is not None:
+        side.container.run(["ip", "neigh", "flush", "dev", side.container_dev], check=False)
+    if tunnel_dev:
+        h.run(["ip", "link", "set", tunnel_dev, "mtu", str(mtu)])
+    if side.container is not None:
+        h.run(["ip", "link", "set", side.container_port, "mtu", str(mtu)])
+        side.container.run(["ip", "link", "set", side.container_dev, "mtu", str(mtu)])
+    h.run(["ip", "link", "set", side.bridge, "mtu", str(mtu)])
+
+
+def route_peer_via(testbed: Testbed, s: Side, dev: str) -> None:
+    """An L3 data path: route the peer's overlay addresses through `dev`; proxy ARP on the
+    bridge answers the local container for them, so the flat overlay /24 keeps working.
+    Forwarding is switched on for the two devices only, never host-wide."""
+    h = s.host
+    peer = testbed.peer(s)
+    for dst in (peer.overlay_ip, peer.container_ip):
+        h.run(["ip", "route", "replace", f"{dst}/32", "dev", dev, "src", s.overlay_ip])
+    for d in (s.bridge, dev):
+        h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{d}.forwarding=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{s.bridge}.proxy_delay=0"])
+
+
+def unroute_peer(s: Side) -> None:
+    """Undo route_peer_via on the bridge (the routes went with the device)."""
+    s.host.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=0"], check=False)
+
+
+def offloads_of(host, dev: str) -> dict[str, str]:
+    """ethtool -k of one device: the features in OFFLOAD_KEYS, or {"error": why}."""
+    done = host.run(["ethtool", "-k", dev], check=False, timeout=10)
+    if not done.ok:
+        return {"error": (done.stderr.strip() or "ethtool failed").splitlines()[-1]}
+    feats = {}
+    for line in done.stdout.splitlines()[1:]:
+        key, _, val = line.strip().partition(":")
+        if key in OFFLOAD_KEYS:
+            feats[key] = val.strip()
+    return feats
+
+
+def offloads(side: Side, devs: list[str]) -> dict[str, dict[str, str]]:
+    """ethtool -k of the given devices on one side (container devices as 'ctr:eth0')."""
+    out = {}
+    for dev in devs:
+        host, name = side.host, dev
+        if dev.startswith("ctr:"):
+            host, name = side.container, dev[4:]
+        out[dev] = offloads_of(host, name)
+    return out

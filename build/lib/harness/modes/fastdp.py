@@ -1,0 +1,75 @@
+"""fastdp: kernel VXLAN on each host, enslaved to the overlay bridge (Weave's fast datapath).
+
+dstport 4789 (iproute2 otherwise warns and the kernel uses 8472), nolearning, and the
+peer as `remote`: that creates the one all-zeros FDB entry that floods to the peer.
+Another entry for the same peer would double every flooded frame (LAB-NOTES), so
+deploy checks there is exactly one.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from harness.errors import CommandError, HarnessError, UnsupportedError
+from harness.modes.base import Datapath, Mode, reset_overlay_path
+
+log = logging.getLogger(__name__)
+
+VXLAN_OVERHEAD = 50  # outer IPv4 20 + UDP 8 + VXLAN 8 + inner Ethernet 14
+VNI = 42
+PORT = 4789
+DEV = "vx0"
+
+
+class FastDP(Mode):
+    name = "fastdp"
+    kind = "fastdp"
+    overhead = VXLAN_OVERHEAD
+    description = "kernel VXLAN (dstport 4789) on the overlay bridge"
+
+    def __init__(self, dev: str = DEV, vni: int = VNI, port: int = PORT):
+        self.dev, self.vni, self.port = dev, vni, port
+
+    def check(self, testbed):
+        probe = testbed.sides[0].host
+        tmp = "obchkvx"
+        done = probe.run(["ip", "link", "add", tmp, "type", "vxlan", "id", "1", "dstport", "0"],
+                         check=False)
+        if not done.ok:
+            raise UnsupportedError(f"mode fastdp: kernel VXLAN unsupported here ({done.stderr.strip()})")
+        probe.run(["ip", "link", "del", tmp], check=False)
+
+    def deploy(self, testbed, overlay_mtu):
+        try:
+            for s in testbed.sides:
+                peer = testbed.peer(s)
+                dev = s.dev(self.dev)
+                s.host.run(["ip", "link", "add", dev, "type", "vxlan", "id", str(self.vni),
+                            "dstport", str(self.port), "local", s.underlay_ip, "remote", peer.underlay_ip,
+                            "dev", s.underlay_dev, "nolearning"])
+                reset_overlay_path(s, overlay_mtu, dev)
+                s.host.run(["ip", "link", "set", dev, "master", s.bridge, "up"])
+                self._check_fdb(s, peer.underlay_ip)
+        except BaseException:
+            self.teardown(testbed, None)
+            raise
+        return Datapath(self.name, self.kind, overlay_mtu,
+                        devices={s.index: [s.underlay_dev, s.dev(self.dev), s.bridge, s.container_port,
+                                           f"ctr:{s.container_dev}"] for s in testbed.sides},
+                        info={"vni": self.vni, "dstport": self.port})
+
+    def _check_fdb(self, side, peer_ip: str) -> None:
+        dev = side.dev(self.dev)
+        fdb = side.host.run(["bridge", "fdb", "show", "dev", dev]).stdout
+        entries = [ln for ln in fdb.splitlines() if ln.startswith("00:00:00:00:00:00") and f"dst {peer_ip}" in ln]
+        if len(entries) != 1:
+            raise HarnessError(f"{side.host.name}: {dev} has {len(entries)} default FDB entries for "
+                               f"{peer_ip}, expected exactly 1 (duplicates double every flooded frame)")
+
+    def teardown(self, testbed, dp):
+        for s in testbed.sides:
+            try:
+                s.host.run(["ip", "link", "del", s.dev(self.dev)], check=False)
+                reset_overlay_path(s, 1500, None)
+            except CommandError as e:
+                log.warning("fastdp teardown on %s: %s", s.host.name, e)

@@ -1,0 +1,258 @@
+"""The userspace UDP sleeve (overlay/sleeve) as four modes, and `auto`.
+
+    sleeve         TAP on the overlay bridge, every speed feature on (offloads, batching)
+    sleeve-basic   the same binary, one frame per datagram, one syscall per packet (2015)
+    sleeve-l3      TUN, IP packets over UDP, routed (Flannel's UDP backend design)
+    sleeve-crypto  sleeve with ChaCha20-Poly1305 (libsodium), a key shared by both hosts
+
+The testbed puts a binary on each host (built once per run from the shipped source:
+harness/sleeve_build.py), the mode starts one daemon per host, waits for its device
+to come up, and wires the device in.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pathlib
+import secrets
+import signal
+import time
+
+from harness.errors import CommandError, HarnessError, UnsupportedError
+from harness.hosts.base import Process
+from harness.modes.base import Datapath, Mode, reset_overlay_path, route_peer_via, unroute_peer
+from harness.testbed import Side, Testbed
+
+log = logging.getLogger(__name__)
+
+PORT = 6784
+DEV = "sv0"
+READY_TIMEOUT = 10.0
+
+# Overhead from overlay/README.md (wire v2): outer IPv4 20 + UDP 8 + header 8
+# (+ Ethernet 14 for L2) (+ 32 with a key: session 8, counter 8, tag 16).
+OVERHEAD_L2, OVERHEAD_L3, OVERHEAD_CRYPTO = 50, 36, 32
+
+
+class Sleeve(Mode):
+    kind = "sleeve"
+    name = "sleeve"
+    description = "userspace UDP sleeve, TAP on the bridge, offloads and batching on"
+    flags: tuple[str, ...] = ()
+    l3 = False
+    crypto = False
+
+    @property
+    def overhead(self) -> int:  # type: ignore[override]
+        return (OVERHEAD_L3 if self.l3 else OVERHEAD_L2) + (OVERHEAD_CRYPTO if self.crypto else 0)
+
+    def check(self, testbed: Testbed) -> None:
+        for s in testbed.sides:
+            testbed.install_sleeve(s)       # builds it now: a build error stops the run here
+        h = testbed.sides[0].host
+        if h.run(["test", "-c", "/dev/net/tun"], check=False).returncode != 0:
+            raise UnsupportedError(f"mode {self.name}: /dev/net/tun missing on {h.name}: TUN/TAP unsupported here")
+
+    @staticmethod
+    def version(host, binary: str) -> str:
+        out = host.run([binary, "--version"], check=False).stdout.strip().splitlines()
+        return out[0] if out else "unknown"
+
+    # ------------------------------------------------------------------ deploy
+    def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:
+        dp = Datapath(self.name, self.kind, overlay_mtu, info={"flags": list(self.argv_flags()), "port": PORT})
+        try:
+            keys = self.keys()
+            for s in testbed.sides:
+                binary = testbed.install_sleeve(s)
+                dp.processes[s.index] = self._start(testbed, s, binary, overlay_mtu, keys[s.index])
+            for s in testbed.sides:
+                self._wait_ready(s, dp.processes[s.index])
+            for s in testbed.sides:
+                self._wire(testbed, s, overlay_mtu)
+            dp.info["version"] = self.version(testbed.sides[0].host, binary)
+        except BaseException:
+            self.teardown(testbed, dp)
+            raise
+        dp.devices = {s.index: [s.underlay_dev, s.dev(DEV), s.bridge, s.container_port, f"ctr:{s.container_dev}"]
+                      for s in testbed.sides}
+        return dp
+
+    def keys(self) -> tuple[bytes | None, bytes | None]:
+        """The key each side gets: one fresh random key shared by both, or none."""
+        if not self.crypto:
+            return (None, None)
+        key = secrets.token_bytes(32)
+        return (key, key)
+
+    def argv_flags(self) -> tuple[str, ...]:
+        return (("--l3",) if self.l3 else ()) + self.flags
+
+    def _start(self, testbed: Testbed, s: Side, binary: str, mtu: int, key: bytes | None) -> Process:
+        peer = testbed.peer(s)
+        argv = [binary, "--dev", s.dev(DEV), "--local", f"{s.underlay_ip}:{PORT}",
+                "--peer", f"{peer.underlay_ip}:{PORT}", "--mtu", str(mtu),
+                "--stats-file", self.stats_path(s), *self.argv_flags()]
+        if key is not None:
+            key_path = self.key_path(s)
+            local = pathlib.Path(testbed.artifact_dir) / f"key-{s.index}"
+            local.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(key)
+                s.host.put(str(local), key_path, 0o600)
+            finally:
+                if local != pathlib.Path(key_path):
+                    local.unlink(missing_ok=True)
+            argv += ["--key-file", key_path]
+        return s.host.start(argv)
+
+    @staticmethod
+    def key_path(s: Side) -> str:
+        return f"{s.workdir}/sleeve.key"
+
+    @staticmethod
+    def stats_path(s: Side) -> str:
+        return f"{s.workdir}/sleeve-stats.json"
+
+    def _wait_ready(self, s: Side, proc: Process) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                out = proc.wait(0)
+                why = (out.stderr.strip() or out.stdout.strip() or f"exit {out.returncode}").splitlines()[-1]
+                raise HarnessError(f"{s.host.name}: sleeve exited before ready: {why}")
+            link = s.host.run(["ip", "-o", "link", "show", s.dev(DEV)], check=False)
+            if link.ok and ",UP" in link.stdout:
+                return
+            time.sleep(0.05)
+        raise HarnessError(f"{s.host.name}: sleeve not ready after {READY_TIMEOUT:.0f}s")
+
+    def _wire(self, testbed: Testbed, s: Side, mtu: int) -> None:
+        h, dev = s.host, s.dev(DEV)
+        reset_overlay_path(s, mtu, dev)
+        if not self.l3:
+            h.run(["ip", "link", "set", dev, "master", s.bridge, "up"])
+            return
+        route_peer_via(testbed, s, dev)
+
+    # ---------------------------------------------------------------- teardown
+    def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
+        for s in testbed.sides:
+            proc = dp.processes.get(s.index) if dp else None
+            if proc is not None:
+                out = proc.stop()
+                if out.returncode not in (0, -signal.SIGTERM, None):
+                    log.warning("%s: sleeve exited %s: %s", s.host.name, out.returncode, out.stderr.strip()[-300:])
+            try:
+                s.host.run(["ip", "link", "del", s.dev(DEV)], check=False)
+                s.host.run(["rm", "-f", self.key_path(s), self.stats_path(s)], check=False)
+                if self.l3:
+                    unroute_peer(s)
+                reset_overlay_path(s, 1500, None)
+            except CommandError as e:
+                log.warning("sleeve teardown on %s: %s", s.host.name, e)
+
+    # ---------------------------------------------------------------- counters
+    def counters(self, testbed: Testbed, dp: Datapath) -> dict | None:
+        """Ask each daemon for its counters (SIGUSR1 → stats file, tmp + rename) and read them."""
+        out = {}
+        for s in testbed.sides:
+            proc = dp.processes.get(s.index)
+            if proc is None or proc.pid is None or proc.poll() is not None:
+                continue
+            path = self.stats_path(s)
+            s.host.run(["rm", "-f", path], check=False)
+            s.host.run(["kill", "-USR1", str(proc.pid)], check=False)
+            deadline = time.monotonic() + 2
+            snap = None
+            while snap is None and time.monotonic() < deadline:
+                done = s.host.run(["cat", path], check=False)
+                if done.ok and done.stdout:
+                    try:
+                        snap = json.loads(done.stdout)
+                    except ValueError:
+                        pass
+                else:
+                    time.sleep(0.05)
+            out[f"h{s.index}"] = snap
+        return out or None
+
+
+class SleeveBasic(Sleeve):
+    name = "sleeve-basic"
+    description = "the 2015 reference: one frame per datagram, one syscall per packet"
+    flags = ("--basic",)
+
+
+class SleeveSeg(Sleeve):
+    """The other way to carry a super-frame (issue 4: "measure both"): the sender cuts
+    it into MSS-sized TCP segments in userspace and the receiver gathers them back."""
+
+    name = "sleeve-seg"
+    description = "sleeve cutting TCP super-frames into segments (userspace GSO/GRO)"
+    flags = ("--segment",)
+
+
+class SleeveL3(Sleeve):
+    name = "sleeve-l3"
+    description = "TUN, IP packets over UDP, routed (Flannel UDP)"
+    l3 = True
+
+
+class SleeveCrypto(Sleeve):
+    name = "sleeve-crypto"
+    description = "sleeve with ChaCha20-Poly1305 (libsodium)"
+    crypto = True
+
+
+class Auto(Mode):
+    """fastdp where a full-MTU DF probe across VXLAN succeeds, the sleeve where it does not
+    (Weave 1.2's automatic fallback). What carried the traffic is the Datapath's kind."""
+
+    name = "auto"
+    kind = "auto"
+    description = "fastdp if a full-MTU probe across VXLAN passes, else sleeve"
+
+    def __init__(self):
+        from harness.modes.fastdp import FastDP
+        self.fast, self.slow = FastDP(), Sleeve()
+
+    @property
+    def overhead(self) -> int:  # type: ignore[override]
+        return max(self.fast.overhead, self.slow.overhead)
+
+    def check(self, testbed):
+        self.fast.check(testbed)
+        self.slow.check(testbed)
+
+    def probe(self, testbed: Testbed, mtu: int) -> str | None:
+        """None if full-size DF pings cross the fastdp overlay both ways; else the reason."""
+        a, b = testbed.sides
+        done = a.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "1", "-M", "do", "-s", str(mtu - 28),
+                           b.overlay_ip], check=False, timeout=15)
+        if done.ok and " 0% packet loss" in done.stdout:
+            return None
+        last = (done.stdout.strip() or done.stderr.strip()).splitlines()
+        return f"full-MTU ({mtu}) DF probe across VXLAN failed: " + (last[-2] if len(last) > 1 else "no reply")
+
+    def deploy(self, testbed, overlay_mtu):
+        dp = self.fast.deploy(testbed, overlay_mtu)
+        why = self.probe(testbed, overlay_mtu)
+        if why is None:
+            dp.mode, dp.info["decision"] = self.name, "fastdp: full-MTU probe across VXLAN passed"
+            return dp
+        log.info("auto: %s; falling back to the sleeve", why)
+        self.fast.teardown(testbed, dp)
+        dp = self.slow.deploy(testbed, overlay_mtu)
+        dp.mode, dp.info["decision"] = self.name, f"sleeve: {why}"
+        return dp
+
+    def teardown(self, testbed, dp):
+        (self.fast if dp is not None and dp.kind == "fastdp" else self.slow).teardown(testbed, dp)
+
+    def counters(self, testbed, dp):
+        return self.slow.counters(testbed, dp) if dp.kind == "sleeve" else None

@@ -1,0 +1,442 @@
+/* rx.c - network -> device: decapsulation, decryption, reassembly, delivery */
+#include <errno.h>
+#include <linux/virtio_net.h>
+#include <netinet/udp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sleeve.h"
+#include "tap.h"
+
+#define RX_MSGS 32
+#define RX_BUF (65536 + 64)
+
+struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen)
+{
+	(void)alen;
+	for (int i = 0; i < s->npeers; i++) {
+		struct sv_peer *p = &s->peers[i];
+
+		if (p->addr.ss_family == AF_INET && a->ss_family == AF_INET) {
+			const struct sockaddr_in *x = (const void *)&p->addr, *y = (const void *)a;
+
+			if (x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr)
+				return p;
+		} else if (p->addr.ss_family == AF_INET6 && a->ss_family == AF_INET6) {
+			const struct sockaddr_in6 *x = (const void *)&p->addr, *y = (const void *)a;
+
+			if (x->sin6_port == y->sin6_port &&
+			    !memcmp(&x->sin6_addr, &y->sin6_addr, sizeof(x->sin6_addr)))
+				return p;
+		}
+	}
+	return NULL;
+}
+
+void sv_update_tso(struct sv *s)
+{
+	unsigned want = TUN_F_CSUM, gso_all = 1, uso_all = 1;
+
+	if (!s->vnet || !s->offload)
+		return;
+	for (int i = 0; i < s->npeers; i++) {
+		uint32_t caps = __atomic_load_n(&s->peers[i].caps, __ATOMIC_RELAXED);
+
+		if (!__atomic_load_n(&s->peers[i].heard, __ATOMIC_RELAXED) || !(caps & SV_CAP_GSO_RX))
+			gso_all = 0;
+		if (!(caps & SV_CAP_USO_RX))
+			uso_all = 0;
+	}
+	if (gso_all)
+		want |= s->tun_ok & (TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN);
+	if (gso_all && uso_all)
+		want |= s->tun_ok & (TUN_F_USO4 | TUN_F_USO6);
+	pthread_mutex_lock(&s->lock);
+	if ((unsigned)s->tso != want) {
+		if (sv_tap_set_offload(s->tap_fd, want) == 0) {
+			sv_log(s, "device offloads now 0x%x (%s)", want,
+			       want & TUN_F_TSO4 ? "super-frames on" : "super-frames off");
+			__atomic_store_n(&s->tso, (int)want, __ATOMIC_RELAXED);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+}
+
+static size_t link_hlen(const struct sv *s)
+{
+	return s->l3 ? 0 : SV_ETH_HLEN + 4; /* room for one VLAN tag */
+}
+
+static enum sv_drop deliver(struct sv *s, const struct iovec *iov, int n, size_t len, int has_vnet)
+{
+	size_t min = s->l3 ? 20u : (size_t)SV_ETH_HLEN;
+
+	if (has_vnet) {
+		if (len < SV_VNET_LEN + min)
+			return SV_D_BAD_LENGTH;
+	} else {
+		if (len < min)
+			return SV_D_BAD_LENGTH;
+		if (len > (size_t)s->mtu + link_hlen(s))
+			return SV_D_OVERSIZE;
+	}
+	if (s->deliver(s, iov, n, has_vnet) < 0)
+		return SV_D_DEV_WRITE;
+	sv_count(&s->ctr_rx, SV_C_RX_FRAMES, 1);
+	sv_count(&s->ctr_rx, SV_C_RX_BYTES, has_vnet ? len - SV_VNET_LEN : len);
+	return SV_OK;
+}
+
+/* --segment: TCP segments go back into a super-frame before the device */
+static enum sv_drop rx_frame(struct sv *s, const uint8_t *f, size_t len)
+{
+	struct iovec v = {(void *)f, len};
+
+	if (s->segment && s->vnet) {
+		/* an oversize frame is not gathered: deliver() drops it */
+		int fits = len <= (size_t)s->mtu + link_hlen(s);
+
+		if (fits && sv_gro_add(&s->gro, f, len, s->l3))
+			return SV_OK;
+		sv_rx_gro_flush(s); /* what was gathered goes first */
+		if (fits && sv_gro_add(&s->gro, f, len, s->l3))
+			return SV_OK;
+	}
+	return deliver(s, &v, 1, len, 0);
+}
+
+void sv_rx_gro_flush(struct sv *s)
+{
+	const struct iovec *iov;
+	size_t len;
+	int has_vnet, n = sv_gro_finish(&s->gro, &iov, &len, &has_vnet);
+	enum sv_drop d;
+
+	if (!n)
+		return;
+	d = deliver(s, iov, n, len, has_vnet);
+	if (d)
+		sv_count_drop(&s->ctr_rx, d, 1);
+	else if (has_vnet)
+		sv_count(&s->ctr_rx, SV_C_RX_COALESCED, 1);
+}
+
+static enum sv_drop rx_data(struct sv *s, const uint8_t *body, size_t len, uint8_t flags)
+{
+	const uint8_t *cur = body, *end = body + len, *f;
+	unsigned nrec;
+	size_t flen;
+	enum sv_drop r;
+
+	if (flags & SV_F_SINGLE) /* the body is the frame (len >= 1: the header check saw to it) */
+		return rx_frame(s, body, len);
+	r = sv_records_check(body, len, &nrec);
+	if (r)
+		return r;
+	/* a bad frame is dropped alone and counted here; its datagram was fine */
+	while ((f = sv_records_next(&cur, end, &flen))) {
+		enum sv_drop d = rx_frame(s, f, flen);
+
+		if (d)
+			sv_count_drop(&s->ctr_rx, d, 1);
+	}
+	return SV_OK;
+}
+
+/* A complete sealed unit: one AEAD open over the whole stream, in place. */
+static enum sv_drop open_unit(struct sv *s, struct sv_peer *p, const struct sv_frag *f,
+			      uint8_t flags, struct sv_unit *u, struct iovec *out)
+{
+	uint8_t ad[SV_FRAG_AD_LEN];
+	uint8_t *c;
+	enum sv_drop r;
+
+	if (u->len <= SV_TAG_LEN)
+		return SV_D_BAD_LENGTH;
+	c = sv_reasm_flatten(&p->reasm, u);
+	if (!c)
+		return SV_D_REASM_EVICTED;
+	sv_frag_ad(ad, flags, f->session, f->ctr, f->id, f->total, f->count);
+	r = sv_open_buf(&p->open, s->master, f->session, f->ctr, c, u->len, ad, sizeof(ad));
+	if (r)
+		return r;
+	*out = (struct iovec){c, u->len - SV_TAG_LEN};
+	u->iov = out;
+	u->n = 1;
+	u->len -= SV_TAG_LEN;
+	return SV_OK;
+}
+
+static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *d, const struct sv_hdr *h,
+			    uint64_t now)
+{
+	struct sv_frag f;
+	struct sv_unit u;
+	struct iovec flat;
+	const uint8_t *body = d + sv_body_off(s->enc);
+	enum sv_drop r = sv_frag_parse(body, h->len, &f);
+
+	if (r)
+		return r;
+	if (!s->enc && f.total > SV_MAX_UNIT) /* only a sealed stream has a tag more */
+		return SV_D_BAD_LENGTH;
+	if ((h->flags & SV_F_VNET) && !s->vnet)
+		return SV_D_GSO_UNSUPPORTED;
+	if (s->enc) {
+		/* the unit's nonce; a piece the open would refuse as a replay (of a
+		 * unit already opened, or too old) is dropped now */
+		f.session = sv_get64(d + SV_HDR_LEN);
+		f.ctr = sv_get64(d + SV_HDR_LEN + 8);
+		if (sv_replay_check(&p->open.win, f.ctr) < 0)
+			return SV_D_REPLAY;
+	}
+	sv_count(&s->ctr_rx, SV_C_RX_FRAGS, 1);
+	r = sv_reasm_add(&p->reasm, &f, h->flags, now, &u);
+	if (r || !u.n)
+		return r;
+	if (s->enc) {
+		r = open_unit(s, p, &f, h->flags, &u, &flat);
+		if (r)
+			return r;
+	}
+	if (h->flags & SV_F_VNET)
+		sv_count(&s->ctr_rx, SV_C_RX_SUPER, 1);
+	sv_rx_gro_flush(s); /* frames gathered before this unit go first */
+	return deliver(s, u.iov, u.n, u.len, !!(h->flags & SV_F_VNET));
+}
+
+static enum sv_drop rx_ctl(struct sv *s, struct sv_peer *p, const struct sv_hdr *h,
+			   const uint8_t *body, size_t n, uint64_t now)
+{
+	uint8_t out[128];
+	size_t len;
+
+	switch (h->type) {
+	case SV_T_HEARTBEAT: {
+		uint32_t caps, old;
+		int was;
+
+		if (h->len < SV_HB_LEN)
+			return SV_D_BAD_LENGTH;
+		caps = sv_get16(body) & ~SV_CAP_WANT_REPLY;
+		old = __atomic_exchange_n(&p->caps, caps, __ATOMIC_RELAXED);
+		was = __atomic_exchange_n(&p->heard, 1, __ATOMIC_RELAXED);
+		__atomic_store_n(&p->last_heard_ns, now, __ATOMIC_RELAXED);
+		sv_count(&s->ctr_rx, SV_C_HB_RECV, 1);
+		if (sv_get16(body) & SV_CAP_WANT_REPLY) {
+			len = sv_build_heartbeat(s, p, out, 0);
+			if (s->send_ctl(s, p, out, len) == 0)
+				sv_count(&s->ctr_rx, SV_C_HB_SENT, 1);
+		}
+		if (!was || old != caps)
+			sv_update_tso(s);
+		return SV_OK;
+	}
+	case SV_T_PROBE:
+		if (h->len < SV_PROBE_MIN)
+			return SV_D_BAD_LENGTH;
+		len = sv_build_probe_ack(s, out, sv_get32(body), (uint32_t)n);
+		s->send_ctl(s, p, out, len);
+		return SV_OK;
+	case SV_T_PROBE_ACK:
+		if (h->len < SV_PROBE_ACK_LEN)
+			return SV_D_BAD_LENGTH;
+		__atomic_store_n(&p->probe_ack_size, sv_get32(body + 4), __ATOMIC_RELAXED);
+		__atomic_store_n(&p->probe_ack_id, sv_get32(body), __ATOMIC_RELEASE);
+		sv_count(&s->ctr_rx, SV_C_PROBE_ACKED, 1);
+		return SV_OK;
+	}
+	return SV_D_BAD_TYPE;
+}
+
+enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t n, uint64_t now)
+{
+	struct sv_hdr h;
+	const uint8_t *body;
+	enum sv_drop r;
+
+	sv_count(&s->ctr_rx, SV_C_RX_DGRAMS, 1);
+	r = sv_hdr_parse(d, n, &h);
+	if (r)
+		goto drop;
+	if (!(h.flags & SV_F_ENC) != !s->enc) {
+		r = SV_D_CRYPTO_MISMATCH;
+		goto drop;
+	}
+	/* sealed per datagram, except FRAG pieces: their unit is sealed once */
+	if (s->enc && h.type != SV_T_FRAG) {
+		r = sv_open_dgram(&p->open, s->master, d, &h);
+		if (r)
+			goto drop;
+	}
+	body = d + sv_body_off(s->enc);
+	if (h.type == SV_T_DATA || h.type == SV_T_FRAG) {
+		if (!(h.flags & SV_F_L3) != !s->l3) {
+			r = SV_D_MODE_MISMATCH;
+			goto drop;
+		}
+		if (h.type == SV_T_DATA)
+			r = rx_data(s, body, h.len, h.flags);
+		else
+			r = rx_frag(s, p, d, &h, now);
+	} else {
+		r = rx_ctl(s, p, &h, body, n, now);
+	}
+drop:
+	if (r)
+		sv_count_drop(&s->ctr_rx, r, 1);
+	return r;
+}
+
+static int gro_size(struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			int v;
+
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			return v;
+		}
+	}
+	return 0;
+}
+
+void sv_rx_settle(struct sv *s)
+{
+	sv_rx_gro_flush(s);
+	for (int i = 0; i < s->npeers; i++)
+		sv_reasm_settle(&s->peers[i].reasm);
+}
+
+/* one datagram (or one GRO train) from src */
+static void rx_input(struct sv *s, const struct sockaddr_storage *src, socklen_t alen,
+		     uint8_t *buf, size_t len, size_t seg, uint64_t now)
+{
+	struct sv_peer *p = sv_peer_find(s, src, alen);
+
+	if (!seg || seg > len)
+		seg = len;
+	if (!p) {
+		uint64_t n = (len + seg - 1) / seg;
+
+		sv_count(&s->ctr_rx, SV_C_RX_DGRAMS, n);
+		sv_count_drop(&s->ctr_rx, SV_D_NO_PEER, n);
+		return;
+	}
+	for (size_t off = 0; off < len; off += seg)
+		sv_rx_datagram(s, p, buf + off, len - off < seg ? len - off : seg, now);
+}
+
+/* The 2015 reference: one recvfrom and one write per datagram. */
+static void *rx_basic(struct sv *s)
+{
+	uint8_t *buf = malloc(RX_BUF);
+
+	if (!buf)
+		return NULL;
+	for (;;) {
+		struct sockaddr_storage src;
+		socklen_t alen = sizeof(src);
+		ssize_t n = recvfrom(s->udp_fd, buf, RX_BUF, 0, (struct sockaddr *)&src, &alen);
+
+		if (n < 0) {
+			if (errno != EINTR)
+				usleep(1000);
+			continue;
+		}
+		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
+		rx_input(s, &src, alen, buf, (size_t)n, 0, sv_now_ns());
+		sv_rx_settle(s);
+	}
+	return NULL;
+}
+
+void *sv_rx_thread(void *arg)
+{
+	struct sv *s = arg;
+	static __thread struct mmsghdr msg[RX_MSGS];
+	static __thread struct iovec iov[RX_MSGS];
+	static __thread struct sockaddr_storage src[RX_MSGS];
+	static __thread union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm[RX_MSGS];
+	uint8_t *bufs;
+	uint64_t spin_end = 0;
+
+	if (s->basic)
+		return rx_basic(s);
+	bufs = malloc((size_t)RX_MSGS * RX_BUF);
+	if (!bufs)
+		return NULL;
+	for (;;) {
+		int n;
+		uint64_t now;
+
+		for (int i = 0; i < RX_MSGS; i++) {
+			iov[i].iov_base = bufs + (size_t)i * RX_BUF;
+			iov[i].iov_len = RX_BUF;
+			memset(&msg[i].msg_hdr, 0, sizeof(msg[i].msg_hdr));
+			msg[i].msg_hdr.msg_name = &src[i];
+			msg[i].msg_hdr.msg_namelen = sizeof(src[i]);
+			msg[i].msg_hdr.msg_iov = &iov[i];
+			msg[i].msg_hdr.msg_iovlen = 1;
+			msg[i].msg_hdr.msg_control = cm[i].b;
+			msg[i].msg_hdr.msg_controllen = sizeof(cm[i].b);
+		}
+		n = recvmmsg(s->udp_fd, msg, RX_MSGS, spin_end ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
+		if (n <= 0) {
+			if (n < 0 && errno == EAGAIN && spin_end) {
+				uint64_t now2 = sv_now_ns();
+
+				if (now2 >= spin_end || !sv_spin_yield(now2))
+					spin_end = 0; /* block on the next call */
+			} else if (n < 0 && errno != EINTR) {
+				usleep(1000);
+			}
+			continue;
+		}
+		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
+		now = sv_now_ns();
+		/* after traffic, poll the socket a little before sleeping again */
+		spin_end = s->spin_ns ? now + s->spin_ns : 0;
+		for (int i = 0; i < n; i++) {
+			struct msghdr *m = &msg[i].msg_hdr;
+
+			if (m->msg_flags & MSG_TRUNC) {
+				sv_count(&s->ctr_rx, SV_C_RX_DGRAMS, 1);
+				sv_count_drop(&s->ctr_rx, SV_D_OVERSIZE, 1);
+				continue;
+			}
+			rx_input(s, &src[i], m->msg_namelen, iov[i].iov_base, msg[i].msg_len,
+				 (size_t)gro_size(m), now);
+		}
+		sv_rx_settle(s);
+	}
+	return NULL;
+}
+
+int sv_tap_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet)
+{
+	static const uint8_t zero[SV_VNET_LEN];
+	struct iovec v[SV_MAX_FRAGS + 1];
+	ssize_t r;
+
+	if (s->vnet && !has_vnet) {
+		/* a plain frame at a vnet-header device: prepend an empty header */
+		if (n > (int)SV_MAX_FRAGS)
+			return -EINVAL;
+		v[0] = (struct iovec){(void *)zero, SV_VNET_LEN};
+		memcpy(v + 1, iov, (size_t)n * sizeof(*iov));
+		iov = v;
+		n++;
+	}
+	/* (has_vnet without a vnet device never gets here: gso_unsupported) */
+	r = n == 1 ? write(s->tap_fd, iov[0].iov_base, iov[0].iov_len) : writev(s->tap_fd, iov, n);
+	return r < 0 ? -errno : 0;
+}

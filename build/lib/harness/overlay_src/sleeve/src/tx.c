@@ -1,0 +1,474 @@
+/* tx.c - device -> network: batching, super-frame splitting, UDP GSO, sendmmsg */
+#include <errno.h>
+#include <linux/virtio_net.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "seg.h"
+#include "sleeve.h"
+
+#define TX_MSGS 256
+#define TX_IOVS 4096
+#define TX_ARENA (2u << 20)
+#define TX_RBUFS 16
+#define RBUF_SZ (SV_MAX_UNIT + 64)
+#define TAILROOM SV_TAG_LEN /* after a read unit: its tag when sealed in place */
+#define GSO_MAX_SEGS 64 /* UDP_MAX_SEGMENTS on older kernels */
+
+struct txq {
+	struct sv *s;
+	struct mmsghdr msg[TX_MSGS];
+	uint16_t dgram_iovs[TX_MSGS]; /* GSO trains: iovecs per datagram, 0 = not a train */
+	uint16_t ndgrams[TX_MSGS];
+	uint16_t train_seg; /* last message: a train of DATA datagrams of this size that
+			     * may grow (0 = it may not) */
+	int nmsg;
+	struct iovec iov[TX_IOVS];
+	int niov;
+	union {
+		char b[CMSG_SPACE(sizeof(uint16_t))];
+		struct cmsghdr align;
+	} cm[TX_MSGS];
+	uint8_t *arena;
+	size_t aused;
+	uint8_t *rbuf[TX_RBUFS];
+	int rbused; /* read buffers still referenced by queued iovecs */
+	struct sv_packer pk;
+	int pk_open;
+	uint32_t frame_id;
+};
+
+static uint8_t base_flags(const struct sv *s)
+{
+	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
+}
+
+static int send_one(struct sv *s, struct sv_peer *p, struct iovec *iov, size_t n)
+{
+	struct msghdr m = {.msg_name = &p->addr, .msg_namelen = p->alen, .msg_iov = iov,
+			   .msg_iovlen = n};
+
+	sv_count(&s->ctr_tx, SV_C_TX_CALLS, 1);
+	return sendmsg(s->udp_fd, &m, 0) < 0 ? -errno : 0;
+}
+
+/* The kernel refused a GSO train: send its datagrams one by one. */
+static void send_train_split(struct txq *q, struct mmsghdr *mm, unsigned per)
+{
+	struct msghdr *m = &mm->msg_hdr;
+	struct sv_peer *p = NULL;
+
+	for (int i = 0; i < q->s->npeers; i++)
+		if (m->msg_name == &q->s->peers[i].addr)
+			p = &q->s->peers[i];
+	for (size_t i = 0; p && i < m->msg_iovlen; i += per) {
+		size_t k = m->msg_iovlen - i < per ? m->msg_iovlen - i : per;
+
+		if (send_one(q->s, p, m->msg_iov + i, k) < 0)
+			sv_count_drop(&q->s->ctr_tx, SV_D_SEND_ERR, 1);
+	}
+}
+
+static void flush(struct txq *q)
+{
+	struct sv *s = q->s;
+	int i = 0;
+
+	if (q->pk_open) {
+		/* caller closes the packer first; never flush half a datagram */
+		abort();
+	}
+	while (i < q->nmsg) {
+		int r = sendmmsg(s->udp_fd, q->msg + i, (unsigned)(q->nmsg - i), 0);
+
+		sv_count(&s->ctr_tx, SV_C_TX_CALLS, 1);
+		if (r > 0) {
+			i += r;
+			continue;
+		}
+		if (errno == EINTR)
+			continue;
+		if (q->dgram_iovs[i] && (errno == EIO || errno == EINVAL || errno == ENOPROTOOPT)) {
+			if (__atomic_exchange_n(&s->udp_gso, 0, __ATOMIC_RELAXED))
+				sv_log(s, "UDP GSO refused (%s), sending datagrams one by one",
+				       strerror(errno));
+			send_train_split(q, &q->msg[i], q->dgram_iovs[i]);
+		} else {
+			sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, q->ndgrams[i]);
+		}
+		i++;
+	}
+	q->nmsg = 0;
+	q->niov = 0;
+	q->aused = 0;
+	q->train_seg = 0;
+	/* the buffer being filled or processed now becomes buffer 0 */
+	if (q->rbused > 0 && q->rbused < TX_RBUFS) {
+		uint8_t *cur = q->rbuf[q->rbused];
+
+		q->rbuf[q->rbused] = q->rbuf[0];
+		q->rbuf[0] = cur;
+	}
+	q->rbused = 0;
+}
+
+static void set_segment(struct msghdr *m, void *cbuf, size_t cbuflen, uint16_t seg)
+{
+	struct cmsghdr *c;
+
+	m->msg_control = cbuf;
+	m->msg_controllen = cbuflen;
+	c = CMSG_FIRSTHDR(m);
+	c->cmsg_level = SOL_UDP;
+	c->cmsg_type = UDP_SEGMENT;
+	c->cmsg_len = CMSG_LEN(sizeof(seg));
+	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+}
+
+/* Queues iov[first .. first+n) as one message to every peer. */
+static void push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, unsigned per)
+{
+	struct sv *s = q->s;
+
+	for (int i = 0; i < s->npeers; i++) {
+		struct mmsghdr *mm = &q->msg[q->nmsg];
+		struct msghdr *m = &mm->msg_hdr;
+
+		memset(m, 0, sizeof(*m));
+		m->msg_name = &s->peers[i].addr;
+		m->msg_namelen = s->peers[i].alen;
+		m->msg_iov = &q->iov[first];
+		m->msg_iovlen = (size_t)n;
+		q->dgram_iovs[q->nmsg] = 0;
+		q->ndgrams[q->nmsg] = (uint16_t)ndgrams;
+		if (ndgrams > 1) {
+			set_segment(m, q->cm[q->nmsg].b, sizeof(q->cm[q->nmsg].b), (uint16_t)seg);
+			q->dgram_iovs[q->nmsg] = (uint16_t)per;
+		}
+		q->nmsg++;
+		sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, ndgrams);
+	}
+	q->train_seg = 0;
+}
+
+/* Queues one DATA datagram (iov[first], len bytes). Consecutive datagrams of one
+ * size (the last may be shorter) to a single peer join one UDP GSO train: a
+ * super-frame cut in userspace still leaves in one sendmsg and arrives as one
+ * GRO train. */
+static void push_dgram(struct txq *q, int first, size_t len)
+{
+	struct sv *s = q->s;
+	struct mmsghdr *mm = q->nmsg ? &q->msg[q->nmsg - 1] : NULL;
+	struct msghdr *m = mm ? &mm->msg_hdr : NULL;
+
+	if (m && q->train_seg && len <= q->train_seg && m->msg_iovlen < GSO_MAX_SEGS &&
+	    m->msg_iov + m->msg_iovlen == &q->iov[first] &&
+	    (m->msg_iovlen + 1) * (size_t)q->train_seg <= SV_MAX_DGRAM) {
+		if (m->msg_iovlen == 1)
+			set_segment(m, q->cm[q->nmsg - 1].b, sizeof(q->cm[q->nmsg - 1].b),
+				    q->train_seg);
+		m->msg_iovlen++;
+		q->dgram_iovs[q->nmsg - 1] = 1;
+		q->ndgrams[q->nmsg - 1]++;
+		sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
+		if (len < q->train_seg)
+			q->train_seg = 0; /* a shorter datagram ends a train */
+		return;
+	}
+	push(q, first, 1, 1, 0, 0);
+	if (s->npeers == 1 && __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED) && len <= UINT16_MAX)
+		q->train_seg = (uint16_t)len;
+}
+
+static int room(struct txq *q, int msgs, int iovs, size_t bytes)
+{
+	return q->nmsg + msgs * q->s->npeers <= TX_MSGS && q->niov + iovs <= TX_IOVS &&
+	       q->aused + bytes <= TX_ARENA;
+}
+
+static void pk_close(struct txq *q)
+{
+	size_t len;
+
+	if (!q->pk_open)
+		return;
+	q->pk_open = 0;
+	if (q->pk.nrec > 1)
+		sv_count(&q->s->ctr_tx, SV_C_TX_BATCHES, 1);
+	len = sv_pack_finish(&q->pk);
+	len = q->s->enc ? sv_seal_dgram(&q->s->seal, q->pk.dgram, q->pk.blen) : len;
+	q->iov[q->niov].iov_base = q->pk.dgram;
+	q->iov[q->niov].iov_len = len;
+	q->aused += (size_t)(q->pk.dgram - q->pk.buf) + len;
+	q->niov++;
+	push_dgram(q, q->niov - 1, len);
+}
+
+/* Seals data[0..len) in place as one unit (the tag goes to data + len) and
+ * returns its stream length; plain units are their own stream. */
+static size_t seal_unit(struct sv *s, uint8_t *data, size_t len, uint8_t flags, uint32_t id,
+			uint32_t dgram, uint64_t *ctr, unsigned *cnt, size_t *chunk)
+{
+	size_t stream = len + (s->enc ? SV_TAG_LEN : 0);
+	uint8_t ad[SV_FRAG_AD_LEN];
+
+	*cnt = sv_frag_plan(stream, dgram, s->enc, chunk);
+	*ctr = 0;
+	if (!*cnt || !s->enc)
+		return stream;
+	*ctr = sv_seal_next(&s->seal);
+	sv_frag_ad(ad, flags, s->seal.session, *ctr, id, (uint32_t)stream, (uint16_t)*cnt);
+	sv_seal_buf(&s->seal, *ctr, data, len, ad, sizeof(ad));
+	return stream;
+}
+
+/* A unit too big for one DATA datagram: sealed once (with a key), then cut into
+ * FRAG pieces, in GSO trains when allowed. The pieces point into the read buffer
+ * (returns 1: it stays referenced until the flush); only their headers are
+ * written, into the arena. */
+static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint32_t dgram)
+{
+	struct sv *s = q->s;
+	size_t chunk, full, hlen = sv_frag_over(s->enc), stream;
+	unsigned cnt, per, trains;
+	int gso = __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED);
+	uint64_t ctr;
+	uint32_t id;
+
+	pk_close(q);
+	if (!sv_frag_plan(len + (s->enc ? SV_TAG_LEN : 0), dgram, s->enc, &chunk)) {
+		sv_count_drop(&s->ctr_tx, SV_D_OVERSIZE, 1);
+		return 0;
+	}
+	full = hlen + chunk;
+	per = gso ? (unsigned)(SV_MAX_DGRAM / full) : 1;
+	if (per > GSO_MAX_SEGS)
+		per = GSO_MAX_SEGS;
+	if (per < 1)
+		per = 1;
+	cnt = (unsigned)((len + SV_TAG_LEN + chunk - 1) / chunk); /* upper bound for room() */
+	trains = (cnt + per - 1) / per;
+	if (!room(q, (int)trains, (int)cnt * 2, (size_t)cnt * hlen))
+		flush(q);
+	id = q->frame_id++;
+	stream = seal_unit(s, data, len, flags, id, dgram, &ctr, &cnt, &chunk);
+	trains = (cnt + per - 1) / per;
+	for (unsigned t = 0; t < trains; t++) {
+		int first = q->niov;
+		unsigned from = t * per, to = from + per < cnt ? from + per : cnt;
+
+		for (unsigned i = from; i < to; i++) {
+			size_t off = (size_t)i * chunk, clen = stream - off < chunk ? stream - off : chunk;
+			uint8_t *h = q->arena + q->aused;
+
+			sv_piece_put(h, flags, s->seal.session, ctr, id, (uint32_t)stream, (uint16_t)i,
+				     (uint16_t)cnt, clen);
+			q->iov[q->niov++] = (struct iovec){h, hlen};
+			q->iov[q->niov++] = (struct iovec){data + off, clen};
+			q->aused += hlen;
+		}
+		push(q, first, q->niov - first, to - from, full, 2);
+	}
+	sv_count(&s->ctr_tx, SV_C_TX_FRAGS, (uint64_t)cnt * (unsigned)s->npeers);
+	return 1;
+}
+
+/* Room for a frame of len bytes (at most sv_pack_max_frame(dgram)) in the DATA
+ * datagram being packed, or in a new one when it does not fit. */
+static uint8_t *pk_reserve(struct txq *q, size_t len, uint32_t dgram)
+{
+	uint8_t *p = q->pk_open ? sv_pack_reserve(&q->pk, len) : NULL;
+
+	if (p)
+		return p;
+	pk_close(q);
+	if (!room(q, 1, 1, (size_t)dgram + SV_PACK_SLACK))
+		flush(q);
+	sv_pack_begin(&q->pk, q->arena + q->aused, dgram, base_flags(q->s));
+	q->pk_open = 1;
+	return sv_pack_reserve(&q->pk, len);
+}
+
+/* --segment: a TCP super-frame cut into ordinary frames here, each packed like a
+ * frame read from the device (and sent in GSO trains by push_dgram). */
+static void tx_segments(struct txq *q, const struct sv_seg *g, uint32_t dgram)
+{
+	struct sv *s = q->s;
+
+	sv_count(&s->ctr_tx, SV_C_TX_SEGMENTED, 1);
+	for (unsigned i = 0; i < g->count; i++) {
+		size_t len = sv_seg_len(g, i);
+
+		sv_seg_build(g, i, pk_reserve(q, len, dgram));
+		sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
+		sv_count(&s->ctr_tx, SV_C_TX_BYTES, len);
+		if (!s->batch)
+			pk_close(q);
+	}
+}
+
+/* One read from the device. Returns 1 if the buffer must be kept until the flush. */
+static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
+{
+	struct sv *s = q->s;
+	uint8_t *frame = buf;
+	size_t flen = n;
+	uint32_t dgram = sv_min_pmtu(s);
+
+	if (s->vnet) {
+		struct virtio_net_hdr vh;
+
+		if (n <= SV_VNET_LEN)
+			return 0;
+		memcpy(&vh, buf, sizeof(vh));
+		frame = buf + SV_VNET_LEN;
+		flen = n - SV_VNET_LEN;
+		if (vh.gso_type != VIRTIO_NET_HDR_GSO_NONE) {
+			struct sv_seg g;
+
+			if (s->segment && sv_seg_plan(&g, frame, flen, &vh, s->l3) &&
+			    sv_seg_len(&g, 0) <= sv_pack_max_frame(dgram, s->enc)) {
+				tx_segments(q, &g, dgram);
+				return 0;
+			}
+			sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
+			sv_count(&s->ctr_tx, SV_C_TX_BYTES, flen);
+			sv_count(&s->ctr_tx, SV_C_TX_SUPER, 1);
+			return tx_unit(q, buf, n, base_flags(s) | SV_F_VNET, dgram);
+		}
+		if ((vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) &&
+		    sv_csum_complete(frame, flen, vh.csum_start, vh.csum_offset) < 0)
+			return 0;
+	}
+	sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
+	sv_count(&s->ctr_tx, SV_C_TX_BYTES, flen);
+	if (flen > sv_pack_max_frame(dgram, s->enc))
+		return tx_unit(q, frame, flen, base_flags(s), dgram);
+	memcpy(pk_reserve(q, flen, dgram), frame, flen);
+	if (!s->batch)
+		pk_close(q);
+	return 0;
+}
+
+/* The 2015 reference: one read and one sendto per frame, no offloads. */
+static void *tx_basic(struct sv *s)
+{
+	uint8_t *buf = malloc(RBUF_SZ + TAILROOM), *out = malloc(SV_MAX_DGRAM + 64);
+	uint32_t id = 0;
+
+	if (!buf || !out)
+		goto out;
+	for (;;) {
+		ssize_t n = read(s->tap_fd, buf, RBUF_SZ);
+		uint32_t dgram = sv_min_pmtu(s);
+		size_t chunk, stream;
+		unsigned cnt;
+		uint64_t ctr;
+
+		if (n <= 0) {
+			if (n < 0 && errno != EINTR && errno != EAGAIN)
+				usleep(1000);
+			continue;
+		}
+		sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
+		sv_count(&s->ctr_tx, SV_C_TX_BYTES, (uint64_t)n);
+		if ((size_t)n <= sv_pack_max_frame(dgram, s->enc)) {
+			struct sv_packer pk;
+			size_t len;
+
+			sv_pack_begin(&pk, out, dgram, base_flags(s));
+			sv_pack_add(&pk, buf, (size_t)n);
+			len = sv_pack_finish(&pk);
+			len = s->enc ? sv_seal_dgram(&s->seal, pk.dgram, pk.blen) : len;
+			for (int i = 0; i < s->npeers; i++) {
+				struct iovec v = {pk.dgram, len};
+
+				sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
+				if (send_one(s, &s->peers[i], &v, 1) < 0)
+					sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, 1);
+			}
+			continue;
+		}
+		stream = seal_unit(s, buf, (size_t)n, base_flags(s), id, dgram, &ctr, &cnt, &chunk);
+		if (!cnt) {
+			sv_count_drop(&s->ctr_tx, SV_D_OVERSIZE, 1);
+			continue;
+		}
+		for (unsigned i = 0; i < cnt; i++) {
+			size_t off = (size_t)i * chunk, clen = stream - off < chunk ? stream - off : chunk;
+			size_t hlen = sv_frag_over(s->enc);
+			struct iovec v[2] = {{out, hlen}, {buf + off, clen}};
+
+			sv_piece_put(out, base_flags(s), s->seal.session, ctr, id, (uint32_t)stream,
+				     (uint16_t)i, (uint16_t)cnt, clen);
+			for (int p = 0; p < s->npeers; p++) {
+				sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
+				sv_count(&s->ctr_tx, SV_C_TX_FRAGS, 1);
+				if (send_one(s, &s->peers[p], v, 2) < 0)
+					sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, 1);
+			}
+		}
+		id++;
+	}
+out:
+	free(buf);
+	free(out);
+	return NULL;
+}
+
+void *sv_tx_thread(void *arg)
+{
+	struct sv *s = arg;
+	struct txq *q;
+	struct pollfd pfd = {.fd = s->tap_fd, .events = POLLIN};
+	uint64_t spin_end = 0;
+
+	if (s->basic)
+		return tx_basic(s);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->s = s;
+	q->arena = malloc(TX_ARENA);
+	for (int i = 0; i < TX_RBUFS; i++)
+		q->rbuf[i] = malloc(RBUF_SZ + TAILROOM);
+	for (;;) {
+		uint8_t *b = q->rbuf[q->rbused];
+		ssize_t n = read(s->tap_fd, b, RBUF_SZ);
+
+		if (n < 0) {
+			if (errno == EAGAIN) {
+				uint64_t now;
+
+				pk_close(q);
+				flush(q);
+				/* poll the device a little before sleeping: a wakeup costs more */
+				now = s->spin_ns ? sv_now_ns() : 0;
+				if (s->spin_ns && !spin_end)
+					spin_end = now + s->spin_ns;
+				if (now < spin_end && sv_spin_yield(now)) {
+					continue;
+				}
+				spin_end = 0;
+				poll(&pfd, 1, -1);
+			} else if (errno != EINTR) {
+				usleep(1000);
+			}
+			continue;
+		}
+		spin_end = 0;
+		if (tx_frame(q, b, (size_t)n)) {
+			q->rbused++;
+			if (q->rbused == TX_RBUFS) {
+				pk_close(q);
+				flush(q);
+			}
+		}
+	}
+	return NULL;
+}

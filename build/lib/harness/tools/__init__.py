@@ -1,0 +1,32 @@
+"""The measurement tools by test name (DESIGN.md: iperf3.tcp … ping.flood)."""
+
+from __future__ import annotations
+
+from harness.errors import HarnessError
+from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.tools.iperf3 import Iperf3Tcp, Iperf3Udp
+from harness.tools.ping import PingFlood
+from harness.tools.qperf import Qperf
+
+__all__ = ["TOOLS", "get", "Sample", "TestSpec", "Tool", "ToolResult"]
+
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Iperf3Tcp(),
+        Iperf3Udp(),
+        Qperf("tcp_bw"),
+        Qperf("tcp_lat"),
+        Qperf("udp_bw"),
+        Qperf("udp_lat"),
+        PingFlood(),
+    )
+}
+
+
+def get(name: str) -> Tool:
+    """The tool for test `name`; HarnessError naming the known tests otherwise."""
+    try:
+        return TOOLS[name]
+    except KeyError as e:
+        raise HarnessError(f"unknown test {name!r} (known: {', '.join(TOOLS)})") from e

@@ -1,0 +1,67 @@
+"""What every measurement tool provides: argv builders and a pure parser.
+
+A tool never runs anything itself. The runner asks it for the server and client
+argv, runs them on the endpoints, and hands the captured output to `parse`, which
+is a pure function of (stdout, stderr, returncode) and is tested on real captures
+under tests/data/.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Sample:
+    """One metric from one tool run; the runner adds the case's context."""
+
+    metric: str          # throughput_bps, latency_us, jitter_ms, loss_pct, retransmits, cpu_*_pct, ...
+    value: float
+    unit: str            # bps, us, ms, pct, count
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolResult:
+    samples: list[Sample]
+    ok: bool
+    error: str | None = None
+    # Per-interval series where the tool reports one: [(seconds since start, bits/s), ...]
+    intervals: list[tuple[float, float]] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass(frozen=True)
+class TestSpec:
+    __test__ = False  # not a pytest class, whatever imports it
+    """Everything a tool needs to build its command lines for one case."""
+
+    server_addr: str          # address the client connects to
+    duration: float           # seconds of load; every load is bounded
+    streams: int = 1
+    overlay_mtu: int = 1500   # MTU of the path the traffic takes (to size UDP messages)
+    reverse: bool = False
+    port: int | None = None   # control port; tool default when None
+    data_port: int | None = None
+    bind_addr: str | None = None
+
+
+class Tool(abc.ABC):
+    name: str                 # "iperf3.tcp", "qperf.tcp_lat", "ping.flood", ...
+    binary: str               # what must be installed: "iperf3", "qperf", "ping"
+    needs_server: bool = True
+
+    def server_argv(self, spec: TestSpec) -> list[str] | None:
+        """The server command, run on the far endpoint before the client; None if none."""
+        return None
+
+    @abc.abstractmethod
+    def client_argv(self, spec: TestSpec) -> list[str]:
+        """The client command; it must end by itself within spec.duration plus a margin."""
+
+    def timeout(self, spec: TestSpec) -> float:
+        """Hard limit for the client; past it the case is recorded as failed."""
+        return spec.duration + 20
+
+    @abc.abstractmethod
+    def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
+        """Pure: captured output → samples, or ok=False with the reason."""

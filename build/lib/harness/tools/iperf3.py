@@ -1,0 +1,156 @@
+"""iperf3 -J: TCP and UDP throughput.
+
+The server serves one test and exits (`-s -1`). The client prints one JSON document;
+iperf3 puts a failure in its top-level "error" (and 3.12 then still exits 0 when the
+connection is refused, so the exit code alone proves nothing).
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import logging
+from typing import Any
+
+from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.tools.common import exit_reason, failed, udp_payload, whole_seconds
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 5201
+
+
+class Iperf3(Tool):
+    """Common argv and failure handling; subclasses read the protocol's figures."""
+
+    binary = "iperf3"
+    needs_server = True
+    server_exits = True       # -s -1: the server ends with the test, no need to stop it
+
+    def server_argv(self, spec: TestSpec) -> list[str]:
+        argv = ["iperf3", "-s", "-1", "-p", str(spec.port or DEFAULT_PORT)]
+        if spec.bind_addr:
+            argv += ["-B", spec.bind_addr]
+        return argv
+
+    def client_argv(self, spec: TestSpec) -> list[str]:
+        if spec.streams < 1:
+            raise ValueError(f"streams must be at least 1, not {spec.streams}")
+        argv = ["iperf3", "-c", spec.server_addr, "-p", str(spec.port or DEFAULT_PORT),
+                "-t", str(whole_seconds(spec.duration)), "-J", "-P", str(spec.streams)]
+        if spec.reverse:
+            argv.append("-R")
+        return argv + self.protocol_args(spec)
+
+    def protocol_args(self, spec: TestSpec) -> list[str]:
+        return []
+
+    def timeout(self, spec: TestSpec) -> float:
+        # connect, parameter exchange and the final results exchange come on top of -t
+        return whole_seconds(spec.duration) + 15
+
+    def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
+        doc, reason = load(stdout, stderr, returncode)
+        if doc is None:
+            log.debug("iperf3 failed: %s", reason)
+            return failed(reason)
+        try:
+            samples = self.figures(doc["end"]) + cpu_samples(doc["end"])
+        except (KeyError, TypeError, ValueError) as e:
+            return failed(f"iperf3 JSON lacks the summary ({type(e).__name__}: {e})")
+        return ToolResult(samples=samples, ok=True, intervals=intervals(doc))
+
+    @abc.abstractmethod
+    def figures(self, end: dict[str, Any]) -> list[Sample]:
+        """The protocol's samples from the JSON's "end" object."""
+
+
+class Iperf3Tcp(Iperf3):
+    name = "iperf3.tcp"
+
+    def figures(self, end: dict[str, Any]) -> list[Sample]:
+        return tcp_samples(end)
+
+
+class Iperf3Udp(Iperf3):
+    """UDP at `rate` ("0": as fast as it goes), datagrams sized to the path MTU."""
+
+    name = "iperf3.udp"
+
+    def __init__(self, rate: str = "0"):
+        self.rate = rate
+
+    def protocol_args(self, spec: TestSpec) -> list[str]:
+        return ["-u", "-b", self.rate, "-l", str(udp_payload(spec.overlay_mtu, spec.server_addr))]
+
+    def figures(self, end: dict[str, Any]) -> list[Sample]:
+        return udp_samples(end)
+
+
+def load(stdout: str, stderr: str, returncode: int | None) -> tuple[dict | None, str]:
+    """The JSON document, or None and why the run failed."""
+    try:
+        doc = json.loads(stdout) if stdout.strip() else None
+    except json.JSONDecodeError as e:
+        doc = None
+        garbled = f"iperf3 output is not valid JSON ({e.msg} at line {e.lineno})"
+    else:
+        garbled = "iperf3 printed no output"
+    if isinstance(doc, dict) and doc.get("error"):
+        suffix = " (timed out)" if returncode is None else ""
+        return None, f"iperf3: {doc['error']}{suffix}"
+    if returncode != 0:
+        return None, exit_reason("iperf3", returncode, stderr)
+    if not isinstance(doc, dict):
+        return None, garbled
+    return doc, ""
+
+
+def tcp_samples(end: dict[str, Any]) -> list[Sample]:
+    """Goodput as the receiver counted it; retransmits as the sender's kernel counted them."""
+    samples = [Sample("throughput_bps", float(end["sum_received"]["bits_per_second"]), "bps")]
+    retransmits = end["sum_sent"].get("retransmits")  # absent where the OS does not tell
+    if retransmits is not None:
+        samples.append(Sample("retransmits", float(retransmits), "count"))
+    return samples
+
+
+def udp_samples(end: dict[str, Any]) -> list[Sample]:
+    """Goodput, jitter and loss at the receiver.
+
+    iperf3 >= 3.11 reports the receiver in end.sum_received. Older ones have only
+    end.sum, whose bytes and bits_per_second are the SENDER's while jitter and loss come
+    from the receiver; there the goodput is the sender's rate less the lost share.
+    """
+    rx = end.get("sum_received")
+    if rx is not None:
+        bps = float(rx["bits_per_second"])
+    else:
+        rx = end["sum"]
+        bps = float(rx["bits_per_second"]) * (1 - float(rx["lost_percent"]) / 100)
+    return [
+        Sample("throughput_bps", bps, "bps"),
+        Sample("jitter_ms", float(rx["jitter_ms"]), "ms"),
+        Sample("loss_pct", float(rx["lost_percent"]), "pct"),
+    ]
+
+
+def cpu_samples(end: dict[str, Any]) -> list[Sample]:
+    """iperf3's own CPU use of the client (host) and server (remote) process."""
+    cpu = end.get("cpu_utilization_percent")
+    if not cpu:
+        return []
+    return [Sample("cpu_client_pct", float(cpu["host_total"]), "pct"),
+            Sample("cpu_server_pct", float(cpu["remote_total"]), "pct")]
+
+
+def intervals(doc: dict[str, Any]) -> list[tuple[float, float]]:
+    """(end seconds, bits/s) per reporting interval, as the client saw it (sender side
+    unless -R), skipping --omit intervals."""
+    out = []
+    for iv in doc.get("intervals") or []:
+        s = iv.get("sum") or {}
+        if s.get("omitted") or "end" not in s or "bits_per_second" not in s:
+            continue
+        out.append((float(s["end"]), float(s["bits_per_second"])))
+    return out
