@@ -15,6 +15,7 @@ from harness.errors import HarnessError
 log = logging.getLogger("overlaybench")
 
 EXIT_USAGE = 2
+EXIT_FAILED_CASES = 3   # the run finished, but some cases failed (1 stays the gate's regression)
 
 
 def _csv(kind):
@@ -57,7 +58,8 @@ def _overrides(a: argparse.Namespace) -> dict:
 
 def _options(a: argparse.Namespace):
     from harness.testbed import Options
-    return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False))
+    return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
+                   concurrent=getattr(a, "concurrent", False))
 
 
 def _inventory_hosts(a: argparse.Namespace) -> list:
@@ -117,7 +119,14 @@ def cmd_run(a) -> int:
                         results_dir=a.results, quiet=a.quiet, options=_options(a))
     print(store.path)
     from harness import stats
-    print(stats.format_table(stats.summary_table(_load(store.path))))
+    df = _load(store.path)
+    print(stats.format_table(stats.summary_table(df)))
+    failed = df[df["metric"] == "failed"][["case", "repeat"]].drop_duplicates()
+    if len(failed):
+        total = len(df[["case", "repeat"]].drop_duplicates())
+        print(f"overlaybench: {len(failed)} of {total} cases failed (their reasons are in the table above and in "
+              f"`overlaybench show {store.path} --format csv`)", file=sys.stderr)
+        return EXIT_FAILED_CASES
     return 0
 
 
@@ -205,6 +214,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--accept-new-host-keys", action="store_true",
                    help="trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
     r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")
+    r.add_argument("--concurrent", action="store_true",
+                   help="measure even while another run measures on this machine (both runs' ratios suffer; "
+                        "default: wait for it)")
     r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.set_defaults(func=cmd_run)

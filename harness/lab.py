@@ -77,6 +77,7 @@ class Lab(Testbed):
     """A two-host lab in network namespaces. Use as a context manager, or call teardown()."""
 
     backend = "netns"
+    measures_here = True
 
     def __init__(self, prefix: str, index: int, persistent: bool = False):
         self.prefix = prefix

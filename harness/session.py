@@ -14,7 +14,7 @@ import logging
 import pathlib
 import sys
 
-from harness import backends, facts, modes, results, scenario as scen
+from harness import backends, facts, modes, results, runlock, scenario as scen
 from harness.errors import HarnessError
 from harness.hosts import LocalHost
 from harness.runner import Progress, Runner
@@ -35,6 +35,8 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         if scenario_path or overrides:
             raise HarnessError("--resume takes the scenario from the run; give no scenario file or matrix flags")
         store = results.RunStore.open(pathlib.Path(resume))
+        store.lock()                 # one writer per run: refused while its owner lives
+        store.repair()
         meta = store.read_meta()
         sc = scen.Scenario.from_dict(meta["scenario"])
         skip = {(r["case"], r["repeat"]) for r in store.records()}
@@ -47,8 +49,11 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         opts = dataclasses.replace(opts, run_id=results.new_run_id())
     cases = _expand_early(sc)            # resolves and checks every overlay MTU
     tb = backends.open_testbed(sc, opts)
+    machine = None
     try:
         tb.preflight(sc)
+        if tb.measures_here and not opts.concurrent:
+            machine = runlock.hold_machine(opts.run_id, quiet=quiet)
         sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
         cases = cases if cases is not None else scen.expand(sc)
         if store is None:
@@ -72,9 +77,14 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         finally:
             if progress:
                 progress.finish()
-            store.update_meta(end=results.now_iso(), status=status)
+            try:
+                store.update_meta(end=results.now_iso(), status=status)
+            except results.ResultsError as e:     # a full disk: say so, keep the first error
+                log.error("%s", e)
     finally:
         tb.teardown()
+        if machine is not None:
+            machine.release()
     return store
 
 

@@ -56,6 +56,7 @@ class Options:
     vagrant_dir: str | None = None
     vagrant_destroy: bool = False
     run_id: str = ""
+    concurrent: bool = False        # measure even while another run measures on this machine
 
 
 class CpuMeter(abc.ABC):
@@ -81,6 +82,9 @@ class Testbed(abc.ABC):
     rate: str | None
     meter: CpuMeter
     overlay_prefix: int = 24
+    # True where the testbed's hosts are this machine (the lab): then one run measures at a
+    # time here, since two runs' loads on the same CPUs spoil both runs' ratios.
+    measures_here: bool = False
 
     # ---------------------------------------------------------------- life cycle
     def preflight(self, sc) -> None:
