@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from harness import sleeve_build
+from harness import failpoints, sleeve_build
 from harness.cpu import MachineMeter
 from harness.errors import HarnessError
 from harness.hosts import LocalHost, NetnsHost
@@ -285,6 +285,7 @@ def remove_lab(prefix: str) -> list[str]:
     for ns in namespaces:
         _ip("netns", "del", ns, check=False)
         removed.append(f"netns {ns}")
+        failpoints.reached("teardown")
     for link in _lab_links().get(prefix, []):
         _ip("link", "del", link, check=False)
         removed.append(f"link {link}")

@@ -27,7 +27,7 @@ import socket
 import tempfile
 import time
 
-from harness import sleeve_build
+from harness import failpoints, sleeve_build
 from harness.cpu import PerHostMeter
 from harness.errors import HarnessError
 from harness.hosts import NetnsHost
@@ -253,6 +253,7 @@ class RemoteTestbed(Testbed):
                 remove_remote(s.host, self.prefix)
             except HarnessError as e:
                 log.warning("%s: teardown of %s incomplete: %s", spec.name, self.prefix, e)
+            failpoints.reached("teardown")
         for h in self.raw_hosts:
             h.close()
         for f in self._artifacts.glob("*"):

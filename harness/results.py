@@ -4,7 +4,8 @@ Schema of one measurements.jsonl line (SCHEMA_VERSION 1):
 
     run_id, case, mode, datapath, underlay_mtu, overlay_mtu, placement, test,
     streams, repeat, metric, value, unit, ok, error, ts
-    (+ rate: the underlay rate cap or null; intervals: optional list of [t, bps])
+    (+ rate: the underlay rate cap or null; intervals: optional list of [t, bps];
+       lines: how many lines the case's batch has, so a batch cut short is recognised)
 
 A failed case is one line with metric "failed", value NaN, ok=false and the reason
 in `error`, so it is never silently missing.
@@ -23,6 +24,7 @@ import pathlib
 import secrets
 from typing import Any, Iterable
 
+from harness import failpoints
 from harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
@@ -58,11 +60,13 @@ class Measurement:
     run_id: str = ""
     ts: str = ""
     intervals: list | None = None
+    lines: int | None = None
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
-        if d["intervals"] is None:
-            del d["intervals"]
+        for k in ("intervals", "lines"):
+            if d[k] is None:
+                del d[k]
         v = d["value"]
         d["value"] = None if (isinstance(v, float) and math.isnan(v)) else v
         return json.dumps(d, sort_keys=False)
@@ -130,21 +134,38 @@ class RunStore:
             self._lock_fd = None
 
     def repair(self) -> int:
-        """Cut a torn last line (a writer killed mid-line) so appends start on a fresh line.
-        Returns the bytes removed. Only the lock holder calls this."""
+        """Cut what a writer killed mid-batch left at the end: a torn last line, and the lines
+        of a batch cut short (fewer than its `lines`), so that case is measured again and
+        appends start on a fresh line. Returns the bytes removed. Only the lock holder calls this."""
         p = self.path / "measurements.jsonl"
         try:
             data = p.read_bytes()
         except FileNotFoundError:
             return 0
-        if not data or data.endswith(b"\n"):
+        keep = data.rfind(b"\n") + 1                 # drop a torn last line
+        lines = data[:keep].splitlines(keepends=True)
+        tail: list[bytes] = []
+        tail_key, want = None, None
+        for raw in reversed(lines):                  # the last batch: same (case, repeat)
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                break
+            key = (rec.get("case"), rec.get("repeat"))
+            if tail and key != tail_key:
+                break
+            tail_key, want = key, rec.get("lines")
+            tail.append(raw)
+        if tail and isinstance(want, int) and len(tail) < want:
+            keep -= sum(len(x) for x in tail)
+        if keep == len(data):
             return 0
-        keep = data.rfind(b"\n") + 1
         with open(p, "r+b") as f:
             f.truncate(keep)
             f.flush()
             os.fsync(f.fileno())
-        log.warning("%s: dropped a torn last line (%d bytes) left by a killed writer", p, len(data) - keep)
+        log.warning("%s: dropped %d bytes a killed writer left unfinished; that case is measured again",
+                    p, len(data) - keep)
         return len(data) - keep
 
     def read_meta(self) -> dict[str, Any]:
@@ -158,6 +179,8 @@ class RunStore:
                 f.write(json.dumps(meta, indent=2, sort_keys=False, default=str) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
+            if meta.get("datapaths"):        # a kill mid-run, not while the run starts
+                failpoints.reached("run-json")
             os.replace(tmp, self.path / "run.json")
         except OSError as e:
             raise ResultsError(f"{self.path}: cannot write run.json ({e.strerror}); "
@@ -169,21 +192,36 @@ class RunStore:
         self.write_meta(meta)
 
     def append(self, items: Iterable[Measurement]) -> None:
-        lines = []
-        for m in items:
-            if not m.run_id:
-                m = dataclasses.replace(m, run_id=self.run_id)
-            if not m.ts:
-                m = dataclasses.replace(m, ts=now_iso())
-            lines.append(m.to_json() + "\n")
+        """One case's lines, in one write and fsynced. A write that fails (a full disk) is
+        cut back, so the file never ends in a partial batch that this process made."""
+        items = list(items)
+        ts = now_iso()
+        data = "".join(dataclasses.replace(m, run_id=m.run_id or self.run_id, ts=m.ts or ts,
+                                           lines=len(items)).to_json() + "\n" for m in items).encode()
+        path = self.path / "measurements.jsonl"
         try:
-            with open(self.path / "measurements.jsonl", "a") as f:
-                f.write("".join(lines))
-                f.flush()
-                os.fsync(f.fileno())
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as e:
-            raise ResultsError(f"{self.path}: cannot write measurements ({e.strerror}); "
-                               f"the lines written before are kept") from e
+            raise ResultsError(f"{path}: cannot write measurements ({e.strerror})") from e
+        try:
+            start = os.fstat(fd).st_size
+            if failpoints.armed("append"):          # a writer cut off mid-batch (power loss)
+                os.write(fd, data[:len(data) // 2])
+            failpoints.reached("append")
+            try:
+                done = os.write(fd, data)
+                if done != len(data):
+                    raise OSError(28, "short write")
+                os.fsync(fd)
+            except OSError as e:
+                try:
+                    os.ftruncate(fd, start)
+                except OSError:
+                    pass
+                raise ResultsError(f"{self.path}: cannot write measurements ({e.strerror}); "
+                                   f"the lines written before are kept") from e
+        finally:
+            os.close(fd)
 
     def save_raw(self, name: str, text: str) -> pathlib.Path:
         p = self.raw / name

@@ -16,7 +16,7 @@ import sys
 import time
 from typing import TextIO
 
-from harness import cpu, modes
+from harness import cpu, failpoints, modes
 from harness.endpoints import endpoints
 from harness.errors import HarnessError
 from harness.hosts.base import Completed, Host
@@ -230,6 +230,7 @@ class Runner:
             sleeve_a = self._daemon_seconds(dp)
             t0 = time.monotonic()
             cli = client.host.start(tool.client_argv(spec))
+            failpoints.reached("mid-test")
             try:
                 out = cli.wait(tool.timeout(spec))
             except TimeoutError:

@@ -20,6 +20,7 @@ import secrets
 import signal
 import time
 
+from harness import failpoints
 from harness.errors import CommandError, HarnessError, UnsupportedError
 from harness.hosts.base import Process
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_peer_via, unroute_peer
@@ -68,6 +69,7 @@ class Sleeve(Mode):
             for s in testbed.sides:
                 binary = testbed.install_sleeve(s)
                 dp.processes[s.index] = self._start(testbed, s, binary, overlay_mtu, keys[s.index])
+                failpoints.reached("deploy")
             for s in testbed.sides:
                 self._wait_ready(s, dp.processes[s.index])
             for s in testbed.sides:
