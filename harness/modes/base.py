@@ -114,3 +114,30 @@ def offloads(side: Side, devs: list[str]) -> dict[str, dict[str, str]]:
                 feats[key] = val.strip()
         out[dev] = feats
     return out
+
+
+def route_l3(side: Side, peer: Side, dev: str) -> None:
+    """Wire an L3 tunnel device (TUN, WireGuard) into one side's flat overlay /24: route
+    the peer's overlay and container /32s through `dev`, and let the bridge answer ARP
+    for them (proxy ARP, no delay), so the host and its container reach the far side
+    as if it were on the same segment."""
+    h = side.host
+    for dst in (peer.overlay_ip, peer.container_ip):
+        if dst:
+            h.run(["ip", "route", "replace", f"{dst}/32", "dev", dev, "src", side.overlay_ip])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{side.bridge}.proxy_arp=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{side.bridge}.proxy_delay=0"])
+
+
+def unroute_l3(side: Side, peer: Side, dev: str) -> None:
+    """Undo route_l3: the routes, proxy ARP off, the proxy delay back to the host's
+    default. Never raises for what is already gone."""
+    h = side.host
+    for dst in (peer.overlay_ip, peer.container_ip):
+        if dst:
+            h.run(["ip", "route", "del", f"{dst}/32", "dev", dev], check=False)
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{side.bridge}.proxy_arp=0"], check=False)
+    default = h.run(["sysctl", "-n", "net.ipv4.neigh.default.proxy_delay"], check=False)
+    if default.ok and default.stdout.strip().isdigit():
+        h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{side.bridge}.proxy_delay={default.stdout.strip()}"],
+              check=False)
