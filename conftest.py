@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import pytest
 
-WATCHED = ("iperf3", "qperf", "sleeve")
+WATCHED = ("iperf3", "qperf", "sleeve", "wireguard-go")
 
 
 def pytest_addoption(parser):

@@ -13,8 +13,9 @@ import secrets
 import shutil
 import subprocess
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UnsupportedError
 from harness.facts import PACKAGES
+from harness.modes import wireguard
 
 
 @dataclasses.dataclass
@@ -43,7 +44,7 @@ KERNEL_PROBES = [
     ("geneve", "GENEVE tunnels", ["ip", "link", "add", "pg0", "type", "geneve", "id", "1", "remote", "198.18.0.2"], False),
     ("gre", "GRE tunnels", ["ip", "link", "add", "pgr0", "type", "gretap", "local", "198.18.0.1", "remote", "198.18.0.2"], False),
     ("ipip", "IPIP tunnels", ["ip", "link", "add", "pi0", "type", "ipip", "local", "198.18.0.1", "remote", "198.18.0.2"], False),
-    ("wireguard", "WireGuard", ["ip", "link", "add", "pw0", "type", "wireguard"], False),
+    ("wireguard", "kernel WireGuard (mode wireguard)", ["ip", "link", "add", "pw0", "type", "wireguard"], False),
     ("openvswitch", "Open vSwitch datapath", ["ip", "link", "add", "po0", "type", "openvswitch"], False),
     ("xfrm-esp", "kernel IPsec ESP with AES-GCM", ["ip", "xfrm", "state", "add", "src", "198.18.0.1", "dst", "198.18.0.2",
                                                    "proto", "esp", "spi", "0x100", "mode", "transport", "aead",
@@ -133,11 +134,26 @@ def remote_checks(hosts) -> list[Check]:
     return out
 
 
+def wireguard_go_checks() -> list[Check]:
+    """One line: the pinned wireguard-go built (and its version), or why not."""
+    try:
+        binary = wireguard.find_binary()
+        detail = wireguard.go_version(binary)
+    except HarnessError as e:
+        unsupported = isinstance(e, UnsupportedError)
+        return [Check("overlay", "wireguard-go", False, str(e).split(": ", 1)[-1] if unsupported else "not built",
+                      "" if unsupported else "make wireguard-go", required=False)]
+    if shutil.which("wg") is None:
+        return [Check("overlay", "wireguard-go", False, f"{detail}; `wg` not found",
+                      "apt-get install -y --no-install-recommends wireguard-tools", required=False)]
+    return [Check("overlay", "wireguard-go", True, detail, required=False)]
+
+
 def all_checks() -> list[Check]:
     root = os.geteuid() == 0
     return ([Check("system", "root", root, "running as root" if root else "not root",
                    "" if root else "run as root (namespaces need CAP_NET_ADMIN)")]
-            + kernel_checks() + tool_checks() + python_checks() + sleeve_checks())
+            + kernel_checks() + tool_checks() + python_checks() + sleeve_checks() + wireguard_go_checks())
 
 
 def render(checks: list[Check]) -> str:

@@ -95,25 +95,6 @@ def reset_overlay_path(side: Side, mtu: int, tunnel_dev: str | None) -> None:
     h.run(["ip", "link", "set", side.bridge, "mtu", str(mtu)])
 
 
-def route_peer_via(testbed: Testbed, s: Side, dev: str) -> None:
-    """An L3 data path: route the peer's overlay addresses through `dev`; proxy ARP on the
-    bridge answers the local container for them, so the flat overlay /24 keeps working.
-    Forwarding is switched on for the two devices only, never host-wide."""
-    h = s.host
-    peer = testbed.peer(s)
-    for dst in (peer.overlay_ip, peer.container_ip):
-        h.run(["ip", "route", "replace", f"{dst}/32", "dev", dev, "src", s.overlay_ip])
-    for d in (s.bridge, dev):
-        h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{d}.forwarding=1"])
-    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=1"])
-    h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{s.bridge}.proxy_delay=0"])
-
-
-def unroute_peer(s: Side) -> None:
-    """Undo route_peer_via on the bridge (the routes went with the device)."""
-    s.host.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=0"], check=False)
-
-
 def offloads_of(host, dev: str) -> dict[str, str]:
     """ethtool -k of one device: the features in OFFLOAD_KEYS, or {"error": why}."""
     done = host.run(["ethtool", "-k", dev], check=False, timeout=10)
@@ -136,3 +117,34 @@ def offloads(side: Side, devs: list[str]) -> dict[str, dict[str, str]]:
             host, name = side.container, dev[4:]
         out[dev] = offloads_of(host, name)
     return out
+
+
+def route_l3(side: Side, peer: Side, dev: str) -> None:
+    """Wire an L3 tunnel device (TUN, WireGuard) into one side's flat overlay /24: route
+    the peer's overlay and container /32s through `dev`, and let the bridge answer ARP
+    for them (proxy ARP, no delay), so the host and its container reach the far side
+    as if it were on the same segment."""
+    h = side.host
+    for dst in (peer.overlay_ip, peer.container_ip):
+        if dst:
+            h.run(["ip", "route", "replace", f"{dst}/32", "dev", dev, "src", side.overlay_ip])
+    # Forwarding between the bridge and the tunnel only, never host-wide (a real host's
+    # ip_forward is not overlaybench's to change).
+    for d in (side.bridge, dev):
+        h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{d}.forwarding=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{side.bridge}.proxy_arp=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{side.bridge}.proxy_delay=0"])
+
+
+def unroute_l3(side: Side, peer: Side, dev: str) -> None:
+    """Undo route_l3: the routes, proxy ARP off, the proxy delay back to the host's
+    default. Never raises for what is already gone."""
+    h = side.host
+    for dst in (peer.overlay_ip, peer.container_ip):
+        if dst:
+            h.run(["ip", "route", "del", f"{dst}/32", "dev", dev], check=False)
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{side.bridge}.proxy_arp=0"], check=False)
+    default = h.run(["sysctl", "-n", "net.ipv4.neigh.default.proxy_delay"], check=False)
+    if default.ok and default.stdout.strip().isdigit():
+        h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{side.bridge}.proxy_delay={default.stdout.strip()}"],
+              check=False)

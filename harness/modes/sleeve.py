@@ -23,7 +23,7 @@ import time
 from harness import failpoints
 from harness.errors import CommandError, HarnessError, UnsupportedError
 from harness.hosts.base import Process
-from harness.modes.base import Datapath, Mode, reset_overlay_path, route_peer_via, unroute_peer
+from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
 from harness.testbed import Side, Testbed
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class Sleeve(Mode):
         if not self.l3:
             h.run(["ip", "link", "set", dev, "master", s.bridge, "up"])
             return
-        route_peer_via(testbed, s, dev)
+        route_l3(s, testbed.peer(s), dev)
 
     # ---------------------------------------------------------------- teardown
     def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
@@ -153,7 +153,7 @@ class Sleeve(Mode):
                 s.host.run(["ip", "link", "del", s.dev(DEV)], check=False)
                 s.host.run(["rm", "-f", self.key_path(s), self.stats_path(s)], check=False)
                 if self.l3:
-                    unroute_peer(s)
+                    unroute_l3(s, testbed.peer(s), s.dev(DEV))
                 reset_overlay_path(s, 1500, None)
             except CommandError as e:
                 log.warning("sleeve teardown on %s: %s", s.host.name, e)
