@@ -264,7 +264,17 @@ class _V6(Testbed):
     def __init__(self):
         self.sides = (_side(0, "2001:2::1"), _side(1, "2001:2::2"))
 
+    def build(self, underlay_mtu, rate):
+        raise AssertionError("not reached")
+
     def set_underlay(self, mtu, rate):
+        raise AssertionError("not reached")
+
+    def install_sleeve(self, side, source=None):
+        raise AssertionError("not reached")
+
+    @property
+    def artifact_dir(self):
         raise AssertionError("not reached")
 
     def teardown(self):
