@@ -38,10 +38,10 @@ def inventory_hosts(sc) -> tuple[list, str]:
 
 def open_ssh(sc, opts: Options) -> Testbed:
     from harness import inventory
-    from harness.hosts.ssh import SshHost
-    from harness.remote import RemoteTestbed
     specs, src = inventory_hosts(sc)
     pair = inventory.pick(specs, sc.pair, src)
+    from harness.hosts.ssh import SshHost
+    from harness.remote import RemoteTestbed
     hosts = tuple(SshHost(ssh_settings(spec, opts)) for spec in pair)
     return RemoteTestbed(pair, hosts, opts, backend="ssh")
 

@@ -65,8 +65,8 @@ def _options(a: argparse.Namespace):
 def _inventory_hosts(a: argparse.Namespace) -> list:
     """(name, SshHost) for every host of --inventory."""
     from harness import backends, inventory
-    from harness.hosts.ssh import SshHost
     specs = inventory.load(a.inventory)
+    from harness.hosts.ssh import SshHost
     return [(s.name, SshHost(backends.ssh_settings(s, _options(a)))) for s in specs]
 
 
@@ -162,8 +162,15 @@ def cmd_baseline(a) -> int:
 
 # ---------------------------------------------------------------- parser
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other bad input (exit 2)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="overlaybench",
         description="Measure what a container overlay costs: native vs kernel VXLAN vs a userspace sleeve, "
                     "over mode × MTU × placement, on a local lab of network namespaces (default) or two "

@@ -32,7 +32,7 @@ import tomllib
 from typing import Any
 
 from harness import schema
-from harness.errors import ScenarioError
+from harness.errors import HarnessError, ScenarioError, read_text
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
@@ -142,9 +142,9 @@ def from_doc(doc: dict[str, Any], source: str) -> list[HostSpec]:
 def load(path: str | pathlib.Path) -> list[HostSpec]:
     p = pathlib.Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise ScenarioError(f"{p}: cannot read inventory ({e.strerror})") from e
+        text = read_text(p, "inventory ")
+    except HarnessError as e:
+        raise ScenarioError(str(e)) from e
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -25,7 +25,7 @@ import secrets
 from typing import Any, Iterable
 
 from harness import failpoints
-from harness.errors import HarnessError
+from harness.errors import HarnessError, read_text
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +247,7 @@ def resolve_run(path: pathlib.Path | str, root: pathlib.Path | str = "results") 
 def read_meta(run_dir: pathlib.Path | str) -> dict[str, Any]:
     p = resolve_run(run_dir) / "run.json"
     try:
-        meta = json.loads(p.read_text())
+        meta = json.loads(read_text(p))
     except json.JSONDecodeError as e:
         raise HarnessError(f"{p}: not valid JSON ({e.msg} at line {e.lineno})") from e
     if not isinstance(meta, dict):
@@ -305,6 +305,7 @@ def load(run_dir: pathlib.Path | str):
     """The run's measurements as a pandas DataFrame (one row per metric)."""
     import pandas as pd
 
+    read_meta(run_dir)              # a run.json that is not ours is refused, not shown as empty
     recs = read_records(run_dir)
     dup = duplicates(recs)
     if dup:

@@ -18,7 +18,7 @@ import tomllib
 from typing import Any
 
 from harness import schema
-from harness.errors import HarnessError, ScenarioError
+from harness.errors import HarnessError, ScenarioError, read_text
 
 PLACEMENTS = ("host-host", "host-container", "container-container")
 TESTS = ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
@@ -185,9 +185,9 @@ def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = 
 def load(path: str | pathlib.Path) -> Scenario:
     p = pathlib.Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise ScenarioError(f"{p}: cannot read ({e.strerror})") from e
+        text = read_text(p)
+    except HarnessError as e:
+        raise ScenarioError(str(e)) from e
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -79,8 +79,8 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
                 progress.finish()
             try:
                 store.update_meta(end=results.now_iso(), status=status)
-            except results.ResultsError as e:     # a full disk: say so, keep the first error
-                log.error("%s", e)
+            except results.ResultsError as e:     # a full disk: the first error says it all
+                log.info("%s", e)
     finally:
         tb.teardown()
         if machine is not None:
