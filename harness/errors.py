@@ -28,3 +28,27 @@ class CommandError(HarnessError):
         detail = (stderr or stdout).strip().splitlines()
         tail = f": {detail[-1]}" if detail else ""
         super().__init__(f"{host}: `{' '.join(argv)}` {what}{tail}")
+
+
+class SshError(HarnessError):
+    """An SSH host could not be reached, logged into or used; the message names the host."""
+
+
+class SshConnectError(SshError):
+    """Unreachable address, connection refused, timeout, or no SSH server answering."""
+
+
+class SshAuthError(SshError):
+    """The server refused the user's key (or the key file cannot be used)."""
+
+
+class SshHostKeyError(SshError):
+    """The server's host key is unknown (and accepting new keys was not asked for) or changed."""
+
+
+class SshSudoError(SshError):
+    """sudo was asked for, but `sudo -n` does not let the user run commands as root."""
+
+
+class SshConnectionLost(SshError):
+    """The connection dropped while a command ran; the next command reconnects."""
