@@ -3,7 +3,7 @@
 
 PY      := .venv/bin/python
 APT_RUN := iperf3 qperf iputils-ping iproute2 ethtool nftables gcc make libsodium-dev pkg-config python3-venv
-APT_TEST:= chromium clang
+APT_TEST:= chromium clang openssh-server openssh-client sudo
 SCENARIO ?= scenarios/quick.toml
 
 .PHONY: setup setup-test bench test lint sleeve clean down
