@@ -268,8 +268,15 @@ def remove_prefix(prefix: str) -> list[str]:
     for ns in names:
         _run(["ip", "netns", "del", ns], check=False)
         _run(["ip", "link", "del", ns], check=False)   # the root-side veth end, if still there
+    state = STATE / f"{prefix}.json"
+    try:
+        tmp = json.loads(state.read_text()).get("tmp")
+    except (OSError, ValueError):
+        tmp = None
+    if tmp and pathlib.Path(tmp).name.startswith(prefix + "-"):
+        shutil.rmtree(tmp, ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
-        (STATE / f"{prefix}.json").unlink()
+        state.unlink()
     return names
 
 
@@ -369,6 +376,8 @@ def ssh_world_context():
     ensure_user(PLAIN_USER, sudo=False)
     prefix = new_prefix()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix=f"{prefix}-"))
+    state = STATE / f"{prefix}.json"
+    state.write_text(json.dumps({**json.loads(state.read_text()), "tmp": str(tmp)}))
     try:
         os.chmod(tmp, 0o755)
         user_key = keygen(tmp / "id_user")
@@ -388,8 +397,7 @@ def ssh_world_context():
                        sudo=Target("s1", spaces[1], SUDO_USER, True, **common),
                        nosudo=Target("n1", spaces[1], PLAIN_USER, True, **common))
     finally:
-        remove_prefix(prefix)
-        shutil.rmtree(tmp, ignore_errors=True)
+        remove_prefix(prefix)   # its namespaces, their processes, the temp dir and the state
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import stat
@@ -233,8 +234,9 @@ def test_cpu_seconds_of_a_busy_process(host):
     seen = (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
     p.stop()
     wall = time.monotonic() - t0
-    assert p.cpu_seconds is not None and seen - 0.02 <= p.cpu_seconds <= wall + 0.05
-    assert p.cpu_seconds > 0.1   # a spinning shell gets a good share of a CPU even when others run
+    # At least what the kernel had counted just before the stop, at most the wall time (one
+    # thread); how much of a CPU it got depends on what else this machine runs.
+    assert p.cpu_seconds is not None and max(seen - 0.02, 0.01) <= p.cpu_seconds <= wall + 0.05
 
     q = host.start(["sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done"])
     t0 = time.monotonic()
@@ -243,6 +245,46 @@ def test_cpu_seconds_of_a_busy_process(host):
     r = host.start(["sleep", "0.3"])
     r.wait(5)
     assert r.cpu_seconds < 0.05
+
+
+@pytest.mark.parametrize("missing", [("bash",), ("bash", "setsid")])
+def test_a_host_without_bash(ssh_world, tmp_path, missing):
+    """A minimal host: sh and coreutils, perhaps not even setsid (here: a PATH without them)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    os.chmod(tmp_path, 0o755)
+    for name in os.listdir("/usr/bin"):
+        if name not in missing:
+            os.symlink(f"/usr/bin/{name}", bin_dir / name)
+
+    class Minimal(SshHost):
+        def _shell_command(self):
+            return f"env PATH={bin_dir} sh"
+    h = Minimal(ssh_world.root.settings())
+    try:
+        assert h.run(["sh", "-c", "command -v bash || echo none"]).stdout == "none\n"
+        assert h.grouped == ("setsid" not in missing)
+        a, b = f"33.{secrets.randbelow(10**6)}", f"34.{secrets.randbelow(10**6)}"
+        p = h.start(["sh", "-c", f"sleep {a} & exec sleep {b}"])
+        assert p.pgid == (p.pid if h.grouped else None)
+        deadline = time.monotonic() + 3
+        while not (_procs_with(a) and _procs_with(b)):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        (left,), (main,) = _procs_with(a), _procs_with(b)
+        assert main == p.pid   # sh exec'd the second sleep
+        assert p.stop().returncode == -signal.SIGTERM and _gone(main)
+        if h.grouped:
+            assert _gone(left)
+        else:   # no group to signal: the process itself stops, what it left behind does not
+            assert not _gone(left, within=0.2)
+            os.kill(left, signal.SIGKILL)
+        q = h.start(["sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done; echo counted"])
+        done = q.wait(30)
+        assert done.stdout == "counted\n" and q.cpu_seconds > 0.02
+        assert h.run(["sleep", "30"], timeout=0.5, check=False).returncode is None
+    finally:
+        h.close()
 
 
 def test_clk_tck_is_the_hosts(host):
@@ -325,7 +367,10 @@ def test_netns_host_over_ssh(sudo_host, ssh_world, tmp_path):
         assert str(e.value).startswith("c9: `ip link show nosuchdev`")
         p = inner.start(["sleep", "30"])
         assert p.argv == ["sleep", "30"]
-        assert str(p.pid) in sudo_host.run(["ip", "netns", "pids", ns]).stdout.split()
+        deadline = time.monotonic() + 3   # `ip netns exec` enters the namespace, then execs sleep
+        while str(p.pid) not in sudo_host.run(["ip", "netns", "pids", ns]).stdout.split():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
         assert p.stop().returncode == -signal.SIGTERM
         src = tmp_path / "f"
         src.write_text("via netns\n")
@@ -346,10 +391,15 @@ def test_reconnect_after_the_connection_is_killed(ssh_world):
     try:
         shell = int(h.run(["sh", "-c", "echo $PPID"]).stdout)   # the control shell
         bg = h.start(["sleep", "30"])
+        assert h.connected
         chain = kill_connection(ssh_world.root.sshd, shell)
         assert chain and all(_gone(p) for p in chain)
-        # The drop is seen by the next command, which reconnects.
-        assert h.run(["echo", "back"]).stdout == "back\n"
+        deadline = time.monotonic() + 3
+        while h.connected:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        # The next command reconnects.
+        assert h.run(["echo", "back"]).stdout == "back\n" and h.connected
         assert h.channels_opened >= 2
         # A background process started before the drop is still known and can be stopped.
         assert bg.poll() is None and bg.stop().returncode == -signal.SIGTERM
@@ -402,6 +452,7 @@ def test_reconnect_gives_up_after_its_attempts(ssh_world, tmp_path):
     finally:
         h.close()
         own.stop()
+        shutil.rmtree(h.state_dir, ignore_errors=True)   # close() could not reach it: the server is gone
 
 
 # one line for every bad input --------------------------------------------------------------

@@ -80,6 +80,15 @@ class SshHost(Host):
         login and, with sudo, `sudo -n`. Raises an SshError naming the host."""
         self._release(self._acquire(), True)
 
+    @property
+    def connected(self) -> bool:
+        """Whether the connection is up, as far as is known: a drop is noticed when the
+        server's end closes, so a command sent in the instant between may still fail as
+        lost (it cannot be known whether it ran)."""
+        with self._lock:
+            t = self._client.get_transport() if self._client else None
+            return t is not None and t.is_active()
+
     def _transport(self) -> paramiko.Transport:
         with self._lock:
             t = self._client.get_transport() if self._client else None

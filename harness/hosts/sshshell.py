@@ -46,8 +46,9 @@ _ob_run() { _t=$1; shift; $_ob_s "$@" </dev/null; _ob_fin $? "$_t"; }
 _ob_runin() { _t=$1; shift; base64 -d | $_ob_s "$@"; _ob_fin $? "$_t"; }
 _ob_hello() { printf '%%s %%s %%s %%s\n' "$$" "$(id -u)" "$(getconf CLK_TCK 2>/dev/null || echo 100)" "${_ob_w%%%% *}${_ob_g:+-setsid}"; _ob_fin 0 "$1"; }
 _ob_start() { _t=$1; shift; _p=$($_ob_w "$_ob_ws" _ob "$_ob_j" "$_ob_g" "$@" </dev/null 2>/dev/null &); printf '%%s' "$_p"; _ob_fin 0 "$_t"; }
-_ob_rc() { _r=; [ -s "$1.rc" ] && read -r _r <"$1.rc"; }
-_ob_alive() { _l=; read -r _l <"/proc/$1/stat" 2>/dev/null || return 1; _l=${_l##*) }; [ "${_l%%%% *}" != Z ]; }
+_ob_rc() { _r=; [ -s "$1.rc" ] && read -r _r 2>/dev/null <"$1.rc"; }
+# (2>/dev/null before <: redirections apply in order, and a file gone meanwhile is no error)
+_ob_alive() { _l=; read -r _l 2>/dev/null <"/proc/$1/stat" || return 1; _l=${_l##*) }; [ "${_l%%%% *}" != Z ]; }
 _ob_waitpid() { [ "$2" = 0 ] || timeout "$2" tail --pid="$1" -s 0.02 -f /dev/null 2>/dev/null; }
 _ob_settle() {
   _i=0; _ob_rc "$2"
@@ -55,7 +56,7 @@ _ob_settle() {
   [ -n "$_r" ] || _ob_alive "$1" || _r=lost
 }
 _ob_out() {
-  _c=; [ -s "$2.t" ] && { read -r _c; read -r _c; } <"$2.t"
+  _c=; [ -s "$2.t" ] && { read -r _c; read -r _c; } 2>/dev/null <"$2.t"
   printf '%%s %%s\n' "${_r:--}" "$_c"
   if [ -n "$_r" ]; then cat "$2.out" 2>/dev/null; cat "$2.err" >&2 2>/dev/null; rm -f "$2".*; fi
   _ob_fin 0 "$1"
@@ -69,7 +70,7 @@ _ob_wait() {
 _ob_stop() {
   _ob_rc "$2"; _st=
   if [ -z "$_r" ] && _ob_alive "$4"; then
-    read -r _st <"/proc/$4/stat" 2>/dev/null
+    read -r _st 2>/dev/null <"/proc/$4/stat"
     kill -TERM "-$4" 2>/dev/null || kill -TERM "$4" 2>/dev/null
     _ob_waitpid "$4" "$5"
     if _ob_alive "$4"; then
@@ -86,7 +87,7 @@ _ob_sig() { kill "-$2" "$3"; _ob_fin $? "$1"; }
 # Run on a separate channel when a command overstays its deadline: every child of the
 # control shell (pid %(pid)s) is killed, with its process group where it leads one.
 KILL_CHILDREN = r"""for f in /proc/[0-9]*/stat; do
-  read -r l <"$f" 2>/dev/null || continue; r=${l##*) }; set -- $r
+  read -r l 2>/dev/null <"$f" || continue; r=${l##*) }; set -- $r
   [ "$2" = %(pid)s ] || continue
   p=${f#/proc/}; p=${p%%/stat}
   if [ "$3" = "$p" ]; then kill -KILL "-$p"; else kill -KILL "$p"; fi
