@@ -56,12 +56,14 @@ def _run(argv: list[str], check: bool = True, **kw) -> subprocess.CompletedProce
     return p
 
 
-def available() -> str | None:
-    """Why an sshd test cannot run here (None: it can)."""
+def require() -> None:
+    """Skip without root (like every namespace test); fail, saying what to install, when a
+    tool is missing: `make test` installs them, so a missing one is a broken set-up."""
     if os.geteuid() != 0:
-        return "needs root (network namespaces, sshd)"
-    missing = [t for t in (SSHD, "ssh-keygen", "sudo", "ip") if not shutil.which(t)]
-    return f"missing {', '.join(missing)}: apt-get install -y openssh-server openssh-client sudo" if missing else None
+        pytest.skip("needs root for network namespaces and sshd")
+    missing = [t for t in (SSHD, "ssh-keygen", "sudo", "visudo", "useradd", "ip") if not shutil.which(t)]
+    if missing:
+        pytest.fail(f"missing {', '.join(missing)}: apt-get install -y openssh-server openssh-client sudo")
 
 
 # keys and accounts -------------------------------------------------------------------
@@ -368,9 +370,7 @@ class SshWorld:
 @contextlib.contextmanager
 def ssh_world_context():
     """Two sshd namespaces and their accounts; everything removed on leaving."""
-    why = available()
-    if why:
-        pytest.skip(why)
+    require()
     remove_stale()
     ensure_user(SUDO_USER, sudo=True)
     ensure_user(PLAIN_USER, sudo=False)

@@ -170,6 +170,8 @@ def test_start_poll_wait_stop(host):
     done = q.wait(10)
     assert (done.returncode, done.stdout, done.stderr) == (4, "hi\n", "oops\n")
     assert q.poll() == 4 and q.stop() is done and q.argv == ["sh", "-c", "echo hi; echo oops >&2; exit 4"]
+    missing = host.start(["no-such-tool-here"]).wait(5)
+    assert missing.returncode == 127 and "no-such-tool-here" in missing.stderr
 
 
 def test_poll_sees_an_exit_without_collecting(host):
