@@ -118,6 +118,13 @@ class RemoteTestbed(Testbed):
         problems = []
         for s, spec in zip(self.sides, self.specs):
             problems += preflight.host_problems(s.host, spec.name, sc)
+            used = s.host.run(["ip", "-o", "-4", "route", "show", "root", f"{OVERLAY_NET}.0/24"],
+                              check=False, timeout=10).stdout.split("\n")
+            clash = [ln.split()[ln.split().index("dev") + 1] for ln in used
+                     if " dev " in f" {ln} " and ln.split()[0] != "default"]
+            if clash:
+                problems.append(f"{spec.name}: the overlay's {OVERLAY_NET}.0/24 is already routed there "
+                                f"(dev {', '.join(clash)}): another testbed, or a network of its own, uses it")
         if problems:
             raise HarnessError("; ".join(problems))
         self._resolve_underlay()
