@@ -314,22 +314,26 @@ void sv_rx_settle(struct sv *s)
 }
 
 /* one datagram (or one GRO train) from src */
-static void rx_input(struct sv *s, const struct sockaddr_storage *src, socklen_t alen,
-		     uint8_t *buf, size_t len, size_t seg, uint64_t now)
+void sv_rx_input(struct sv *s, const struct sockaddr_storage *src, socklen_t alen, uint8_t *buf,
+		 size_t len, size_t seg, uint64_t now)
 {
 	struct sv_peer *p = sv_peer_find(s, src, alen);
+	size_t off = 0;
 
+	/* an empty read is one empty datagram; seg >= 1 from here on */
 	if (!seg || seg > len)
-		seg = len;
+		seg = len ? len : 1;
 	if (!p) {
-		uint64_t n = (len + seg - 1) / seg;
+		uint64_t n = len ? (len + seg - 1) / seg : 1;
 
 		sv_count(&s->ctr_rx, SV_C_RX_DGRAMS, n);
 		sv_count_drop(&s->ctr_rx, SV_D_NO_PEER, n);
 		return;
 	}
-	for (size_t off = 0; off < len; off += seg)
+	do {
 		sv_rx_datagram(s, p, buf + off, len - off < seg ? len - off : seg, now);
+		off += seg;
+	} while (off < len);
 }
 
 /* The 2015 reference: one recvfrom and one write per datagram. */
@@ -350,7 +354,7 @@ static void *rx_basic(struct sv *s)
 			continue;
 		}
 		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
-		rx_input(s, &src, alen, buf, (size_t)n, 0, sv_now_ns());
+		sv_rx_input(s, &src, alen, buf, (size_t)n, 0, sv_now_ns());
 		sv_rx_settle(s);
 	}
 	return NULL;
@@ -413,7 +417,7 @@ void *sv_rx_thread(void *arg)
 				sv_count_drop(&s->ctr_rx, SV_D_OVERSIZE, 1);
 				continue;
 			}
-			rx_input(s, &src[i], m->msg_namelen, iov[i].iov_base, msg[i].msg_len,
+			sv_rx_input(s, &src[i], m->msg_namelen, iov[i].iov_base, msg[i].msg_len,
 				 (size_t)gro_size(m), now);
 		}
 		sv_rx_settle(s);

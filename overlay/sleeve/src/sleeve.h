@@ -122,6 +122,10 @@ int sv_stats_write(struct sv *s, const char *path);
 
 /* rx.c */
 enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t n, uint64_t now);
+/* One read from the socket: a datagram, or a GRO train of datagrams of seg bytes
+ * (the last may be shorter; seg 0 = one datagram), from src. */
+void sv_rx_input(struct sv *s, const struct sockaddr_storage *src, socklen_t alen, uint8_t *buf,
+		 size_t len, size_t seg, uint64_t now);
 struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen);
 void *sv_rx_thread(void *arg);
 void sv_update_tso(struct sv *s);

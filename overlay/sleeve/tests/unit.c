@@ -1,5 +1,6 @@
 /* unit.c - unit tests of the wire format, batching, reassembly, crypto, rx path.
  * `unit --write-corpus DIR` writes fuzz seeds instead. */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/virtio_net.h>
 #include <stdio.h>
@@ -827,6 +828,44 @@ static void test_rx_path(void)
 	sv_setup(&s, 0, 0, 0, 0);
 }
 
+/* ---- the socket side: what a read returned, before any peer is known ---- */
+static void addr4(struct sockaddr_storage *ss, const char *ip, uint16_t port)
+{
+	struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+	memset(ss, 0, sizeof(*ss));
+	a->sin_family = AF_INET;
+	a->sin_port = htons(port);
+	inet_pton(AF_INET, ip, &a->sin_addr);
+}
+
+static void test_rx_input(void)
+{
+	static struct sv s;
+	static uint8_t buf[256];
+	struct sockaddr_storage peer, stranger;
+
+	sv_setup(&s, 0, 0, 1, 0);
+	addr4(&s.peers[0].addr, "198.18.0.1", 6784);
+	s.peers[0].alen = sizeof(struct sockaddr_in);
+	addr4(&peer, "198.18.0.1", 6784);
+	addr4(&stranger, "198.18.0.77", 40000);
+	/* an empty datagram from anyone: counted once and dropped, not a division by zero */
+	sv_rx_input(&s, &stranger, sizeof(struct sockaddr_in), buf, 0, 0, 1);
+	CHECK_EQ(s.ctr_rx.c[SV_C_RX_DGRAMS], 1);
+	CHECK_EQ(drops(&s, SV_D_NO_PEER), 1);
+	sv_rx_input(&s, &stranger, sizeof(struct sockaddr_in), buf, 0, 1400, 1);
+	CHECK_EQ(s.ctr_rx.c[SV_C_RX_DGRAMS], 2);
+	CHECK_EQ(drops(&s, SV_D_NO_PEER), 2);
+	/* from the peer it is one datagram too short for a header */
+	sv_rx_input(&s, &peer, sizeof(struct sockaddr_in), buf, 0, 0, 1);
+	CHECK_EQ(s.ctr_rx.c[SV_C_RX_DGRAMS], 3);
+	CHECK_EQ(drops(&s, SV_D_TRUNCATED), 1);
+	CHECK_EQ(cap.n, 0);
+	CHECK_EQ(cap.ctl_sent, 0);
+	sv_setup(&s, 0, 0, 0, 0);
+}
+
 /* ---- sealed units: one AEAD per FRAG unit ---- */
 static void test_sealed_units(void)
 {
@@ -1365,6 +1404,7 @@ int main(int argc, char **argv)
 	test_crypto();
 	test_replay_window();
 	test_rx_path();
+	test_rx_input();
 	test_sealed_units();
 	test_csum();
 	test_segment();
