@@ -2,10 +2,16 @@
  * `unit --write-corpus DIR` writes fuzz seeds instead. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/virtio_net.h>
+#include <netinet/udp.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -839,30 +845,154 @@ static void addr4(struct sockaddr_storage *ss, const char *ip, uint16_t port)
 	inet_pton(AF_INET, ip, &a->sin_addr);
 }
 
+/* One read through the receive entry, as recvmmsg returns it: len bytes from src
+ * (alen bytes of it), the UDP_GRO segment size seg (-1: no control message),
+ * msg_flags flags; the control message's length is cmsg_len (0: the right one). */
+static void rx_read_cm(struct sv *s, const struct sockaddr_storage *src, socklen_t alen,
+		       uint8_t *buf, size_t len, int seg, int flags, size_t cmsg_len)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct sockaddr_storage a = *src;
+	struct iovec iov = {buf, len};
+	struct mmsghdr mm = {.msg_hdr = {.msg_name = &a, .msg_namelen = alen, .msg_iov = &iov,
+					 .msg_iovlen = 1, .msg_flags = flags},
+			     .msg_len = (unsigned)len};
+
+	if (seg >= 0) {
+		struct cmsghdr *c;
+
+		memset(&cm, 0, sizeof(cm));
+		mm.msg_hdr.msg_control = cm.b;
+		mm.msg_hdr.msg_controllen = sizeof(cm.b);
+		c = CMSG_FIRSTHDR(&mm.msg_hdr);
+		c->cmsg_level = SOL_UDP;
+		c->cmsg_type = UDP_GRO;
+		c->cmsg_len = cmsg_len ? cmsg_len : CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &seg, sizeof(seg));
+	}
+	sv_rx_batch(s, &mm, 1, 1);
+}
+
+static void rx_read(struct sv *s, const struct sockaddr_storage *src, uint8_t *buf, size_t len,
+		    int seg)
+{
+	rx_read_cm(s, src, sizeof(struct sockaddr_in), buf, len, seg, 0, 0);
+}
+
+static uint64_t dgrams(struct sv *s)
+{
+	return s->ctr_rx.c[SV_C_RX_DGRAMS];
+}
+
 static void test_rx_input(void)
 {
 	static struct sv s;
-	static uint8_t buf[256];
-	struct sockaddr_storage peer, stranger;
+	static uint8_t buf[4096], d[2048];
+	struct sockaddr_storage peer, other_port, stranger;
+	uint8_t f1[60];
+	size_t n;
 
+	memset(f1, 1, sizeof(f1));
 	sv_setup(&s, 0, 0, 1, 0);
 	addr4(&s.peers[0].addr, "198.18.0.1", 6784);
 	s.peers[0].alen = sizeof(struct sockaddr_in);
 	addr4(&peer, "198.18.0.1", 6784);
-	addr4(&stranger, "198.18.0.77", 40000);
-	/* an empty datagram from anyone: counted once and dropped, not a division by zero */
-	sv_rx_input(&s, &stranger, sizeof(struct sockaddr_in), buf, 0, 0, 1);
-	CHECK_EQ(s.ctr_rx.c[SV_C_RX_DGRAMS], 1);
+	addr4(&other_port, "198.18.0.1", 6785);
+	addr4(&stranger, "198.18.0.77", 6784);
+
+	/* an empty datagram from anyone: counted once and dropped, not a division by
+	 * zero; with or without a GRO segment size */
+	rx_read(&s, &stranger, buf, 0, -1);
+	CHECK_EQ(dgrams(&s), 1);
 	CHECK_EQ(drops(&s, SV_D_NO_PEER), 1);
-	sv_rx_input(&s, &stranger, sizeof(struct sockaddr_in), buf, 0, 1400, 1);
-	CHECK_EQ(s.ctr_rx.c[SV_C_RX_DGRAMS], 2);
-	CHECK_EQ(drops(&s, SV_D_NO_PEER), 2);
+	rx_read(&s, &stranger, buf, 0, 1400);
+	rx_read(&s, &stranger, buf, 0, 0);
+	CHECK_EQ(dgrams(&s), 3);
+	CHECK_EQ(drops(&s, SV_D_NO_PEER), 3);
+	rx_read(&s, &other_port, buf, 0, -1);
+	CHECK_EQ(drops(&s, SV_D_WRONG_PORT), 1);
 	/* from the peer it is one datagram too short for a header */
-	sv_rx_input(&s, &peer, sizeof(struct sockaddr_in), buf, 0, 0, 1);
-	CHECK_EQ(s.ctr_rx.c[SV_C_RX_DGRAMS], 3);
-	CHECK_EQ(drops(&s, SV_D_TRUNCATED), 1);
+	rx_read(&s, &peer, buf, 0, -1);
+	rx_read(&s, &peer, buf, 0, 1);
+	CHECK_EQ(dgrams(&s), 6);
+	CHECK_EQ(drops(&s, SV_D_TRUNCATED), 2);
 	CHECK_EQ(cap.n, 0);
 	CHECK_EQ(cap.ctl_sent, 0);
+
+	/* a GRO train of three DATA datagrams from the peer: cut at the segment size */
+	n = mk_data(&s, d, f1, sizeof(f1), NULL, 0);
+	for (int i = 0; i < 3; i++)
+		memcpy(buf + (size_t)i * n, d, n);
+	memset(&s.ctr_rx, 0, sizeof(s.ctr_rx));
+	rx_read(&s, &peer, buf, 3 * n, (int)n);
+	CHECK_EQ(dgrams(&s), 3);
+	CHECK_EQ(cap.n, 3);
+	/* segment sizes that do not fit the read: 0, negative, larger than it, absent */
+	for (int seg = -1; seg <= 1; seg += 2) {
+		cap.n = 0;
+		memcpy(buf, d, n);
+		rx_read(&s, &peer, buf, n, seg < 0 ? 0 : (int)n + 1);
+		memcpy(buf, d, n);
+		rx_read(&s, &peer, buf, n, seg < 0 ? -1 : INT32_MIN);
+		CHECK_EQ(cap.n, 2);
+	}
+	/* a segment size of 1: every byte is a datagram, each too short */
+	memset(&s.ctr_rx, 0, sizeof(s.ctr_rx));
+	cap.n = 0;
+	memcpy(buf, d, n);
+	rx_read(&s, &peer, buf, n, 1);
+	CHECK_EQ(dgrams(&s), n);
+	CHECK_EQ(drops(&s, SV_D_TRUNCATED), n);
+	CHECK_EQ(cap.n, 0);
+	/* a control message too short to hold a segment size is not read */
+	memset(&s.ctr_rx, 0, sizeof(s.ctr_rx));
+	memcpy(buf, d, n);
+	rx_read_cm(&s, &peer, sizeof(struct sockaddr_in), buf, n, 1, 0, CMSG_LEN(0));
+	CHECK_EQ(dgrams(&s), 1);
+	CHECK_EQ(cap.n, 1);
+
+	/* a source address shorter than an IPv4 one is nobody, whatever the bytes
+	 * after it say */
+	memset(&s.ctr_rx, 0, sizeof(s.ctr_rx));
+	cap.n = 0;
+	memcpy(buf, d, n);
+	rx_read_cm(&s, &peer, 0, buf, n, -1, 0, 0);
+	memcpy(buf, d, n);
+	rx_read_cm(&s, &peer, sizeof(struct sockaddr_in) - 1, buf, n, -1, 0, 0);
+	CHECK_EQ(cap.n, 0);
+	CHECK_EQ(drops(&s, SV_D_NO_PEER), 2);
+
+	/* larger than the buffer (MSG_TRUNC): oversize from the peer, a stranger's
+	 * is a stranger's */
+	memset(&s.ctr_rx, 0, sizeof(s.ctr_rx));
+	rx_read_cm(&s, &peer, sizeof(struct sockaddr_in), buf, n, -1, MSG_TRUNC, 0);
+	rx_read_cm(&s, &stranger, sizeof(struct sockaddr_in), buf, n, -1, MSG_TRUNC, 0);
+	CHECK_EQ(drops(&s, SV_D_OVERSIZE), 1);
+	CHECK_EQ(drops(&s, SV_D_NO_PEER), 1);
+	CHECK_EQ(cap.n, 0);
+
+	/* valid datagrams from strangers, even the peer's own: never opened, never
+	 * answered */
+	memset(&s.ctr_rx, 0, sizeof(s.ctr_rx));
+	cap.n = cap.ctl_sent = 0;
+	for (int k = 0; k < 2; k++) {
+		const struct sockaddr_storage *from = k ? &stranger : &other_port;
+
+		n = mk_data(&s, buf, f1, sizeof(f1), NULL, 0);
+		rx_read(&s, from, buf, n, -1);
+		n = sv_build_heartbeat(&s, &s.peers[0], buf, 1);
+		rx_read(&s, from, buf, n, -1);
+		n = sv_build_probe(&s, buf, 7, 200);
+		rx_read(&s, from, buf, n, -1);
+	}
+	CHECK_EQ(cap.n, 0);
+	CHECK_EQ(cap.ctl_sent, 0);
+	CHECK_EQ(s.peers[0].heard, 0);
+	CHECK_EQ(drops(&s, SV_D_WRONG_PORT), 3);
+	CHECK_EQ(drops(&s, SV_D_NO_PEER), 3);
 	sv_setup(&s, 0, 0, 0, 0);
 }
 
