@@ -1513,6 +1513,141 @@ static void test_segment(void)
 	CHECK_EQ(sv_gro_finish(&gro, &iov, &len, &has_vnet), 0);
 }
 
+/* ---- the device side: the send thread between a fake device and real sockets ----
+ * The device is one end of an AF_UNIX datagram socket pair (a read returns one
+ * written datagram, as a TAP read returns one frame); the peers are UDP sockets
+ * on 127.0.0.1. */
+#define TX_PEERS 8
+static struct {
+	int dev[2], peer[TX_PEERS];
+	pthread_t thread;
+} txl;
+
+static void tx_start(struct sv *s, int npeers, int vnet, int udp_gso)
+{
+	struct sockaddr_in lo = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int big = 4 << 20;
+
+	sv_setup(s, 0, 0, vnet, 0);
+	s->batch = 1;
+	s->offload = vnet;
+	s->udp_gso = udp_gso;
+	s->mmsg = 1;
+	s->npeers = npeers;
+	CHECK(socketpair(AF_UNIX, SOCK_DGRAM, 0, txl.dev) == 0);
+	setsockopt(txl.dev[1], SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	fcntl(txl.dev[0], F_SETFL, O_NONBLOCK);
+	s->tap_fd = txl.dev[0];
+	s->udp_fd = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK(bind(s->udp_fd, (struct sockaddr *)&lo, sizeof(lo)) == 0);
+	for (int i = 0; i < npeers; i++) {
+		struct sv_peer *p = &s->peers[i];
+
+		txl.peer[i] = socket(AF_INET, SOCK_DGRAM, 0);
+		setsockopt(txl.peer[i], SOL_SOCKET, SO_RCVBUF, &big, sizeof(big));
+		CHECK(bind(txl.peer[i], (struct sockaddr *)&lo, sizeof(lo)) == 0);
+		p->alen = sizeof(struct sockaddr_in);
+		getsockname(txl.peer[i], (struct sockaddr *)&p->addr, &p->alen);
+		p->pmtu = 1472;
+	}
+	CHECK(pthread_create(&txl.thread, NULL, sv_tx_thread, s) == 0);
+}
+
+static void tx_stop(struct sv *s)
+{
+	pthread_cancel(txl.thread);
+	pthread_join(txl.thread, NULL);
+	for (int i = 0; i < s->npeers; i++)
+		close(txl.peer[i]);
+	close(txl.dev[0]);
+	close(txl.dev[1]);
+	close(s->udp_fd);
+	s->npeers = 1;
+}
+
+/* Datagrams that reach peer i: waits up to first_ms for one, then until none
+ * came for 100 ms; each one's first bytes kept in d (up to max). */
+static int tx_collect(int i, uint8_t (*d)[64], size_t *len, int max, int first_ms)
+{
+	struct pollfd pfd = {.fd = txl.peer[i], .events = POLLIN};
+	static uint8_t buf[65536];
+	int n = 0;
+
+	while (poll(&pfd, 1, n ? 100 : first_ms) == 1) {
+		ssize_t r = recv(txl.peer[i], buf, sizeof(buf), 0);
+
+		if (r < 0)
+			break;
+		if (n < max) {
+			memcpy(d[n], buf, r < 64 ? (size_t)r : 64);
+			len[n] = (size_t)r;
+		}
+		n++;
+	}
+	return n;
+}
+
+static void test_tx_device(void)
+{
+	static struct sv s;
+	static uint8_t frame[70000], got[1100][64];
+	static size_t glen[1100];
+	struct sv_hdr h;
+	int n;
+
+	/* a read of nothing is no frame: nothing is sent for it, and the next
+	 * frame leaves alone in a well-formed datagram */
+	tx_start(&s, 1, 0, 1);
+	CHECK(write(txl.dev[1], frame, 0) == 0);
+	n = tx_collect(0, got, glen, 4, 200);
+	CHECK_EQ(n, 0);
+	memset(frame, 0x5a, 60);
+	CHECK(write(txl.dev[1], frame, 60) == 60);
+	n = tx_collect(0, got, glen, 4, 2000);
+	CHECK_EQ(n, 1);
+	CHECK(n >= 1 && glen[0] == 8 + 60 && sv_hdr_parse(got[0], glen[0], &h) == SV_OK &&
+	      (h.flags & SV_F_SINGLE));
+	CHECK_EQ(s.ctr_tx.c[SV_C_TX_FRAMES], 1);
+	tx_stop(&s);
+
+	/* a 64 kB super-frame to eight peers without UDP GSO: 45 pieces each, one
+	 * message per piece and peer, more than one send queue holds */
+	tx_start(&s, TX_PEERS, 1, 0);
+	{
+		struct virtio_net_hdr vh = {.gso_type = VIRTIO_NET_HDR_GSO_TCPV4, .gso_size = 1400};
+		size_t flen = make_super(frame + SV_VNET_LEN, 0, 65000, 0x10);
+
+		memcpy(frame, &vh, sizeof(vh));
+		CHECK(write(txl.dev[1], frame, SV_VNET_LEN + flen) == (ssize_t)(SV_VNET_LEN + flen));
+		for (int i = 0; i < TX_PEERS; i++) {
+			uint8_t seen[SV_MAX_FRAGS] = {0};
+			unsigned cnt = 0, dup = 0, bad = 0;
+
+			n = tx_collect(i, got, glen, 1100, 2000);
+			for (int k = 0; k < n && k < 1100; k++) {
+				unsigned idx;
+
+				if (sv_hdr_parse(got[k], glen[k], &h) != SV_OK || h.type != SV_T_FRAG) {
+					bad++;
+					continue;
+				}
+				/* the FRAG header: id, total, index, count */
+				idx = sv_get16(got[k] + SV_HDR_LEN + 8);
+				cnt = sv_get16(got[k] + SV_HDR_LEN + 10);
+				dup += idx < SV_MAX_FRAGS && seen[idx]++;
+			}
+			CHECK_EQ(bad, 0);
+			CHECK_EQ(dup, 0);
+			CHECK(cnt > 40);
+			CHECK_EQ(n, cnt);
+		}
+		CHECK_EQ(s.ctr_tx.c[SV_C_TX_SUPER], 1);
+		CHECK_EQ(s.ctr_tx.drop[SV_D_SEND_ERR], 0);
+	}
+	tx_stop(&s);
+	sv_setup(&s, 0, 0, 0, 0);
+}
+
 int main(int argc, char **argv)
 {
 	if (sodium_init() < 0) {
@@ -1538,6 +1673,7 @@ int main(int argc, char **argv)
 	test_sealed_units();
 	test_csum();
 	test_segment();
+	test_tx_device();
 	printf("unit: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
