@@ -1,5 +1,6 @@
-/* unit.c - unit tests of the wire format, batching, reassembly, crypto, rx path.
- * `unit --write-corpus DIR` writes fuzz seeds instead. */
+/* unit.c - unit tests of the wire format, batching, reassembly, crypto, rx path,
+ * the receive entry and the send thread. `unit --write-corpus DIR` and
+ * `unit --write-sock-corpus DIR` write fuzz seeds instead. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -1246,6 +1247,123 @@ static int write_corpus(const char *dir)
 }
 
 
+/* ---- fuzz seeds for the socket entry (fuzz/fuzz_sock.c): cfg byte, then reads
+ * (how u8, [seg u16], len u16, bytes) ---- */
+struct sock_read {
+	uint8_t how;
+	uint16_t seg;
+	const uint8_t *d;
+	size_t n;
+};
+#define FROM_PEER 0
+#define FROM_OTHER_PORT 1
+#define FROM_STRANGER 2
+#define FROM_PEER2 3
+#define GRO_SEG (1 << 4)
+#define GRO_NEG (2 << 4)
+#define GRO_SHORT (3 << 4)
+#define END_BATCH (1 << 6)
+
+static int write_sock_seed(const char *dir, const char *name, uint8_t cfg, const struct sock_read *r,
+			   int k)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f)
+		return -errno;
+	fputc(cfg, f);
+	for (int i = 0; i < k; i++) {
+		fputc(r[i].how, f);
+		if (r[i].how & (3 << 4)) {
+			fputc(r[i].seg >> 8, f);
+			fputc(r[i].seg & 0xff, f);
+		}
+		fputc((int)(r[i].n >> 8), f);
+		fputc((int)(r[i].n & 0xff), f);
+		fwrite(r[i].d, 1, r[i].n, f);
+	}
+	return fclose(f) ? -errno : 0;
+}
+
+static int write_sock_corpus(const char *dir)
+{
+	static struct sv s;
+	static uint8_t b[4][4096], train[3 * 200], unit[3000];
+	uint8_t f1[60], f2[40];
+	size_t n[4];
+	int ret = 0;
+
+	memset(f1, 1, sizeof(f1));
+	memset(f2, 2, sizeof(f2));
+	memset(unit, 3, sizeof(unit));
+	/* the empty datagram: from a stranger (it killed the daemon), from the peer,
+	 * from the peer's address on another port, with a GRO size of 0 */
+	{
+		const struct sock_read r[] = {
+			{FROM_STRANGER, 0, b[0], 0},
+			{FROM_PEER, 0, b[0], 0},
+			{FROM_OTHER_PORT | GRO_SEG, 0, b[0], 0},
+			{FROM_STRANGER | GRO_SEG | END_BATCH, 1400, b[0], 0},
+		};
+
+		ret |= write_sock_seed(dir, "empty", 0, r, 1);
+		ret |= write_sock_seed(dir, "empty-all", 0, r, 4);
+		ret |= write_sock_seed(dir, "empty-basic", 0x40, r, 4);
+	}
+	/* cfg bits: 1 enc, 2 l3, 4 vnet, 8 segment, 16 IPv6, 32 two peers */
+	for (uint8_t cfg = 0; cfg < 8; cfg++) {
+		char name[64];
+		uint8_t c = (uint8_t)(cfg | (cfg == 5 ? 16 : 0) | (cfg == 6 ? 32 : 0));
+
+		sv_setup(&s, cfg & 1, (cfg >> 1) & 1, (cfg >> 2) & 1, 0x1111);
+		/* a GRO train of three SINGLE datagrams from the peer, cut at its size */
+		n[0] = mk_data(&s, b[0], f1, sizeof(f1), NULL, 0);
+		for (int i = 0; i < 3; i++)
+			mk_data(&s, train + (size_t)i * n[0], f1, sizeof(f1), NULL, 0);
+		n[1] = mk_data(&s, b[1], f1, sizeof(f1), f2, sizeof(f2));
+		n[2] = sv_build_heartbeat(&s, &s.peers[0], b[2], 1);
+		n[3] = sv_build_probe(&s, b[3], 1, 200);
+		{
+			const struct sock_read r[] = {
+				{FROM_PEER | GRO_SEG, (uint16_t)n[0], train, 3 * n[0]},
+				{FROM_PEER | GRO_SEG, 1, b[1], n[1]},
+				{FROM_PEER | GRO_SEG, (uint16_t)(n[1] + 1), b[1], n[1]},
+				{FROM_PEER | GRO_NEG, 5, b[1], n[1]},
+				{FROM_PEER | GRO_SHORT | END_BATCH, 1, b[1], n[1]},
+				{FROM_PEER2, 0, b[2], n[2]},
+				{FROM_PEER | 0x80, 0, b[3], n[3]},
+				/* the same, valid, from strangers: never opened or answered */
+				{FROM_OTHER_PORT, 0, b[2], n[2]},
+				{FROM_STRANGER | END_BATCH, 0, b[3], n[3]},
+				{FROM_OTHER_PORT | GRO_SEG, (uint16_t)n[0], train, 3 * n[0]},
+				{FROM_PEER | 4 /* short address */, 0, b[1], n[1]},
+				{FROM_PEER | 8 /* MSG_TRUNC */, 0, b[1], n[1]},
+			};
+
+			snprintf(name, sizeof(name), "reads-%u", c);
+			ret |= write_sock_seed(dir, name, c, r, (int)(sizeof(r) / sizeof(r[0])));
+		}
+		/* a unit in three pieces, two in one batch, one in the next */
+		for (uint16_t i = 0; i < 3; i++)
+			n[i] = mk_piece(&s, b[i], (cfg & 4) ? SV_F_VNET : 0, 5, unit, 3000, 1200, i, 3);
+		{
+			const struct sock_read r[] = {
+				{FROM_PEER, 0, b[0], n[0]},
+				{FROM_PEER | END_BATCH, 0, b[2], n[2]},
+				{FROM_PEER, 0, b[1], n[1]},
+			};
+
+			snprintf(name, sizeof(name), "unit-%u", c);
+			ret |= write_sock_seed(dir, name, c, r, 3);
+		}
+	}
+	sv_setup(&s, 0, 0, 0, 0);
+	return ret;
+}
+
 /* ---- --segment: cutting a super-frame and gathering it back ---- */
 
 /* the pseudo-header sum of the TCP segment in this Ethernet frame; *th, *tl: the
@@ -1653,6 +1771,13 @@ int main(int argc, char **argv)
 	if (sodium_init() < 0) {
 		fprintf(stderr, "unit: sodium_init failed\n");
 		return 1;
+	}
+	if (argc == 3 && !strcmp(argv[1], "--write-sock-corpus")) {
+		int ret = write_sock_corpus(argv[2]);
+
+		if (ret)
+			fprintf(stderr, "unit: writing corpus to %s: %s\n", argv[2], strerror(-ret));
+		return ret ? 1 : 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "--write-corpus")) {
 		int ret = write_corpus(argv[2]);
