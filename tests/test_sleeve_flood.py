@@ -27,10 +27,12 @@ import pytest
 from conftest import needs_root
 from harness import modes
 from harness.endpoints import endpoints
-from harness.modes.sleeve import PORT, SLEEVE_DIR
+from harness.facts import PROJECT
+from harness.modes.sleeve import PORT
 from harness.runner import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
+SLEEVE_DIR = PROJECT / "overlay" / "sleeve"
 
 SLEEVES = ["sleeve", "sleeve-basic", "sleeve-l3", "sleeve-crypto", "sleeve-seg"]
 MTU = 1410
