@@ -78,6 +78,9 @@ def cmd_doctor(a) -> int:
     if a.inventory:
         checks += doctor.remote_checks(_inventory_hosts(a))
     print(doctor.render(checks))
+    if not a.inventory:
+        print("backends: netns (this machine, checked above); ssh: real hosts, checked with "
+              "`overlaybench doctor --inventory FILE`")
     return 0 if all(c.ok for c in checks if c.required) else 1
 
 
