@@ -105,7 +105,7 @@ class RemoteTestbed(Testbed):
                               underlay_ip=spec.underlay_address, overlay_ip=f"{OVERLAY_NET}.{i + 1}",
                               bridge=f"{p}-br0", container=NetnsHost(f"{p}-c{i}", name=f"{spec.name}/c{i}", host=host),
                               container_ip=f"{OVERLAY_NET}.{11 + i}", container_dev="eth0",
-                              container_port=f"{p}-vc{i}", workdir=self.state, prefix=p))
+                              container_port=f"{p}-vc{i}", workdir=f"{self.state}/h{i}", prefix=p))
         self.sides = (sides[0], sides[1])
 
     @property
@@ -193,11 +193,11 @@ class RemoteTestbed(Testbed):
         self._built = True
         try:
             for s, spec in zip(self.sides, self.specs):
-                state = {**owner, "host": spec.name, "underlay": {
-                    "dev": s.underlay_dev, "mtu": self._nic_mtu[s.index], "managed": spec.manage_underlay}}
-                s.host.run(["mkdir", "-p", "-m", "0700", self.state])
-                s.host.run(["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", f"{self.state}/state.json"],
-                           input=json.dumps(state))
+                underlay = {"host": spec.name, "dev": s.underlay_dev, "mtu": self._nic_mtu[s.index],
+                            "managed": spec.manage_underlay}
+                s.host.run(["mkdir", "-p", "-m", "0700", self.state, s.workdir])
+                for path, doc in ((f"{self.state}/state.json", owner), (f"{s.workdir}/underlay.json", underlay)):
+                    s.host.run(["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", path], input=json.dumps(doc))
                 self._build_side(s)
             self.set_underlay(underlay_mtu, rate)
         except BaseException:
@@ -245,7 +245,7 @@ class RemoteTestbed(Testbed):
         key = (side.index, str(source.path) if source else None, source.label if source else None)
         if key not in self._sleeves:
             label = source.label if source else "shipped"
-            self._sleeves[key] = sleeve_build.install_remote(side.host, f"{self.state}/sleeve-{label}", source)
+            self._sleeves[key] = sleeve_build.install_remote(side.host, f"{side.workdir}/sleeve-{label}", source)
         return self._sleeves[key]
 
     # ------------------------------------------------------------- teardown
@@ -257,7 +257,7 @@ class RemoteTestbed(Testbed):
             if not self._built:
                 continue
             try:
-                remove_remote(s.host, self.prefix)
+                remove_remote(s.host, self.prefix, s.index)
             except HarnessError as e:
                 log.warning("%s: teardown of %s incomplete: %s", spec.name, self.prefix, e)
             failpoints.reached("teardown")
@@ -317,7 +317,7 @@ def _dev_holding(host: Host, ip: str, who: str) -> str:
 
 
 REMOVE_SCRIPT = r"""
-P=$1; S=/run/overlaybench/$P
+P=$1; SIDE=$2; S=/run/overlaybench/$P
 # processes: in the prefix's namespaces, and any carrying the prefix in their environment
 for sig in TERM KILL; do
   pids=""
@@ -336,26 +336,33 @@ for sig in TERM KILL; do
 done
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do ip netns del "$ns"; echo "netns $ns"; done
 for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$P-"); do ip link del "$l" 2>/dev/null && echo "link $l"; done
-if [ -f "$S/state.json" ]; then
-  dev=$(sed -n 's/.*"dev": "\([^"]*\)".*/\1/p' "$S/state.json")
-  mtu=$(sed -n 's/.*"mtu": \([0-9]*\).*/\1/p' "$S/state.json")
-  if grep -q '"managed": true' "$S/state.json" && [ -n "$dev" ] && [ -n "$mtu" ]; then
+# the side's directory (all of them when no side is named): a managed underlay back as it was
+for d in "$S"/h$SIDE*; do
+  [ -d "$d" ] || continue
+  f=$d/underlay.json
+  dev=$(sed -n 's/.*"dev": "\([^"]*\)".*/\1/p' "$f" 2>/dev/null)
+  mtu=$(sed -n 's/.*"mtu": \([0-9]*\).*/\1/p' "$f" 2>/dev/null)
+  if grep -q '"managed": true' "$f" 2>/dev/null && [ -n "$dev" ] && [ -n "$mtu" ] && [ -e "/sys/class/net/$dev" ]; then
     ip link set "$dev" mtu "$mtu" && echo "underlay $dev mtu $mtu"
     tc qdisc show dev "$dev" root | grep -q '^qdisc tbf' && tc qdisc del dev "$dev" root && echo "underlay $dev tbf"
   fi
-fi
-[ -d "$S" ] && rm -rf "$S" && echo "dir $S"
+  rm -rf "$d" && echo "dir $d"
+done
+# the testbed's directory, once no side is left in it
+if [ -d "$S" ] && ! ls -d "$S"/h[0-9]* >/dev/null 2>&1; then rm -rf "$S" && echo "dir $S"; fi
 exit 0
 """
 
 
-def remove_remote(host: Host, prefix: str) -> list[str]:
-    """Kill a prefix's processes on a host, delete its namespaces, links and state directory,
-    and restore a managed underlay. Returns what went."""
+def remove_remote(host: Host, prefix: str, side: int | None = None) -> list[str]:
+    """Kill a prefix's processes on a host, delete its namespaces and links, restore a managed
+    underlay and remove the state directory of `side` (every side's when None, as `down`
+    does: a real host holds one). Returns what went."""
     if not PREFIX_RE.match(prefix):
         raise HarnessError(f"{prefix!r} is not a testbed prefix (ob + 4 hex digits)")
     inner = host.inner if isinstance(host, Tagged) else host   # the script must not mark itself
-    done = inner.run(["sh", "-c", REMOVE_SCRIPT, "sh", prefix], check=False, timeout=60)
+    done = inner.run(["sh", "-c", REMOVE_SCRIPT, "sh", prefix, "" if side is None else str(side)],
+                     check=False, timeout=60)
     if not done.ok:
         raise HarnessError(f"{host.name}: removing {prefix} failed: {(done.stderr.strip() or 'no output')[-200:]}")
     return [f"{host.name}: {ln}" for ln in done.stdout.splitlines() if ln.strip()]

@@ -17,6 +17,7 @@ import time
 import pytest
 
 import sshd as sshd_mod
+from test_sleeve_flood import flood_binary, flood_case  # noqa: F401 - the fixture
 from conftest import needs_root
 from harness import lab as labmod, results
 
@@ -312,4 +313,25 @@ def test_a_connection_dropped_mid_case_loses_nothing_and_the_run_reconnects(ssh_
     measured = {(r["case"], r["repeat"]) for r in recs if r["metric"] == "throughput_bps" and r["ok"]}
     assert len(measured) + len(failed) == 6 and measured.isdisjoint(failed)
     assert run.returncode == (3 if failed else 0), (run.returncode, err[-2000:])
+    assert ssh_lab.leftovers() == []
+
+
+# --------------------------------------------------------------------------- hostile traffic
+
+@pytest.mark.parametrize("name", ["sleeve", "sleeve-crypto"])
+def test_a_flood_against_a_sleeve_deployed_over_ssh_is_dropped_and_counted(ssh_lab, name, flood_binary,
+                                                                            monkeypatch):
+    """The sleeve's flood test, on a sleeve the ssh backend deployed on its hosts."""
+    from harness import backends, scenario as S
+    from harness.testbed import Options
+    ssh_lab.bare()
+    monkeypatch.setenv("HOME", str(ssh_lab.tmp))
+    sc = S.build({"matrix": {"modes": [name]}, "testbed": {"backend": "ssh", "inventory": ssh_lab.inventory()}})
+    tb = backends.open_testbed(sc, Options())
+    try:
+        tb.preflight(sc)
+        tb.build(1500, None)
+        flood_case(tb, name, flood_binary)
+    finally:
+        tb.teardown()
     assert ssh_lab.leftovers() == []
