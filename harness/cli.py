@@ -49,7 +49,7 @@ def _overrides(a: argparse.Namespace) -> dict:
     if a.rate is not None:
         raw["underlay"] = {"rate": a.rate}
     backend = a.backend or ("ssh" if a.inventory else None)
-    tb = {k: v for k, v in (("backend", backend), ("pair", a.pair),
+    tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
                             ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
     if tb:
         raw["testbed"] = tb
@@ -221,6 +221,8 @@ def parser() -> argparse.ArgumentParser:
                    help="netns: a local lab of namespaces (default); ssh: two hosts of --inventory")
     r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
     r.add_argument("--pair", type=_csv(str), metavar="A,B", help="which two inventory hosts (default: the first two)")
+    r.add_argument("--containers", choices=["netns", "docker"],
+                   help="container endpoints: network namespaces (default) or real Docker containers")
     r.add_argument("--accept-new-host-keys", action="store_true",
                    help="trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
     r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")

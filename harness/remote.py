@@ -27,7 +27,7 @@ import socket
 import tempfile
 import time
 
-from harness import failpoints, sleeve_build
+from harness import containers as containers_mod, failpoints, sleeve_build
 from harness.cpu import PerHostMeter
 from harness.errors import HarnessError
 from harness.hosts import NetnsHost
@@ -80,7 +80,7 @@ class RemoteTestbed(Testbed):
     """A pair of remote hosts. Construct (nothing is made), preflight(), build(), teardown()."""
 
     def __init__(self, specs: tuple[HostSpec, HostSpec], hosts: tuple[Host, Host], opts: Options,
-                 backend: str = "ssh", facts: dict | None = None):
+                 backend: str = "ssh", facts: dict | None = None, containers: str = "netns"):
         self.backend = backend
         self.specs = specs
         self.opts = opts
@@ -90,6 +90,7 @@ class RemoteTestbed(Testbed):
         self.underlay_mtu = 0
         self.rate: str | None = None
         self.meter = PerHostMeter()
+        self.containers = containers_mod.get(containers)
         self.extra_facts = facts or {}
         self._nic_mtu: dict[int, int] = {}
         self._capped = False
@@ -118,6 +119,7 @@ class RemoteTestbed(Testbed):
         problems = []
         for s, spec in zip(self.sides, self.specs):
             problems += preflight.host_problems(s.host, spec.name, sc)
+            problems += self.containers.check(s.host, spec.name)
             used = s.host.run(["ip", "-o", "-4", "route", "show", "root", f"{OVERLAY_NET}.0/24"],
                               check=False, timeout=10).stdout.split("\n")
             clash = [ln.split()[ln.split().index("dev") + 1] for ln in used
@@ -214,7 +216,11 @@ class RemoteTestbed(Testbed):
             ["sysctl", "-q", "-w", f"net.ipv4.conf.{br}.forwarding=1"],
             ["ip", "addr", "add", f"{s.overlay_ip}/{self.overlay_prefix}", "dev", br],
             ["ip", "link", "set", br, "up"],
-            ["ip", "netns", "add", ns],
+        ]
+        for argv in cmds:
+            h.run(argv)
+        self.containers.create(h, ns, {"overlaybench.prefix": self.prefix, "overlaybench.run": self.opts.run_id})
+        cmds = [
             ["ip", "link", "add", port, "type", "veth", "peer", "name", peer_end],
             ["sysctl", "-q", "-w", f"net.ipv6.conf.{port}.disable_ipv6=1"],
             ["ip", "link", "set", peer_end, "netns", ns],
@@ -271,7 +277,7 @@ class RemoteTestbed(Testbed):
     # ------------------------------------------------------------- facts
     def facts(self) -> dict:
         return {"backend": self.backend, "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
-                "rate": self.rate, **self.extra_facts,
+                "rate": self.rate, **self.extra_facts, **self.containers.facts(),
                 "hosts": {f"h{s.index}": {"name": spec.name, "address": spec.address, "user": spec.user,
                                           "sudo": spec.sudo, "underlay_dev": s.underlay_dev,
                                           "underlay": s.underlay_ip, "nic_mtu": self._nic_mtu.get(s.index),
@@ -335,6 +341,9 @@ for sig in TERM KILL; do
   sleep 0.3
 done
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do ip netns del "$ns"; echo "netns $ns"; done
+if command -v docker >/dev/null 2>&1; then
+  for c in $(docker ps -aq --filter "label=overlaybench.prefix=$P" 2>/dev/null); do docker rm -f "$c" >/dev/null 2>&1 && echo "container $c"; done
+fi
 for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$P-"); do ip link del "$l" 2>/dev/null && echo "link $l"; done
 # the side's directory (all of them when no side is named): a managed underlay back as it was
 for d in "$S"/h$SIDE*; do
