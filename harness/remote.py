@@ -98,6 +98,7 @@ class RemoteTestbed(Testbed):
         self._torn_down = False
         self._sleeves: dict[tuple, str] = {}
         self._artifacts = pathlib.Path(tempfile.mkdtemp(prefix=f"overlaybench-{self.prefix}-"))
+        self.after_teardown: list = []      # what a backend removes once the hosts are clean
         sides = []
         for i, (spec, raw) in enumerate(zip(specs, hosts)):
             host = Tagged(raw, self.prefix)
@@ -272,6 +273,8 @@ class RemoteTestbed(Testbed):
         for f in self._artifacts.glob("*"):
             f.unlink(missing_ok=True)
         self._artifacts.rmdir()
+        for step in self.after_teardown:
+            step()
         log.info("remote testbed %s removed", self.prefix)
 
     # ------------------------------------------------------------- facts
