@@ -30,10 +30,21 @@ ours() {  # the pid we started, if it is still a running dockerd
     [ -n "$pid" ] && [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = dockerd ] && echo "$pid"
 }
 
+bridge() { docker network inspect bridge -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' 2>/dev/null || true; }
+
 up() {
+    local pid subnet
     if answers; then
         if pid=$(ours); then say "running (pid $pid, started by this script)"
-        else say "already running; left alone"; fi
+        else
+            say "already running; left alone"
+            for subnet in $(bridge); do
+                case "$subnet" in
+                    198.18.*|198.19.*) ;;
+                    *) say "warning: its bridge $subnet is outside the benchmark range 198.18.0.0/15" >&2 ;;
+                esac
+            done
+        fi
         return 0
     fi
     if [ -n "${DOCKER_HOST:-}" ]; then
@@ -46,7 +57,7 @@ up() {
     mkdir -p "$STATE"
     # A session of its own: a Ctrl-C meant for make or pytest does not reach it.
     setsid dockerd --bip "$BIP" --iptables=false --ip-forward=false </dev/null >"$LOG" 2>&1 &
-    local pid=$!
+    pid=$!
     echo "$pid" >"$PIDFILE"
     local i
     for ((i = 0; i < WAIT * 4; i++)); do
