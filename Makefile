@@ -13,7 +13,7 @@ WIREGUARD_GO_MODULE  := golang.zx2c4.com/wireguard
 WIREGUARD_GO_VERSION := v0.0.0-20260522210424-ecfc5a8d5446
 SCENARIO ?= scenarios/quick.toml
 # Vagrant hosts and Docker containers: make test and the image targets need these, make bench does not.
-APT_HOSTS := debootstrap docker.io vagrant vagrant-libvirt
+APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt
 
 .PHONY: setup setup-test bench test lint sleeve clean down
 .PHONY: wireguard-tools wireguard-go

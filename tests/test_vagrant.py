@@ -8,8 +8,9 @@ Vagrantfile is validated, not booted, and VirtualBox's VBoxManage is a stand-in 
 reports a version.
 
 Selection: the tests that build images or bring machines up are marked `slow`;
-`pytest tests/test_vagrant.py -m "not slow"` runs the parsers and the bad inputs that need
-no dockerd.
+`pytest tests/test_vagrant.py -m "not slow"` runs the parsers, the bad inputs and the
+validation in about 20 s. A dockerd that answers is used; when none does, the module starts
+one (images/dockerd.sh) and stops it at the end.
 """
 
 from __future__ import annotations
@@ -158,7 +159,7 @@ def test_explain_failure_is_one_line_with_the_cause():
     assert vagrant.explain_failure("x", []) == "x: no output"
 
 
-# ---- bad input that needs no dockerd ------------------------------------------------
+# ---- bad input, and the Vagrantfile validated ----------------------------------------
 
 def _one_line(excinfo) -> str:
     msg = str(excinfo.value)
@@ -197,8 +198,9 @@ def test_a_bad_setting_in_the_environment_is_one_line(tmp_path):
         assert needle in _one_line(e)
 
 
+@needs_root()
 @needs_vagrant
-def test_ssh_config_of_machines_not_up(tmp_path):
+def test_ssh_config_of_machines_not_up(dockerd, tmp_path):
     env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"), "VAGRANT_DEFAULT_PROVIDER": "docker"}
     assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
     with pytest.raises(HarnessError) as e:
@@ -217,10 +219,12 @@ def test_dockerd_not_running(tmp_path):
     assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
 
 
+@needs_root()
 @needs_vagrant
-def test_vagrantfile_validates_for_every_provider(tmp_path):
+def test_vagrantfile_validates_for_every_provider(dockerd, tmp_path):
     """libvirt and VirtualBox VMs cannot boot here; their settings are validated, not run.
-    VirtualBox's provider asks `VBoxManage --version` before validating: a stand-in answers."""
+    VirtualBox's provider asks `VBoxManage --version` before validating: a stand-in answers.
+    (The docker provider asks dockerd whether it is usable, so a dockerd runs.)"""
     env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"), "OVERLAYBENCH_MTU": "9000"}
     had_dotdir = (ROOT / ".vagrant").exists()
     vagrant.validate(ROOT, "docker", env)
@@ -461,7 +465,7 @@ def test_a_machine_that_does_not_come_up_is_destroyed_again(host_image, tmp_path
     (d / "Vagrantfile").write_text(f"""
 Vagrant.configure("2") do |config|
   config.vm.synced_folder ".", "/vagrant", disabled: true
-  config.vm.boot_timeout = 15
+  config.vm.boot_timeout = 10
   config.vm.define "h1" do |h|
     h.vm.provider "docker" do |docker|
       docker.image = "{host_image}"
@@ -479,4 +483,26 @@ end
         vagrant.up(d, provider="docker", env=env)
     assert _one_line(e).startswith("vagrant up: h1: Timed out while waiting for the machine to boot.")
     assert vagrant.status(d, env) == {"h1": "not_created"}
+    assert _left_behind(dotfile) == []
+
+
+@real
+def test_an_interrupted_up_stops_vagrant_and_destroys_what_it_made(host_image, tmp_path):
+    """Ctrl-C in the middle of `up` (here: from the progress callback, once a container
+    exists): Vagrant is stopped, the machines it was creating are destroyed, the interrupt
+    goes on to the caller."""
+    dotfile = tmp_path / ".vagrant"
+    env = {"VAGRANT_DOTFILE_PATH": str(dotfile)}
+    seen: list[str] = []
+
+    def progress(line: str) -> None:
+        seen.append(line)
+        if "Container created" in line:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        vagrant.up(ROOT, provider="docker", progress=progress, env=env)
+    assert any("Container created" in ln for ln in seen)
+    assert any("Deleting the container" in ln for ln in seen), seen[-10:]
+    assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
     assert _left_behind(dotfile) == []
