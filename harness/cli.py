@@ -62,7 +62,8 @@ def _options(a: argparse.Namespace):
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
                    concurrent=getattr(a, "concurrent", False),
                    vagrant_dir=os.path.abspath(vdir) if vdir else None,
-                   vagrant_destroy=getattr(a, "vagrant_destroy", False))
+                   vagrant_destroy=getattr(a, "vagrant_destroy", False),
+                   vagrant_provider=getattr(a, "vagrant_provider", None))
 
 
 def _inventory_hosts(a: argparse.Namespace) -> list:
@@ -231,6 +232,8 @@ def parser() -> argparse.ArgumentParser:
                         "vagrant: the two machines of a Vagrantfile (brought up if needed)")
     r.add_argument("--vagrant-dir", metavar="DIR", help="where the Vagrantfile is (default: the repository)")
     r.add_argument("--vagrant-destroy", action="store_true", help="vagrant destroy -f the machines after the run")
+    r.add_argument("--vagrant-provider", metavar="NAME",
+                   help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
     r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
     r.add_argument("--pair", type=_csv(str), metavar="A,B", help="which two inventory hosts (default: the first two)")
     r.add_argument("--containers", choices=["netns", "docker"],

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import pathlib
 import shutil
 import sys
@@ -32,8 +33,18 @@ def vagrant_dir(opts: Options) -> pathlib.Path:
     return d
 
 
+def provider(opts: Options) -> str:
+    """The provider to bring machines up with: the flag, $VAGRANT_DEFAULT_PROVIDER, or docker
+    (what runs where no VM boots; Vagrant itself would prefer any VM plugin installed)."""
+    return opts.vagrant_provider or os.environ.get("VAGRANT_DEFAULT_PROVIDER") or "docker"
+
+
 def _progress(line: str) -> None:
-    print(f"vagrant: {line}", file=sys.stderr)
+    """Vagrant's lines as it brings machines up: on a terminal as they come, else in the log (-v)."""
+    if sys.stderr.isatty():
+        print(f"vagrant: {line}", file=sys.stderr)
+    else:
+        log.info("vagrant: %s", line)
 
 
 def machines(opts: Options) -> dict:
@@ -41,7 +52,7 @@ def machines(opts: Options) -> dict:
     and how to reach each: name → VagrantMachine."""
     d = vagrant_dir(opts)
     from harness.hosts import vagrant
-    vagrant.up(d, progress=_progress)
+    vagrant.up(d, provider=provider(opts), progress=_progress)
     found = vagrant.ssh_config(d)
     if len(found) < 2:
         raise HarnessError(f"{d}/Vagrantfile defines {len(found)} machine(s); the vagrant backend needs two")
@@ -96,7 +107,7 @@ def open_vagrant(sc, opts: Options) -> Testbed:
     pair = tuple(HostSpec(**{**s.to_dict(), "underlay_interface": dev, "underlay_address": ip,
                              "known_hosts": str(known)})
                  for s, (dev, ip) in zip(pair, ((dev_a, ip_a), (dev_b, ip_b))))
-    facts = {"vagrant": {"dir": str(vagrant_dir(opts)), "machines": names,
+    facts = {"vagrant": {"dir": str(vagrant_dir(opts)), "machines": names, "provider": provider(opts),
                          "host_keys": "accepted on first sight (Vagrant turns host-key checking off for "
                                       "its machines), into the run's own known_hosts"}}
     tb = RemoteTestbed(pair, tuple(hosts), opts, backend="vagrant", facts=facts, containers=sc.containers)

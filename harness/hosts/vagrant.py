@@ -175,7 +175,7 @@ def _run(argv: list[str], environ: dict[str, str], what: str,
     except subprocess.TimeoutExpired as e:
         raise HarnessError(f"{what}: `{' '.join(argv)}` still running after {timeout:.0f} s") from e
     if done.returncode != 0:
-        log.error("%s exited %d\nstdout:\n%s\nstderr:\n%s", argv, done.returncode, done.stdout, done.stderr)
+        log.debug("%s exited %d\nstdout:\n%s\nstderr:\n%s", argv, done.returncode, done.stdout, done.stderr)
         errors = [d[-1] for _, kind, d in parse_machine_readable(done.stdout) if kind == "error-exit" and d]
         text = errors[-1] if errors else (done.stderr.strip() or done.stdout)
         raise HarnessError(explain_failure(what, text.splitlines()))
@@ -212,10 +212,10 @@ def _stream(argv: list[str], environ: dict[str, str], what: str,
     finally:
         watchdog.cancel()
     if expired.is_set():
-        log.error("%s still running after %.0f s; output:\n%s", argv, timeout, "\n".join(tail))
+        log.debug("%s still running after %.0f s; output:\n%s", argv, timeout, "\n".join(tail))
         raise HarnessError(f"{what}: still running after {timeout:.0f} s; stopped it")
     if proc.returncode != 0:
-        log.error("%s exited %d; output:\n%s", argv, proc.returncode, "\n".join(tail))
+        log.debug("%s exited %d; output:\n%s", argv, proc.returncode, "\n".join(tail))
         raise HarnessError(explain_failure(what, list(tail)))
 
 
