@@ -89,8 +89,8 @@ def cmd_run(a) -> int:
     store = session.run(scenario_path=a.scenario, overrides=_overrides(a), resume=a.resume,
                         results_dir=a.results, quiet=a.quiet)
     print(store.path)
-    from harness import stats
-    print(stats.format_table(stats.summary_table(_load(store.path))))
+    from harness import summary, tablefmt
+    print(tablefmt.format_table(summary.summary_table(_load(store.path))))
     return 0
 
 
@@ -100,8 +100,8 @@ def _load(run):
 
 
 def cmd_show(a) -> int:
-    from harness import stats
-    print(stats.format_summary(_load(a.run), a.format))
+    from harness import tablefmt
+    print(tablefmt.format_summary(_load(a.run), a.format))
     return 0
 
 
