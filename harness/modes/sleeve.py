@@ -63,6 +63,9 @@ class Sleeve(Mode):
     flags: tuple[str, ...] = ()
     l3 = False
     crypto = False
+    # A harness.builds.Build to deploy instead of the project's own build (the arms of
+    # `overlaybench compare`, e.g. sleeve@base and sleeve@head; see builds.variant).
+    sleeve_build = None
 
     @property
     def overhead(self) -> int:  # type: ignore[override]
@@ -71,9 +74,10 @@ class Sleeve(Mode):
     def binary(self, testbed: Testbed) -> pathlib.Path:
         """The binary this testbed runs: built and copied once per lab, so every deployment
         of a run uses the same build even if the source changes meanwhile."""
-        pinned = pathlib.Path(testbed.artifact_dir) / "sleeve"
+        b = self.sleeve_build
+        pinned = pathlib.Path(testbed.artifact_dir) / ("sleeve" if b is None else f"sleeve@{b.label}")
         if not pinned.exists():
-            built = build()
+            built = build() if b is None else b.binary
             tmp = pinned.with_suffix(".tmp")
             tmp.write_bytes(built.read_bytes())
             tmp.chmod(0o755)
@@ -95,6 +99,8 @@ class Sleeve(Mode):
     def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:
         binary = self.binary(testbed)
         dp = Datapath(self.name, self.kind, overlay_mtu, info={"flags": list(self.argv_flags()), "port": PORT})
+        if self.sleeve_build is not None:
+            dp.info["build"] = self.sleeve_build.describe()
         try:
             keys = self.keys()
             for s in testbed.sides:
@@ -119,7 +125,8 @@ class Sleeve(Mode):
         return (key, key)
 
     def argv_flags(self) -> tuple[str, ...]:
-        return (("--l3",) if self.l3 else ()) + self.flags
+        extra = self.sleeve_build.flags if self.sleeve_build is not None else ()
+        return (("--l3",) if self.l3 else ()) + self.flags + extra
 
     def _start(self, testbed: Testbed, s: Side, binary: pathlib.Path, mtu: int, key: bytes | None) -> Process:
         peer = testbed.peer(s)
