@@ -148,7 +148,8 @@ def cmd_compare(a) -> int:
     return compare.compare_main(a.base, run=a.run, repo=a.repo, head=a.head, scenario_path=a.scenario,
                                 overrides=raw, inject_ns=a.inject_ns, alpha=a.alpha,
                                 tolerances=compare.parse_tolerances(a.tolerance), results_dir=a.results,
-                                junit=a.junit, summary=a.summary, fmt=a.format, quiet=a.quiet)
+                                junit=a.junit, summary=a.summary, fmt=a.format, quiet=a.quiet,
+                                measure_unchanged=a.measure_unchanged)
 
 
 def cmd_baseline(a) -> int:
@@ -239,6 +240,8 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--head", metavar="REF", help="git ref of the head build (default: the working tree)")
     c.add_argument("--repo", metavar="DIR", help="the git repository to build from (default: this project)")
     c.add_argument("--run", metavar="RUN", help="judge a finished A/B run instead of measuring")
+    c.add_argument("--measure-unchanged", action="store_true",
+                   help="measure even when base and head have the same sleeve source (an A/A run)")
     c.add_argument("--inject-ns", type=int, metavar="N",
                    help="add --calibrate-ns N to the head arm: a known slowdown, to measure the gate's power")
     c.add_argument("--alpha", type=float, default=0.05, metavar="A", help="significance level (default 0.05)")

@@ -22,6 +22,7 @@ The judgement (per case: mode, MTUs, placement, test, streams and the test's hea
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 import pathlib
@@ -196,8 +197,10 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
                  scenario_path: str | None = None, overrides: dict | None = None, inject_ns: int | None = None,
                  alpha: float = DEFAULT_ALPHA, tolerances: dict[str, float] | None = None,
                  results_dir: str = "results", junit: str | None = None, summary: str | None = None,
-                 fmt: str = "text", quiet: bool = False) -> int:
-    """`overlaybench compare --base REF [...]`, or `--run RUN` to judge a finished A/B run again."""
+                 fmt: str = "text", quiet: bool = False, measure_unchanged: bool = False) -> int:
+    """`overlaybench compare --base REF [...]`, or `--run RUN` to judge a finished A/B run again.
+    When both arms have the same source and flags nothing is measured (unless
+    `measure_unchanged`): the verdict could only be a false alarm."""
     if not 0 < alpha < 1:
         raise HarnessError(f"--alpha {alpha}: must be between 0 and 1")
     if run is not None:
@@ -218,6 +221,14 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
             builds.require_sleeve(m)
         arms = prepare(repo or PROJECT, base, head,
                        head_flags=("--calibrate-ns", str(inject_ns)) if inject_ns else ())
+        same = arms.base.source_hash == arms.head.source_hash and arms.base.flags == arms.head.flags
+        if same and not measure_unchanged:
+            # Both arms would run one binary: a measurement could only raise a false alarm.
+            msg = (f"compare passed: nothing to compare, overlay/sleeve is the same at {arms.base.origin} and "
+                   f"{arms.head.origin} (source {arms.base.source_hash[:12]}); --measure-unchanged measures anyway")
+            print(json.dumps({"ok": True, "kind": "compare", "headline": msg, "cases": []}, indent=2)
+                  if fmt == "json" else msg)
+            return 0
         run_dir = measure(arms, scenario_path, overrides, results_dir=results_dir, quiet=quiet)
     v = judge(run_dir, alpha, tolerances)
     if fmt != "json":

@@ -74,7 +74,10 @@ def test_compare_catches_a_commit_that_slows_the_sleeve(clone, tmp_path):
 
 
 def test_compare_passes_an_unchanged_pair_and_reports_json(clone, tmp_path):
-    p = compare(clone, tmp_path, "--base", "HEAD", "--format", "json")
+    skipped = compare(clone, tmp_path, "--base", "HEAD")
+    assert skipped.returncode == 0 and "nothing to compare" in skipped.stdout, skipped.stdout + skipped.stderr
+    assert not (tmp_path / "results").exists()          # one binary for both arms: nothing measured
+    p = compare(clone, tmp_path, "--base", "HEAD", "--measure-unchanged", "--format", "json")
     assert p.returncode == 0, p.stdout + p.stderr
     out = json.loads(p.stdout)
     assert out["ok"] is True and out["kind"] == "compare"
