@@ -98,3 +98,9 @@ def test_variants_are_sleeve_modes_under_their_own_name_for_a_while(repo):
     assert "sleeve-crypto@head" not in modes.MODES
     with pytest.raises(HarnessError, match="mode fastdp: does not run the sleeve"):
         builds.variant("fastdp", b)
+
+
+def test_a_ref_exports_on_a_python_without_tar_filters(repo, monkeypatch):
+    import tarfile
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)     # as in Debian 12's Python 3.11.2
+    assert run(builds.prepare(repo, "HEAD", "base").binary) == "v1"
