@@ -12,6 +12,7 @@ repeat's N=0 arm is one ratio; the table gives their median, quartiles and minâ€
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 
 import numpy as np
@@ -52,5 +53,10 @@ def main() -> int:
     return 0
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt      # unwinds through the lab's cleanup, as the CLI does
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _interrupt)
     sys.exit(main())

@@ -11,11 +11,12 @@ head build slowed with `--calibrate-ns N`, N chosen from benchmarks/calibrate_ns
 
 aa runs measure iperf3.tcp and qperf.tcp_lat (an alarm on either counts); p* runs only
 iperf3.tcp (what was slowed, and the figure a regression must move). One MTU, one
-placement, short tests. Every comparison is a line in OUT/log.jsonl, so the campaign
-can be run in batches and resumed; --report re-judges the stored runs, also with fewer
-repeats (the first k pairs) and other α and tolerances, to choose the defaults.
+placement, short tests: A/B runs 16 repeats of 2 s, the stored-baseline gate as CI ran it,
+5 repeats of 3 s. Every comparison is a line in OUT/log.jsonl, so the campaign can be run
+in batches and resumed; --report re-judges the stored runs, A/B also on fewer repeats (the
+first k pairs) and with other α and tolerances, to choose the defaults.
 
-    flock /work/heavy.lock .venv/bin/python benchmarks/gate_power.py --batch 8     # repeat until done
+    flock /work/heavy.lock .venv/bin/python benchmarks/gate_power.py --batch 10    # repeat until done
     .venv/bin/python benchmarks/gate_power.py --report
 """
 
@@ -26,6 +27,7 @@ import json
 import math
 import pathlib
 import random
+import signal
 import sys
 import time
 
@@ -50,10 +52,11 @@ def plan(rounds: int, seed: int = 1) -> list[tuple[int, str, str]]:
     return out
 
 
-def matrix(kind: str, modes: list[str], a) -> dict:
+def matrix(kind: str, which: str, modes: list[str], a) -> dict:
     tests = ["iperf3.tcp", "qperf.tcp_lat"] if kind == "aa" else ["iperf3.tcp"]
+    repeats, duration = (a.ab_repeats, a.ab_duration) if which == "ab" else (a.old_repeats, a.old_duration)
     return {"matrix": {"modes": modes, "underlay_mtu": [a.underlay_mtu], "placements": ["container-container"],
-                       "tests": tests, "repeats": a.repeats, "duration": a.duration}}
+                       "tests": tests, "repeats": repeats, "duration": duration}}
 
 
 def run_one(kind: str, which: str, ns: dict[str, int], a, out: pathlib.Path) -> str:
@@ -61,11 +64,11 @@ def run_one(kind: str, which: str, ns: dict[str, int], a, out: pathlib.Path) -> 
     runs = str(out / "runs")
     if which == "ab":
         arms = compare.Arms(builds.prepare(PROJECT, None, compare.BASE), builds.prepare(PROJECT, None, compare.HEAD, flags))
-        return compare.measure(arms, overrides=matrix(kind, ["sleeve"], a), results_dir=runs, quiet=True).name
+        return compare.measure(arms, overrides=matrix(kind, which, ["sleeve"], a), results_dir=runs, quiet=True).name
     b = builds.prepare(PROJECT, None, "x", flags)
     v = builds.variant("sleeve", b)
     with builds.registered([v]):
-        store = session.run(overrides=matrix(kind, ["native", v.name], a), results_dir=runs, quiet=True)
+        store = session.run(overrides=matrix(kind, which, ["native", v.name], a), results_dir=runs, quiet=True)
     return store.path.name
 
 
@@ -80,8 +83,9 @@ def measure(a) -> int:
     for r, kind, which in todo:
         t0 = time.monotonic()
         run = run_one(kind, which, ns, a, out)
+        m = matrix(kind, which, [], a)["matrix"]
         line = {"round": r, "kind": kind, "gate": which, "run": run, "ns": ns.get(kind, 0),
-                "repeats": a.repeats, "duration": a.duration, "seconds": round(time.monotonic() - t0, 1)}
+                "repeats": m["repeats"], "duration": m["duration"], "seconds": round(time.monotonic() - t0, 1)}
         with open(log, "a") as f:
             f.write(json.dumps(line) + "\n")
         print(json.dumps(line), flush=True)
@@ -134,7 +138,7 @@ def report(a) -> int:
     counted = [d for d in log if d["round"] > 0]
     rounds = len({d["round"] for d in counted})
     print(f"{len(counted)} comparisons in {rounds} rounds, runs under {out / 'runs'}; "
-          f"old-gate baseline from run {base_run}")
+          f"old-gate baseline from run {base_run}; the stored-baseline gate always on all its repeats")
     ns = {d["kind"]: d["ns"] for d in counted}
     print("\nmeasured change of the head arm (A/B runs, median and range of the per-run paired change):")
     for kind in KINDS:
@@ -156,7 +160,7 @@ def report(a) -> int:
                 for d in counted:
                     if d["kind"] != kind or d["gate"] != which.split("-")[0]:
                         continue
-                    df = _frame(out, d["run"], k)
+                    df = _frame(out, d["run"], k if which == "ab" else None)
                     if which == "ab":
                         hits.append(ab_alarm(df, kind, al, tol)[0])
                     else:
@@ -172,20 +176,27 @@ def main() -> int:
     ap.add_argument("--out", default=str(PROJECT / "results" / "gate-power"))
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--batch", type=int, default=8, help="comparisons to measure in this call")
-    ap.add_argument("--repeats", type=int, default=10)
-    ap.add_argument("--duration", type=float, default=2)
+    ap.add_argument("--ab-repeats", type=int, default=16)
+    ap.add_argument("--ab-duration", type=float, default=2)
+    ap.add_argument("--old-repeats", type=int, default=5, help="the stored-baseline gate as CI ran it: 5 repeats")
+    ap.add_argument("--old-duration", type=float, default=3, help="of 3 s (scenarios/quick.toml)")
     ap.add_argument("--underlay-mtu", type=int, default=1500)
-    ap.add_argument("--ns5", type=int, default=3500)
+    ap.add_argument("--ns5", type=int, default=3000)
     ap.add_argument("--ns10", type=int, default=4500)
-    ap.add_argument("--ns20", type=int, default=7000)
+    ap.add_argument("--ns20", type=int, default=7500)
     ap.add_argument("--report", action="store_true", help="print the tables from what was measured")
-    ap.add_argument("--k", type=lambda s: [int(x) if x != "all" else None for x in s.split(",")], default=[5, 8, None],
-                    help="repeats to judge on (the first k pairs; all = every repeat)")
+    ap.add_argument("--k", type=lambda s: [int(x) if x != "all" else None for x in s.split(",")],
+                    default=[5, 8, 12, None], help="A/B: repeats to judge on (the first k pairs; all = every repeat)")
     ap.add_argument("--alphas", type=lambda s: [float(x) for x in s.split(",")], default=[0.05])
     ap.add_argument("--tolerances", type=lambda s: [float(x) for x in s.split(",")], default=[0.05, 0.10])
     a = ap.parse_args()
     return report(a) if a.report else measure(a)
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt      # unwinds through the lab's cleanup, as the CLI does
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _interrupt)
     sys.exit(main())
