@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from harness import builds, compare, results, stats
+from harness import compare, results, stats
 from harness.facts import PROJECT
 
 
@@ -36,9 +36,8 @@ def main() -> int:
                          "tests": ["iperf3.tcp"], "repeats": a.repeats, "duration": a.duration}}
     rows = []
     for n in ns:
-        arms = compare.Arms(builds.prepare(PROJECT, None, compare.BASE),
-                            builds.prepare(PROJECT, None, compare.HEAD, ["--calibrate-ns", str(n)]))
-        run = compare.measure(arms, overrides=matrix, results_dir=a.results, quiet=True)
+        with compare.prepare(PROJECT, None, head_flags=["--calibrate-ns", str(n)]) as arms:
+            run = compare.measure(arms, overrides=matrix, results_dir=a.results, quiet=True)
         pairs = stats.arm_pairs(results.load(run), compare.BASE, compare.HEAD, ["throughput_bps"])
         r = np.exp(pairs["log_ratio"].to_numpy())
         rows.append((n, run.name, float(np.median(pairs["base"])), r))

@@ -63,12 +63,13 @@ def run_one(kind: str, which: str, ns: dict[str, int], a, out: pathlib.Path) -> 
     flags = ("--calibrate-ns", str(ns[kind])) if kind != "aa" else ()
     runs = str(out / "runs")
     if which == "ab":
-        arms = compare.Arms(builds.prepare(PROJECT, None, compare.BASE), builds.prepare(PROJECT, None, compare.HEAD, flags))
-        return compare.measure(arms, overrides=matrix(kind, which, ["sleeve"], a), results_dir=runs, quiet=True).name
-    b = builds.prepare(PROJECT, None, "x", flags)
-    v = builds.variant("sleeve", b)
-    with builds.registered([v]):
-        store = session.run(overrides=matrix(kind, which, ["native", v.name], a), results_dir=runs, quiet=True)
+        with compare.prepare(PROJECT, None, head_flags=flags) as arms:
+            return compare.measure(arms, overrides=matrix(kind, which, ["sleeve"], a), results_dir=runs,
+                                   quiet=True).name
+    with builds.Snapshots() as snaps:
+        v = builds.variant("sleeve", snaps.add(PROJECT, None, "x", flags))
+        with builds.registered([v]):
+            store = session.run(overrides=matrix(kind, which, ["native", v.name], a), results_dir=runs, quiet=True)
     return store.path.name
 
 

@@ -1,11 +1,13 @@
-"""Builds of the sleeve from a chosen source: a git ref or the working tree, cached by source hash.
+"""Sleeve sources from a chosen place: a git ref or the working tree, as the arms of an A/B run.
 
 `overlaybench compare` measures two builds of the sleeve in one run. Each arm is a
-`Build`: the source of overlay/sleeve at a git ref (exported with `git archive`, so the
-repository's own work tree and index are never touched, and a ref works wherever its
-commit is present, whatever the clone's depth) or a snapshot of the working tree, built
-with the source's own Makefile and cached under the hash of that source and the
-compiler. Two arms with the same source share one binary.
+`Build`: a snapshot of overlay/sleeve at a git ref (exported with `git archive`, so the
+repository's work tree and index are never touched, and a ref works wherever its commit
+is present, whatever the clone's depth) or of the working tree, as a
+`sleeve_build.Source`. The testbed builds and pins it like the shipped source (cached by
+the source's hash, here or on each remote host: `Testbed.install_sleeve`), so two arms
+with the same source share one binary. `Snapshots` owns the exported directories and
+removes them when the run is over.
 
 A Build becomes a mode through `variant`: a copy of a sleeve mode named `MODE@LABEL`
 (e.g. `sleeve@base`) whose `sleeve_build` is the Build, so the runner deploys it like
@@ -18,10 +20,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
-import hashlib
 import io
 import logging
-import os
 import pathlib
 import shutil
 import subprocess
@@ -29,37 +29,31 @@ import tarfile
 import tempfile
 from typing import Iterable, Iterator
 
+from harness import sleeve_build
 from harness.errors import HarnessError
 
 log = logging.getLogger(__name__)
 
 SLEEVE_SUBDIR = "overlay/sleeve"
-BUILD_TIMEOUT = 300
 
 
 @dataclasses.dataclass(frozen=True)
 class Build:
-    """One build of the sleeve, ready to deploy."""
+    """One arm's sleeve: its source snapshot, where it came from, and extra flags."""
 
     label: str                      # the arm: "base", "head"
     origin: str                     # "main (a1b2c3d4e5f6)", "working tree of /repo"
     commit: str | None              # the commit the source came from (None: a working tree)
-    source_hash: str                # sha256 of the source files and the compiler
-    binary: pathlib.Path            # the cached executable
+    source: sleeve_build.Source     # a snapshot; lives as long as the Snapshots that made it
     flags: tuple[str, ...] = ()     # extra sleeve flags for this arm (e.g. --calibrate-ns N)
+
+    @property
+    def source_hash(self) -> str:
+        return self.source.hash
 
     def describe(self) -> dict:
         return {"label": self.label, "origin": self.origin, "commit": self.commit,
                 "source_hash": self.source_hash, "flags": list(self.flags)}
-
-
-def cache_root() -> pathlib.Path:
-    """Where built binaries are kept: $OVERLAYBENCH_CACHE, else ~/.cache/overlaybench/sleeve."""
-    given = os.environ.get("OVERLAYBENCH_CACHE")
-    if given:
-        return pathlib.Path(given)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return pathlib.Path(base) / "overlaybench" / "sleeve"
 
 
 def _git(repo: pathlib.Path, *args: str, text: bool = True, check: bool = True) -> subprocess.CompletedProcess:
@@ -113,67 +107,37 @@ def _copy_tree(repo: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
     return out
 
 
-def _compiler_id() -> str:
-    cc = os.environ.get("CC", "gcc")
-    try:
-        p = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return cc
-    return (p.stdout.splitlines() or [cc])[0]
+class Snapshots:
+    """Exported sleeve sources for one comparison; `close` (or the with-block) removes them."""
 
+    def __init__(self) -> None:
+        self._tmp = tempfile.TemporaryDirectory(prefix="overlaybench-src-")
+        self._n = 0
 
-def source_hash(tree: pathlib.Path) -> str:
-    """sha256 over every file's path, executable bit and bytes (build outputs excluded) and
-    the compiler's version line: equal hashes build equal binaries."""
-    h = hashlib.sha256(_compiler_id().encode() + b"\0")
-    for p in sorted(x for x in tree.rglob("*") if "build" not in x.relative_to(tree).parts):
-        rel = p.relative_to(tree).as_posix()
-        if p.is_symlink():
-            h.update(b"L" + rel.encode() + b"\0" + os.readlink(p).encode() + b"\0")
-        elif p.is_file():
-            h.update(b"F" + rel.encode() + b"\0" + (b"x" if os.access(p, os.X_OK) else b"-"))
-            h.update(hashlib.sha256(p.read_bytes()).digest())
-    return h.hexdigest()
+    def __enter__(self) -> "Snapshots":
+        return self
 
+    def __exit__(self, *exc) -> None:
+        self.close()
 
-def _build_tree(tree: pathlib.Path, digest: str) -> pathlib.Path:
-    """The cached binary for this source, built with the source's own Makefile if absent."""
-    cached = cache_root() / digest / "sleeve"
-    if cached.exists():
-        log.info("sleeve %s: cached build %s", digest[:12], cached)
-        return cached
-    try:
-        p = subprocess.run(["make", "-s", "-C", str(tree)], capture_output=True, text=True,
-                           timeout=BUILD_TIMEOUT)
-    except subprocess.TimeoutExpired as e:
-        raise HarnessError(f"building the sleeve in {tree} took over {BUILD_TIMEOUT}s") from e
-    built = tree / "build" / "sleeve"
-    if p.returncode != 0 or not built.exists():
-        tail = (p.stderr.strip() or p.stdout.strip()).splitlines()[-1:] or ["no output"]
-        raise HarnessError(f"building the sleeve failed (make -C {tree}): {tail[0]}")
-    try:
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_name(f".sleeve.{os.getpid()}.tmp")
-        shutil.copy2(built, tmp)
-        os.replace(tmp, cached)
-    except OSError as e:
-        raise HarnessError(f"{cached.parent}: cannot cache the sleeve build ({e.strerror})") from e
-    return cached
+    def close(self) -> None:
+        self._tmp.cleanup()
 
-
-def prepare(repo: pathlib.Path | str, ref: str | None, label: str, flags: Iterable[str] = ()) -> Build:
-    """Build the sleeve of `repo` at `ref` (None: its working tree) as the arm `label`."""
-    repo = pathlib.Path(repo).resolve()
-    with tempfile.TemporaryDirectory(prefix="overlaybench-src-") as tmp:
+    def add(self, repo: pathlib.Path | str, ref: str | None, label: str, flags: Iterable[str] = ()) -> Build:
+        """The sleeve of `repo` at `ref` (None: its working tree) as the arm `label`, built
+        once here so that a compile error stops the comparison before anything runs."""
+        repo = pathlib.Path(repo).resolve()
+        self._n += 1
+        dest = pathlib.Path(self._tmp.name) / str(self._n)
         if ref is None:
-            tree, commit, origin = _copy_tree(repo, pathlib.Path(tmp)), None, f"working tree of {repo}"
+            tree, commit, origin = _copy_tree(repo, dest), None, f"working tree of {repo}"
         else:
             commit = resolve_commit(repo, ref)
-            tree, origin = _export_ref(repo, commit, pathlib.Path(tmp)), f"{ref} ({commit[:12]})"
-        digest = source_hash(tree)
-        binary = _build_tree(tree, digest)
-    return Build(label=label, origin=origin, commit=commit, source_hash=digest, binary=binary,
-                 flags=tuple(flags))
+            tree, origin = _export_ref(repo, commit, dest), f"{ref} ({commit[:12]})"
+        build = Build(label=label, origin=origin, commit=commit,
+                      source=sleeve_build.Source(tree, label=label), flags=tuple(flags))
+        sleeve_build.build_local(build.source)
+        return build
 
 
 def require_sleeve(mode_name: str):

@@ -16,6 +16,7 @@ from harness.errors import HarnessError
 log = logging.getLogger("overlaybench")
 
 EXIT_USAGE = 2
+EXIT_FAILED_CASES = 3   # the run finished, but some cases failed (1 stays the gate's regression)
 
 
 def _csv(kind):
@@ -48,9 +49,26 @@ def _overrides(a: argparse.Namespace) -> dict:
     raw = {"matrix": m} if m else {}
     if a.rate is not None:
         raw["underlay"] = {"rate": a.rate}
-    if a.backend is not None or a.inventory is not None:
-        raw["backend"] = {k: v for k, v in (("kind", a.backend), ("inventory", a.inventory)) if v is not None}
+    backend = a.backend or ("ssh" if a.inventory else None)
+    tb = {k: v for k, v in (("backend", backend), ("pair", a.pair),
+                            ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
+    if tb:
+        raw["testbed"] = tb
     return raw
+
+
+def _options(a: argparse.Namespace):
+    from harness.testbed import Options
+    return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
+                   concurrent=getattr(a, "concurrent", False))
+
+
+def _inventory_hosts(a: argparse.Namespace) -> list:
+    """(name, SshHost) for every host of --inventory."""
+    from harness import backends, inventory
+    specs = inventory.load(a.inventory)
+    from harness.hosts.ssh import SshHost
+    return [(s.name, SshHost(backends.ssh_settings(s, _options(a)))) for s in specs]
 
 
 # ---------------------------------------------------------------- commands
@@ -58,6 +76,8 @@ def _overrides(a: argparse.Namespace) -> dict:
 def cmd_doctor(a) -> int:
     from harness import doctor
     checks = doctor.all_checks()
+    if a.inventory:
+        checks += doctor.remote_checks(_inventory_hosts(a))
     ok = all(c.ok for c in checks if c.required)
     if a.format == "json":
         import dataclasses
@@ -79,8 +99,17 @@ def cmd_up(a) -> int:
 
 
 def cmd_down(a) -> int:
-    from harness.lab import down
-    removed, kept = down(force=a.force)
+    if a.inventory:
+        from harness.remote import down as remote_down
+        hosts = _inventory_hosts(a)
+        try:
+            removed, kept = remote_down(hosts, force=a.force)
+        finally:
+            for _, h in hosts:
+                h.close()
+    else:
+        from harness.lab import down
+        removed, kept = down(force=a.force)
     for r in removed:
         print(f"removed {r}")
     for k in kept:
@@ -93,14 +122,21 @@ def cmd_down(a) -> int:
 def cmd_run(a) -> int:
     from harness import session
     store = session.run(scenario_path=a.scenario, overrides=_overrides(a), resume=a.resume,
-                        results_dir=a.results, quiet=a.quiet)
+                        results_dir=a.results, quiet=a.quiet, options=_options(a))
     from harness import summary, tablefmt
-    table = summary.summary_table(_load(store.path))
+    df = _load(store.path)
+    table = summary.summary_table(df)
     if a.format == "json":
         print(json.dumps(_run_json(store, table), indent=2))
     else:
         print(store.path)
         print(tablefmt.format_table(table))
+    failed = df[df["metric"] == "failed"][["case", "repeat"]].drop_duplicates()
+    if len(failed):
+        total = len(df[["case", "repeat"]].drop_duplicates())
+        print(f"overlaybench: {len(failed)} of {total} cases failed (their reasons are in the table above and in "
+              f"`overlaybench show {store.path} --format csv`)", file=sys.stderr)
+        return EXIT_FAILED_CASES
     return 0
 
 
@@ -161,16 +197,28 @@ def cmd_baseline(a) -> int:
 
 # ---------------------------------------------------------------- parser
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other bad input (exit 2)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="overlaybench",
         description="Measure what a container overlay costs: native vs kernel VXLAN vs a userspace sleeve, "
-                    "over mode × MTU × placement, on a lab of network namespaces or real hosts.")
+                    "over mode × MTU × placement, on a local lab of network namespaces (default) or two "
+                    "real hosts over SSH (run --backend ssh --inventory FILE).")
     p.add_argument("--version", action="version", version=f"overlaybench {__version__}")
     p.add_argument("-v", "--verbose", action="count", default=0, help="log more (-vv: every command)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    d = sub.add_parser("doctor", help="check kernel features, tools and the sleeve build")
+    d = sub.add_parser("doctor", help="check kernel features, tools and the sleeve build (here, or on "
+                                         "remote hosts with --inventory)")
+    d.add_argument("--inventory", metavar="FILE", help="also check every host of this inventory over SSH")
+    d.add_argument("--accept-new-host-keys", action="store_true",
+                   help="trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
     d.add_argument("--format", choices=["text", "json"], default="text")
     d.set_defaults(func=cmd_doctor)
 
@@ -179,15 +227,19 @@ def parser() -> argparse.ArgumentParser:
     u.add_argument("--rate", help="tbf rate cap on the underlay, e.g. 1gbit")
     u.set_defaults(func=cmd_up)
 
-    dn = sub.add_parser("down", help="remove labs left by killed runs or `up`")
-    dn.add_argument("--force", action="store_true", help="also remove labs a running overlaybench owns")
+    dn = sub.add_parser("down", help="remove labs (or, with --inventory, remote testbeds) left by killed runs or `up`")
+    dn.add_argument("--force", action="store_true",
+                    help="also remove what a running overlaybench (or another machine's) owns")
+    dn.add_argument("--inventory", metavar="FILE", help="remove leftovers on this inventory's hosts over SSH")
+    dn.add_argument("--accept-new-host-keys", action="store_true", help=argparse.SUPPRESS)
     dn.set_defaults(func=cmd_down)
 
     r = sub.add_parser("run", help="run a scenario; prints the run directory and a table",
                        description="Run a scenario's matrix. Flags override the file's [matrix].")
     r.add_argument("scenario", nargs="?", help="scenario TOML (default: built-in: native,fastdp at 1500)")
     r.add_argument("--modes", type=_csv(str), metavar="A,B", help="native,fastdp,sleeve,...")
-    r.add_argument("--underlay-mtu", type=_csv(int), metavar="N,..")
+    r.add_argument("--underlay-mtu", type=_csv("mtu"), metavar="auto|N,..",
+                   help="auto = the underlay's own MTU (a remote NIC's)")
     r.add_argument("--overlay-mtu", type=_csv("mtu"), metavar="auto|N,..",
                    help="auto = underlay minus the mode's encapsulation")
     r.add_argument("--placements", type=_csv(str), metavar="P,..",
@@ -198,9 +250,16 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--repeats", type=int, metavar="N")
     r.add_argument("--duration", type=float, metavar="S", help="seconds per test")
     r.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
-    r.add_argument("--backend", choices=["netns", "ssh", "vagrant"])
-    r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend")
+    r.add_argument("--backend", choices=["netns", "ssh", "vagrant"],
+                   help="netns: a local lab of namespaces (default); ssh: two hosts of --inventory")
+    r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
+    r.add_argument("--pair", type=_csv(str), metavar="A,B", help="which two inventory hosts (default: the first two)")
+    r.add_argument("--accept-new-host-keys", action="store_true",
+                   help="trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
     r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")
+    r.add_argument("--concurrent", action="store_true",
+                   help="measure even while another run measures on this machine (both runs' ratios suffer; "
+                        "default: wait for it)")
     r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.add_argument("--format", choices=["table", "json"], default="table",

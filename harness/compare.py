@@ -51,16 +51,34 @@ HEADLINE = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "i
             "ping.flood": "latency_us"}
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class Arms:
+    """The two arms of a comparison and the snapshots of their sources (removed by `close`)."""
+
     base: builds.Build
     head: builds.Build
+    snapshots: builds.Snapshots
+
+    def __enter__(self) -> "Arms":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.snapshots.close()
 
 
-def prepare(repo: pathlib.Path | str, base_ref: str, head_ref: str | None = None,
+def prepare(repo: pathlib.Path | str, base_ref: str | None, head_ref: str | None = None,
             base_flags: Sequence[str] = (), head_flags: Sequence[str] = ()) -> Arms:
-    """Build both arms: `base_ref`, and `head_ref` or the working tree."""
-    return Arms(builds.prepare(repo, base_ref, BASE, base_flags), builds.prepare(repo, head_ref, HEAD, head_flags))
+    """Both arms, built once here: `base_ref` (None: the working tree, as for an A/A run),
+    and `head_ref` or the working tree. Use as a context manager."""
+    snaps = builds.Snapshots()
+    try:
+        return Arms(snaps.add(repo, base_ref, BASE, base_flags), snaps.add(repo, head_ref, HEAD, head_flags), snaps)
+    except BaseException:
+        snaps.close()
+        raise
 
 
 def _scenario(scenario_path: str | None, overrides: dict) -> scen.Scenario:
@@ -69,8 +87,9 @@ def _scenario(scenario_path: str | None, overrides: dict) -> scen.Scenario:
 
 
 def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None = None,
-            results_dir: str = "results", quiet: bool = False) -> pathlib.Path:
-    """One run of the scenario with every mode as two arms; returns the run directory."""
+            results_dir: str = "results", quiet: bool = False, options=None) -> pathlib.Path:
+    """One run of the scenario with every mode as two arms; returns the run directory.
+    `options`: the testbed's (harness.testbed.Options), as for `session.run`."""
     from harness import session
 
     overrides = dict(overrides or {})
@@ -81,7 +100,7 @@ def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None
     matrix = {**overrides.get("matrix", {}), "modes": [v.name for v in variants]}
     with builds.registered(variants):
         store = session.run(scenario_path=scenario_path, overrides={**overrides, "matrix": matrix},
-                            results_dir=results_dir, quiet=quiet)
+                            results_dir=results_dir, quiet=quiet, options=options)
     store.update_meta(compare={BASE: arms.base.describe(), HEAD: arms.head.describe()})
     return store.path
 
@@ -219,17 +238,18 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
             scenario_path = str(DEFAULT_SCENARIO)
         for m in _scenario(scenario_path, overrides or {}).modes:   # bad input fails before any build
             builds.require_sleeve(m)
-        arms = prepare(repo or PROJECT, base, head,
-                       head_flags=("--calibrate-ns", str(inject_ns)) if inject_ns else ())
-        same = arms.base.source_hash == arms.head.source_hash and arms.base.flags == arms.head.flags
-        if same and not measure_unchanged:
-            # Both arms would run one binary: a measurement could only raise a false alarm.
-            msg = (f"compare passed: nothing to compare, overlay/sleeve is the same at {arms.base.origin} and "
-                   f"{arms.head.origin} (source {arms.base.source_hash[:12]}); --measure-unchanged measures anyway")
-            print(json.dumps({"ok": True, "kind": "compare", "headline": msg, "cases": []}, indent=2)
-                  if fmt == "json" else msg)
-            return 0
-        run_dir = measure(arms, scenario_path, overrides, results_dir=results_dir, quiet=quiet)
+        with prepare(repo or PROJECT, base, head,
+                     head_flags=("--calibrate-ns", str(inject_ns)) if inject_ns else ()) as arms:
+            same = arms.base.source_hash == arms.head.source_hash and arms.base.flags == arms.head.flags
+            if same and not measure_unchanged:
+                # Both arms would run one binary: a measurement could only raise a false alarm.
+                msg = (f"compare passed: nothing to compare, overlay/sleeve is the same at {arms.base.origin} "
+                       f"and {arms.head.origin} (source {arms.base.source_hash}); --measure-unchanged measures "
+                       f"anyway")
+                print(json.dumps({"ok": True, "kind": "compare", "headline": msg, "cases": []}, indent=2)
+                      if fmt == "json" else msg)
+                return 0
+            run_dir = measure(arms, scenario_path, overrides, results_dir=results_dir, quiet=quiet)
     v = judge(run_dir, alpha, tolerances)
     if fmt != "json":
         print(run_dir)

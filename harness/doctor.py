@@ -13,8 +13,9 @@ import secrets
 import shutil
 import subprocess
 
+from harness.errors import HarnessError, UnsupportedError
 from harness.facts import PACKAGES
-from harness.modes.sleeve import BINARY as SLEEVE_BINARY, SLEEVE_DIR
+from harness.modes import wireguard
 
 
 @dataclasses.dataclass
@@ -43,7 +44,7 @@ KERNEL_PROBES = [
     ("geneve", "GENEVE tunnels", ["ip", "link", "add", "pg0", "type", "geneve", "id", "1", "remote", "198.18.0.2"], False),
     ("gre", "GRE tunnels", ["ip", "link", "add", "pgr0", "type", "gretap", "local", "198.18.0.1", "remote", "198.18.0.2"], False),
     ("ipip", "IPIP tunnels", ["ip", "link", "add", "pi0", "type", "ipip", "local", "198.18.0.1", "remote", "198.18.0.2"], False),
-    ("wireguard", "WireGuard", ["ip", "link", "add", "pw0", "type", "wireguard"], False),
+    ("wireguard", "kernel WireGuard (mode wireguard)", ["ip", "link", "add", "pw0", "type", "wireguard"], False),
     ("openvswitch", "Open vSwitch datapath", ["ip", "link", "add", "po0", "type", "openvswitch"], False),
     ("xfrm-esp", "kernel IPsec ESP with AES-GCM", ["ip", "xfrm", "state", "add", "src", "198.18.0.1", "dst", "198.18.0.2",
                                                    "proto", "esp", "spi", "0x100", "mode", "transport", "aead",
@@ -98,20 +99,61 @@ def python_checks() -> list[Check]:
 
 
 def sleeve_checks() -> list[Check]:
-    if SLEEVE_BINARY.exists():
-        v = _run([str(SLEEVE_BINARY), "--version"])
-        first = (v.stdout.strip() or v.stderr.strip()).splitlines()[:1]  # one line per check
-        return [Check("overlay", "sleeve", v.returncode == 0, first[0] if first else "no version")]
-    if (SLEEVE_DIR / "Makefile").exists():
-        return [Check("overlay", "sleeve", False, "not built", f"make -C {SLEEVE_DIR}")]
-    return [Check("overlay", "sleeve", False, "source not present", "", required=False)]
+    from harness import sleeve_build
+    try:
+        src = sleeve_build.Source.shipped()
+    except HarnessError as e:
+        return [Check("overlay", "sleeve", False, str(e), "", required=False)]
+    try:
+        binary = sleeve_build.build_local()
+    except HarnessError as e:
+        return [Check("overlay", "sleeve", False, str(e), "apt-get install -y make gcc libsodium-dev pkg-config")]
+    v = _run([str(binary), "--version"])
+    first = (v.stdout.strip() or v.stderr.strip()).splitlines()[:1]  # one line per check
+    return [Check("overlay", "sleeve", v.returncode == 0,
+                  f"{first[0] if first else 'no version'} (source {src.hash}, {binary})")]
+
+
+def remote_checks(hosts) -> list[Check]:
+    """The run's checks on each inventory host (reachable, root or sudo, tools, kernel
+    features) for a scenario using every mode and test."""
+    from harness import preflight, scenario as scen
+    every = scen.Scenario(modes=("fastdp", "sleeve"), tests=scen.TESTS)
+    out = []
+    for name, host in hosts:
+        try:
+            problems = preflight.host_problems(host, name, every)
+        except HarnessError as e:
+            problems = [str(e)]
+        finally:
+            host.close()
+        if problems:
+            out += [Check("remote", name, False, p) for p in problems]
+        else:
+            out.append(Check("remote", name, True, "reachable, root, tools and kernel features present"))
+    return out
+
+
+def wireguard_go_checks() -> list[Check]:
+    """One line: the pinned wireguard-go built (and its version), or why not."""
+    try:
+        binary = wireguard.find_binary()
+        detail = wireguard.go_version(binary)
+    except HarnessError as e:
+        unsupported = isinstance(e, UnsupportedError)
+        return [Check("overlay", "wireguard-go", False, str(e).split(": ", 1)[-1] if unsupported else "not built",
+                      "" if unsupported else "make wireguard-go", required=False)]
+    if shutil.which("wg") is None:
+        return [Check("overlay", "wireguard-go", False, f"{detail}; `wg` not found",
+                      "apt-get install -y --no-install-recommends wireguard-tools", required=False)]
+    return [Check("overlay", "wireguard-go", True, detail, required=False)]
 
 
 def all_checks() -> list[Check]:
     root = os.geteuid() == 0
     return ([Check("system", "root", root, "running as root" if root else "not root",
                    "" if root else "run as root (namespaces need CAP_NET_ADMIN)")]
-            + kernel_checks() + tool_checks() + python_checks() + sleeve_checks())
+            + kernel_checks() + tool_checks() + python_checks() + sleeve_checks() + wireguard_go_checks())
 
 
 def render(checks: list[Check]) -> str:

@@ -28,3 +28,14 @@ class CommandError(HarnessError):
         detail = (stderr or stdout).strip().splitlines()
         tail = f": {detail[-1]}" if detail else ""
         super().__init__(f"{host}: `{' '.join(argv)}` {what}{tail}")
+
+
+def read_text(path, what: str = "") -> str:
+    """A text file's contents; HarnessError naming the file when it cannot be read or is
+    not UTF-8 text (what: "inventory ", "baseline " … for the message)."""
+    try:
+        return open(path, encoding="utf-8").read()
+    except UnicodeDecodeError as e:
+        raise HarnessError(f"{path}: not UTF-8 text (byte {e.start})") from e
+    except OSError as e:
+        raise HarnessError(f"{path}: cannot read {what}({e.strerror})") from e

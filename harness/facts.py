@@ -28,7 +28,7 @@ VERSION_ARGV = {
 # Debian package that provides each tool (for doctor's and the runner's hints).
 PACKAGES = {"iperf3": "iperf3", "qperf": "qperf", "ping": "iputils-ping", "ip": "iproute2",
             "tc": "iproute2", "bridge": "iproute2", "ss": "iproute2", "ethtool": "ethtool",
-            "nft": "nftables", "gcc": "gcc", "make": "make"}
+            "nft": "nftables", "gcc": "gcc", "make": "make", "sysctl": "procps", "getconf": "libc-bin"}
 
 
 def tool_version(host: Host, tool: str) -> str | None:
@@ -74,4 +74,38 @@ def sysctls(host: Host) -> dict:
         done = host.run(["sysctl", "-n", key], check=False, timeout=5)
         if done.ok:
             out[key] = done.stdout.strip()
+    return out
+
+
+HOST_SCRIPT = r"""
+dev=$1
+echo "kernel	$(uname -r)"
+echo "arch	$(uname -m)"
+echo "cpu	$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n1)"
+echo "cpus	$(getconf _NPROCESSORS_ONLN 2>/dev/null)"
+echo "hostname	$(cat /proc/sys/kernel/hostname)"
+echo "nic_driver	$(ethtool -i "$dev" 2>/dev/null | sed -n 's/^driver: //p')"
+echo "nic_speed	$(cat /sys/class/net/$dev/speed 2>/dev/null)"
+echo "nic_mtu	$(cat /sys/class/net/$dev/mtu 2>/dev/null)"
+echo "nic_qdisc	$(tc qdisc show dev "$dev" root 2>/dev/null | head -n1)"
+for k in $SYSCTLS; do echo "sysctl:$k	$(sysctl -n "$k" 2>/dev/null)"; done
+"""
+
+
+def host_facts(host: Host, underlay_dev: str) -> dict:
+    """What run.json records per host: kernel, CPU model and count, NIC driver, speed, MTU,
+    qdisc and offloads, sysctls, tool versions (one command for most of it)."""
+    done = host.run(["env", f"SYSCTLS={' '.join(SYSCTLS)}", "sh", "-c", HOST_SCRIPT, "sh", underlay_dev],
+                    check=False, timeout=20)
+    out: dict = {"sysctls": {}}
+    for line in done.stdout.splitlines():
+        key, _, val = line.partition("\t")
+        if key.startswith("sysctl:"):
+            if val:
+                out["sysctls"][key[7:]] = val
+        elif key:
+            out[key] = val or None
+    out["tools"] = {b: tool_version(host, b) for b in ("iperf3", "qperf", "ping", "ip")}
+    from harness.modes.base import offloads_of
+    out["nic_offloads"] = offloads_of(host, underlay_dev)
     return out

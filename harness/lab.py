@@ -25,9 +25,12 @@ import signal
 import subprocess
 import time
 
-from harness.errors import HarnessError, UnsupportedError
+from harness import failpoints, sleeve_build
+from harness.cpu import MachineMeter
+from harness.errors import HarnessError
 from harness.hosts import LocalHost, NetnsHost
-from harness.testbed import Side, Testbed
+from harness.testbed import Options, Side, Testbed
+from harness.underlay import apply_underlay
 
 log = logging.getLogger(__name__)
 
@@ -39,21 +42,7 @@ UNDERLAY_NET = "198.18.0"
 OVERLAY_NET = "198.18.64"
 MGMT_BASE = 128  # management /30s live in 198.18.128.0/17, one /29 per lab index
 MAX_LABS = 64
-
-RATE_RE = re.compile(r"^(\d+(?:\.\d+)?)([kmg]?)bit$", re.IGNORECASE)
-
-
-def parse_rate(rate: str) -> int:
-    """'1gbit' → 1_000_000_000 bits/s; a clear error for anything else."""
-    m = RATE_RE.match(rate.strip())
-    if not m:
-        raise HarnessError(f"rate {rate!r}: expected a number and a unit like 100mbit, 1gbit, 10gbit")
-    mult = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}[m.group(2).lower()]
-    bps = int(float(m.group(1)) * mult)
-    if bps < 10**6:
-        raise HarnessError(f"rate {rate!r}: below 1mbit would not carry a test in bounded time")
-    return bps
-
+LAB_BINARIES = ["ip", "tc", "ss", "bridge"]
 
 def require_root() -> None:
     if os.geteuid() != 0:
@@ -79,10 +68,16 @@ def _pid_alive(pid: int | None) -> bool:
     return True
 
 
+def open_testbed(sc, opts: Options) -> "Lab":
+    """The netns backend: a lab allocated (its prefix and state directory), not yet built."""
+    return Lab.allocate(run_id=opts.run_id)
+
+
 class Lab(Testbed):
     """A two-host lab in network namespaces. Use as a context manager, or call teardown()."""
 
-    accounting = "machine"
+    backend = "netns"
+    measures_here = True
 
     def __init__(self, prefix: str, index: int, persistent: bool = False):
         self.prefix = prefix
@@ -103,6 +98,8 @@ class Lab(Testbed):
                               workdir=str(self.state_dir / f"h{i}")))
         self.sides = (sides[0], sides[1])
         self.root = LocalHost("root")
+        self.meter = MachineMeter(self.root)
+        self._sleeves: dict[tuple, pathlib.Path] = {}
 
     # names -----------------------------------------------------------------
     def ns(self, suffix: str) -> str:
@@ -121,6 +118,14 @@ class Lab(Testbed):
     # life cycle --------------------------------------------------------------
     @classmethod
     def create(cls, underlay_mtu: int = 1500, rate: str | None = None, persistent: bool = False) -> "Lab":
+        """Allocate and build a lab in one step."""
+        lab = cls.allocate(persistent)
+        lab.build(underlay_mtu, rate)
+        return lab
+
+    @classmethod
+    def allocate(cls, persistent: bool = False, run_id: str = "") -> "Lab":
+        """Claim a prefix, an index (its management addresses) and a state directory."""
         require_root()
         if not shutil.which("ip"):
             raise HarnessError("`ip` (iproute2) not found: apt-get install iproute2")
@@ -134,15 +139,43 @@ class Lab(Testbed):
         lab.state_dir.mkdir(parents=True)
         (lab.state_dir / "state.json").write_text(json.dumps(
             {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
-             "created": time.time()}))
-        try:
-            lab._build()
-            lab.set_underlay(underlay_mtu, rate)
-        except BaseException:
-            lab.teardown()
-            raise
-        log.info("lab %s up", prefix)
+             "run_id": run_id, "created": time.time()}))
         return lab
+
+    def build(self, underlay_mtu: int = 1500, rate: str | None = None) -> None:
+        try:
+            self._build()
+            self.set_underlay(underlay_mtu, rate)
+        except BaseException:
+            self.teardown()
+            raise
+        log.info("lab %s up", self.prefix)
+
+    def preflight(self, sc) -> None:
+        """The lab's hosts share this machine's file system: its tools are theirs."""
+        from harness.preflight import needed_binaries
+        missing = [b for b in needed_binaries(sc, base=LAB_BINARIES) if not shutil.which(b)]
+        if missing:
+            from harness.facts import PACKAGES
+            pkgs = sorted({PACKAGES.get(b, b) for b in missing})
+            raise HarnessError(f"{', '.join(missing)} not found on this machine: apt-get install -y {' '.join(pkgs)}")
+
+    def install_sleeve(self, side: Side, source=None) -> str:
+        """Built once per source on this machine (cached by its hash) and pinned for the
+        lab's life, so editing the C source during a run cannot mix builds."""
+        key = (str(source.path), source.label) if source else None
+        pinned = self._sleeves.get(key)
+        if pinned is None:
+            built = sleeve_build.build_local(source)
+            pinned = self.artifact_dir / f"sleeve-{source.label if source else 'shipped'}"
+            tmp = pinned.with_suffix(".tmp")
+            shutil.copyfile(built, tmp)
+            tmp.chmod(0o755)
+            tmp.replace(pinned)
+            self._sleeves[key] = pinned
+        dest = f"{side.workdir}/{pinned.name}"
+        side.host.put(str(pinned), dest, 0o755)
+        return dest
 
     def _build(self) -> None:
         for s in self.sides:
@@ -175,19 +208,8 @@ class Lab(Testbed):
             _ip("-n", h, "link", "set", "mg0", "up")
 
     def set_underlay(self, mtu: int, rate: str | None) -> None:
-        if not 1280 <= mtu <= 65535:
-            raise HarnessError(f"underlay MTU {mtu}: must be between 1280 and 65535")
-        rate_bps = parse_rate(rate) if rate else None
         for s in self.sides:
-            s.host.run(["ip", "link", "set", "ul0", "mtu", str(mtu)])
-            if rate_bps:
-                burst = max(rate_bps // 8 // 250, 16 * mtu)  # 4 ms of traffic, at least 16 packets
-                done = s.host.run(["tc", "qdisc", "replace", "dev", "ul0", "root", "tbf", "rate",
-                                   str(rate_bps), "burst", str(burst), "latency", "50ms"], check=False)
-                if not done.ok:
-                    raise UnsupportedError(f"rate cap {rate}: tbf qdisc unsupported here ({done.stderr.strip()})")
-            else:
-                s.host.run(["tc", "qdisc", "del", "dev", "ul0", "root"], check=False)
+            apply_underlay(s.host, s.underlay_dev, mtu, rate)
         self.underlay_mtu, self.rate = mtu, rate
 
     def teardown(self) -> None:
@@ -196,12 +218,6 @@ class Lab(Testbed):
         self._torn_down = True
         remove_lab(self.prefix)
         log.info("lab %s removed", self.prefix)
-
-    def __enter__(self) -> "Lab":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.teardown()
 
     def facts(self) -> dict:
         return {"backend": "netns", "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
@@ -269,6 +285,7 @@ def remove_lab(prefix: str) -> list[str]:
     for ns in namespaces:
         _ip("netns", "del", ns, check=False)
         removed.append(f"netns {ns}")
+        failpoints.reached("teardown")
     for link in _lab_links().get(prefix, []):
         _ip("link", "del", link, check=False)
         removed.append(f"link {link}")

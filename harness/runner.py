@@ -11,12 +11,13 @@ import itertools
 import json
 import logging
 import math
+import signal
 import sys
 import time
 from typing import TextIO
 
-from harness import cpu, modes
-from harness.endpoints import Endpoint, endpoints
+from harness import cpu, failpoints, modes
+from harness.endpoints import endpoints
 from harness.errors import HarnessError
 from harness.hosts.base import Completed, Host
 from harness.modes.base import Datapath, offloads
@@ -88,16 +89,35 @@ def wait_listening(host: Host, port: int, proc, timeout: float = SERVER_READY_TI
     return f"server not listening on port {port} after {timeout:.0f}s"
 
 
+# After this many cases in a row fail with an exception (not a tool's own failure: a host
+# that stopped answering), the run stops cleanly instead of failing every remaining case.
+MAX_BROKEN_IN_A_ROW = 3
+
+
+def daemon_death(testbed: Testbed, dp: Datapath) -> str | None:
+    """Why a data path's daemon is gone ("sleeve on h1 died (signal 8 SIGFPE): …"), or None."""
+    for side_index, proc in sorted(dp.processes.items()):
+        rc = proc.poll()
+        if rc is None:
+            continue
+        out = proc.wait(0)
+        how = f"signal {-rc}, {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() \
+            else f"exit {rc}"
+        last = (out.stderr.strip() or out.stdout.strip()).splitlines()[-1:]
+        return (f"{dp.kind} on {testbed.sides[side_index].host.name} died ({how})"
+                + (f": {last[0][-300:]}" if last else ""))
+    return None
+
+
 class Runner:
     def __init__(self, scenario: Scenario, testbed: Testbed, store: RunStore,
-                 progress: Progress | None = None, cpu_host: Host | None = None):
+                 progress: Progress | None = None):
         self.sc = scenario
         self.tb = testbed
         self.store = store
         self.progress = progress
-        # Where the machine-wide /proc/stat is read when both hosts share one kernel.
-        self.cpu_host = cpu_host or testbed.sides[0].host
         self.datapaths: list[dict] = []
+        self._broken: list[str] = []
 
     # ------------------------------------------------------------------ matrix
     def run(self, cases: list[Case], skip: set[tuple[str, int]] = frozenset()) -> None:
@@ -113,31 +133,60 @@ class Runner:
                 current_u = u
             self._run_group(modes.get(mode_name), o, group)
 
-    def _run_group(self, mode, overlay_mtu: int, group: list[Case]) -> None:
-        label = f"{mode.name} u{group[0].underlay_mtu} o{overlay_mtu} r{group[0].repeat}"
+    def _deploy(self, mode, overlay_mtu: int, cases: list[Case], label: str) -> Datapath | None:
         if self.progress:
             self.progress.show(f"{label}: deploying")
         try:
             dp = mode.deploy(self.tb, overlay_mtu)
         except HarnessError as e:
             log.warning("deploy %s failed: %s", label, e)
-            for case in group:
+            for case in cases:
                 self._fail(case, mode.kind, f"deploy failed: {e}")
-            return
+            return None
+        self._record_datapath(cases[0], dp)
+        return dp
+
+    def _run_group(self, mode, overlay_mtu: int, group: list[Case]) -> None:
+        label = f"{mode.name} u{group[0].underlay_mtu} o{overlay_mtu} r{group[0].repeat}"
+        dp = self._deploy(mode, overlay_mtu, group, label)
         try:
-            self._record_datapath(group[0], dp)
-            for case in group:
+            for i, case in enumerate(group):
+                if dp is None:
+                    return
                 if self.progress:
                     self.progress.show(f"{case.key} r{case.repeat}")
-                self.store.append(self.run_case(case, dp))
+                self.store.append(self._guarded_case(case, dp))
                 if self.progress:
                     self.progress.step()
+                if daemon_death(self.tb, dp) and i + 1 < len(group):
+                    # The case already failed with the reason; the rest get a clean deployment.
+                    mode.teardown(self.tb, dp)
+                    dp = self._deploy(mode, overlay_mtu, group[i + 1:], label)
         finally:
-            mode.teardown(self.tb, dp)
+            if dp is not None:
+                mode.teardown(self.tb, dp)
+
+    def _guarded_case(self, case: Case, dp: Datapath) -> list[Measurement]:
+        """run_case, with a host that fails under it (a dropped connection, a command that
+        cannot run) recorded as the case's failure; too many in a row stop the run."""
+        try:
+            rows = self.run_case(case, dp)
+        except HarnessError as e:
+            log.warning("%s r%d: %s", case.key, case.repeat, e)
+            self._broken.append(str(e))
+            if len(self._broken) >= MAX_BROKEN_IN_A_ROW:
+                self.store.append([self._failed(case, dp.kind, str(e))])
+                raise HarnessError(f"stopping: {len(self._broken)} cases in a row could not run; "
+                                   f"the last: {e}") from e
+            return [self._failed(case, dp.kind, str(e))]
+        self._broken.clear()
+        return rows
+
+    def _failed(self, case: Case, datapath: str, reason: str) -> Measurement:
+        return self._measurement(case, datapath, Sample("failed", math.nan, ""), ok=False, error=reason)
 
     def _fail(self, case: Case, datapath: str, reason: str) -> None:
-        self.store.append([self._measurement(case, datapath, Sample("failed", math.nan, ""),
-                                             ok=False, error=reason)])
+        self.store.append([self._failed(case, datapath, reason)])
         if self.progress:
             self.progress.step()
 
@@ -166,66 +215,58 @@ class Runner:
         spec = TestSpec(server_addr=server.addr, duration=self.sc.duration, streams=case.streams,
                         overlay_mtu=dp.overlay_mtu, port=port, data_port=data_port)
         raw = _raw_name(case)
-        srv = None
+        srv = cli = None
         srv_out: Completed | None = None
-        server_argv = tool.server_argv(spec)
-        if server_argv:
-            srv = server.host.start(server_argv)
-            why = wait_listening(server.host, port, srv) if port else None
-            if why:
-                srv_out = srv.stop()
-                _save(self.store, f"{raw}.server", srv_out)
-                return [self._measurement(case, dp.kind, Sample("failed", math.nan, ""), ok=False,
-                                          error=why)]
-        cpu_a = cpu.snapshot(self.cpu_host) if self.tb.accounting == "machine" else None
-        host_a = self._host_snapshots(client, server)
-        sleeve_a = self._daemon_seconds(dp)
-        t0 = time.monotonic()
-        cli = client.host.start(tool.client_argv(spec))
         try:
-            out = cli.wait(tool.timeout(spec))
-        except TimeoutError:
-            out = dataclasses.replace(cli.stop(), returncode=None)
-        wall = time.monotonic() - t0
-        cpu_b = cpu.snapshot(self.cpu_host) if cpu_a else None
-        host_b = self._host_snapshots(client, server)
-        sleeve_b = self._daemon_seconds(dp)
-        if srv is not None:
-            srv_out = srv.stop()
+            server_argv = tool.server_argv(spec)
+            if server_argv:
+                srv = server.host.start(server_argv)
+                why = wait_listening(server.host, port, srv) if port else None
+                if why:
+                    srv_out = srv.stop()
+                    _save(self.store, f"{raw}.server", srv_out)
+                    return [self._failed(case, dp.kind, why)]
+            begun = self.tb.meter.begin(client.host, server.host)
+            sleeve_a = self._daemon_seconds(dp)
+            t0 = time.monotonic()
+            cli = client.host.start(tool.client_argv(spec))
+            failpoints.reached("mid-test")
+            try:
+                out = cli.wait(tool.timeout(spec))
+            except TimeoutError:
+                out = dataclasses.replace(cli.stop(), returncode=None)
+            wall = time.monotonic() - t0
+            cpu_samples = self.tb.meter.end(begun, cli, srv, wall)
+            sleeve_b = self._daemon_seconds(dp)
+            died = daemon_death(self.tb, dp)
+            if srv is not None:
+                srv_out = srv.stop()
+        finally:
+            for proc in (cli, srv):
+                if proc is not None and proc.poll() is None:
+                    proc.stop()
         _save(self.store, f"{raw}.client", out)
         if srv_out is not None:
             _save(self.store, f"{raw}.server", srv_out)
         snap = modes.get(dp.mode).counters(self.tb, dp)
         if snap:
             self.store.save_raw(f"{raw}.counters.json", json.dumps(snap, indent=1))
+        if died:
+            return [self._failed(case, dp.kind, died)]
 
         res: ToolResult = tool.parse(out.stdout, out.stderr, out.returncode)
         if not res.ok:
             reason = res.error or "tool failed"
             if srv_out is not None and srv_out.returncode not in (0, None, -15) and srv_out.stderr.strip():
                 reason += f" (server: {srv_out.stderr.strip().splitlines()[-1]})"
-            return [self._measurement(case, dp.kind, Sample("failed", math.nan, ""), ok=False, error=reason)]
+            return [self._failed(case, dp.kind, reason)]
 
-        samples = [s for s in res.samples if not s.metric.startswith("cpu_")]
-        if cpu_a and cpu_b:
-            samples.append(Sample("cpu_total_pct", round(cpu.busy_pct(cpu_a, cpu_b), 2), "pct"))
-            for metric, proc in (("cpu_client_pct", cli), ("cpu_server_pct", srv)):
-                if proc is not None and proc.cpu_seconds is not None and wall > 0:
-                    samples.append(Sample(metric, round(100 * proc.cpu_seconds / wall, 2), "pct"))
-        elif host_a and host_b:
-            for metric, a, b in zip(("cpu_client_pct", "cpu_server_pct"), host_a, host_b):
-                if a and b:
-                    samples.append(Sample(metric, round(cpu.busy_pct(a, b), 2), "pct"))
+        samples = [s for s in res.samples if not s.metric.startswith("cpu_")] + cpu_samples
         if sleeve_a is not None and sleeve_b is not None and wall > 0:
             samples.append(Sample("cpu_sleeve_pct", round(100 * (sleeve_b - sleeve_a) / wall, 2), "pct"))
         return [self._measurement(case, dp.kind, s,
                                   intervals=res.intervals if s.metric == "throughput_bps" and res.intervals else None)
                 for s in samples]
-
-    def _host_snapshots(self, client: Endpoint, server: Endpoint):
-        if self.tb.accounting == "machine":
-            return None
-        return cpu.snapshot(client.host), cpu.snapshot(server.host)
 
     def _daemon_seconds(self, dp: Datapath) -> float | None:
         """CPU seconds all of the data path's daemons have used so far (None: no daemons)."""

@@ -3,36 +3,30 @@
     [scenario]  name, description
     [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration
     [underlay]  rate
-    [backend]   kind, inventory
+    [testbed]   backend, inventory (or hosts inline), pair, containers
 
-Every key is checked before anything runs; an error names the file and the key.
+Every key is checked before anything runs (harness/schema.py's field tables); an error
+names the file and the key.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import logging
 import pathlib
 import tomllib
 from typing import Any
 
-from harness.errors import HarnessError, ScenarioError
+from harness import schema
+from harness.errors import HarnessError, ScenarioError, read_text
 
 PLACEMENTS = ("host-host", "host-container", "container-container")
 TESTS = ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
          "qperf.udp_lat", "ping.flood")
 BACKENDS = ("netns", "ssh", "vagrant")
+CONTAINERS = ("netns", "docker")
 
 log = logging.getLogger(__name__)
-
-SCHEMA: dict[str, dict[str, type | tuple]] = {
-    "scenario": {"name": str, "description": str},
-    "matrix": {"modes": list, "underlay_mtu": list, "overlay_mtu": (list, dict), "placements": list,
-               "tests": list, "streams": list, "repeats": int, "duration": (int, float), "unfit": str},
-    "underlay": {"rate": str},
-    "backend": {"kind": str, "inventory": str},
-}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,7 +34,8 @@ class Scenario:
     name: str = "adhoc"
     description: str = ""
     modes: tuple[str, ...] = ("native", "fastdp")
-    underlay_mtus: tuple[int, ...] = (1500,)
+    # Whole numbers, or "auto": the underlay's own MTU (a remote NIC's; 1500 on the lab).
+    underlay_mtus: tuple[int | str, ...] = (1500,)
     # A list for every underlay MTU, or {"1500": (1410,), "9000": (8950,)} per underlay MTU.
     overlay_mtus: tuple[int | str, ...] | dict[str, tuple[int | str, ...]] = ("auto",)
     placements: tuple[str, ...] = ("host-host", "container-container")
@@ -51,11 +46,31 @@ class Scenario:
     unfit: str = "error"      # a mode/overlay MTU that cannot fit the underlay: "error" or "skip"
     rate: str | None = None
     backend: str = "netns"
-    inventory: str | None = None
+    inventory: str | None = None      # the ssh backend's hosts file
+    hosts: tuple[dict, ...] = ()      # or the hosts themselves, inline in [testbed]
+    pair: tuple[str, ...] = ()        # which two inventory hosts (default: the first two)
+    containers: str = "netns"         # what a container endpoint is
     source: str = "<defaults>"
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Scenario":
+        """The inverse of to_dict (run.json keeps the scenario this way; --resume reads it)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            if k not in names:
+                continue
+            if k == "hosts":
+                v = tuple(dict(h) for h in v or ())
+            elif isinstance(v, list):
+                v = tuple(v)
+            elif isinstance(v, dict):
+                v = {kk: tuple(vv) for kk, vv in v.items()}
+            out[k] = v
+        return cls(**out)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,136 +95,122 @@ class Case:
         return (self.underlay_mtu, self.mode, self.overlay_mtu)
 
 
-def _err(src: str, key: str, msg: str) -> ScenarioError:
-    return ScenarioError(f"{src}: {key}: {msg}")
+def _mode_names():
+    from harness import modes as modes_mod  # the registry knows the valid mode names
+    return modes_mod.MODES
 
 
-def _suggest(word: str, choices) -> str:
-    close = difflib.get_close_matches(word, list(choices), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+def _rate(v: str) -> str:
+    from harness.units import parse_rate
+    try:
+        parse_rate(v)
+    except HarnessError as e:
+        raise ValueError(str(e)) from e
+    return v
 
 
-def _choice_list(src: str, key: str, values, known, what: str) -> tuple[str, ...]:
-    out = []
-    for v in values:
-        if not isinstance(v, str) or v not in known:
-            raise _err(src, key, f"unknown {what} {v!r}{_suggest(str(v), known)}; known: {', '.join(known)}")
-        if v not in out:
-            out.append(v)
-    if not out:
-        raise _err(src, key, "must not be empty")
-    return tuple(out)
+def _overlay_mtus(v):
+    if isinstance(v, dict):
+        return v    # checked against the underlay MTUs in build(), which knows them
+    return schema.int_list(576, 65535, allow_auto=True)(v)
 
 
-def _int_list(src: str, key: str, values, lo: int, hi: int, allow_auto: bool = False) -> tuple:
-    out = []
-    for v in values:
-        if allow_auto and v == "auto":
-            out.append(v)
-            continue
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise _err(src, key, f"{v!r} is not a whole number" + (" or \"auto\"" if allow_auto else ""))
-        if not lo <= v <= hi:
-            raise _err(src, key, f"{v} is outside {lo}..{hi}")
-        if v not in out:
-            out.append(v)
-    if not out:
-        raise _err(src, key, "must not be empty")
-    return tuple(out)
+F = schema.Field
+TABLES: dict[str, dict[str, schema.Field]] = {
+    "scenario": {
+        "name": F(str, schema.non_empty),
+        "description": F(str),
+    },
+    "matrix": {
+        "modes": F(list, schema.choice_list(_mode_names, "mode")),
+        "underlay_mtu": F(list, schema.int_list(1280, 65535, allow_auto=True), "underlay_mtus"),
+        "overlay_mtu": F((list, dict), _overlay_mtus, "overlay_mtus"),
+        "placements": F(list, schema.choice_list(PLACEMENTS, "placement")),
+        "tests": F(list, schema.choice_list(TESTS, "test")),
+        "streams": F(list, schema.int_list(1, 128)),
+        "repeats": F(int, schema.int_range(1, 1000)),
+        "duration": F((int, float), lambda v: float(schema.int_range(1, 3600, " s")(v))),
+        "unfit": F(str, schema.one_of("error", "skip")),
+    },
+    "underlay": {
+        "rate": F(str, _rate),
+    },
+    "testbed": {
+        "backend": F(str, schema.one_of(*BACKENDS)),
+        "inventory": F(str, schema.non_empty),
+        "hosts": F(list, doc="the inventory's [[hosts]], inline"),
+        "pair": F(list, lambda v: _pair(v)),
+        "containers": F(str, schema.one_of(*CONTAINERS)),
+    },
+}
+
+
+def _pair(v) -> tuple[str, ...]:
+    if len(v) != 2 or not all(isinstance(x, str) and x for x in v) or v[0] == v[1]:
+        raise ValueError(f"{v!r}: expected two different host names")
+    return tuple(v)
 
 
 def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = None) -> Scenario:
     """Validate a parsed TOML document (or flag overrides in the same shape) onto `base`."""
-    from harness import modes as modes_mod  # the registry knows the valid mode names
-
     base = base or Scenario()
-    for table, body in raw.items():
-        if table not in SCHEMA:
-            raise _err(source, f"[{table}]", f"unknown table{_suggest(table, SCHEMA)}; known: {', '.join(SCHEMA)}")
-        if not isinstance(body, dict):
-            raise _err(source, table, "must be a table")
-        for key, val in body.items():
-            want = SCHEMA[table].get(key)
-            if want is None:
-                raise _err(source, f"[{table}] {key}",
-                           f"unknown key{_suggest(key, SCHEMA[table])}; known: {', '.join(SCHEMA[table])}")
-            if not isinstance(val, want) or isinstance(val, bool):
-                names = "/".join(t.__name__ for t in (want if isinstance(want, tuple) else (want,)))
-                raise _err(source, f"[{table}] {key}", f"expected {names}, got {type(val).__name__} {val!r}")
-    s = raw.get("scenario", {})
-    m = raw.get("matrix", {})
-    u = raw.get("underlay", {})
-    b = raw.get("backend", {})
+    got = schema.check(raw, TABLES, source)
     ch: dict[str, Any] = {"source": source}
-    if "name" in s:
-        ch["name"] = s["name"]
-    if "description" in s:
-        ch["description"] = s["description"]
-    if "modes" in m:
-        ch["modes"] = _choice_list(source, "[matrix] modes", m["modes"], tuple(modes_mod.MODES), "mode")
-    if "underlay_mtu" in m:
-        ch["underlay_mtus"] = _int_list(source, "[matrix] underlay_mtu", m["underlay_mtu"], 1280, 65535)
-    if "overlay_mtu" in m:
-        o = m["overlay_mtu"]
-        if isinstance(o, dict):
-            unders = ch.get("underlay_mtus", base.underlay_mtus)
-            per = {}
-            for k, v in o.items():
-                key = f"[matrix.overlay_mtu] {k}"
-                if not k.isdigit() or int(k) not in unders:
-                    raise _err(source, key, f"not one of the underlay MTUs ({', '.join(map(str, unders))})")
-                if not isinstance(v, list):
-                    raise _err(source, key, f"expected a list, got {type(v).__name__} {v!r}")
-                per[k] = _int_list(source, key, v, 576, 65535, allow_auto=True)
-            missing = [u for u in unders if str(u) not in per]
-            if missing:
-                raise _err(source, "[matrix.overlay_mtu]", f"no overlay MTUs for underlay MTU {', '.join(map(str, missing))}")
-            ch["overlay_mtus"] = per
-        else:
-            ch["overlay_mtus"] = _int_list(source, "[matrix] overlay_mtu", o, 576, 65535, allow_auto=True)
-    if "placements" in m:
-        ch["placements"] = _choice_list(source, "[matrix] placements", m["placements"], PLACEMENTS, "placement")
-    if "tests" in m:
-        ch["tests"] = _choice_list(source, "[matrix] tests", m["tests"], TESTS, "test")
-    if "streams" in m:
-        ch["streams"] = _int_list(source, "[matrix] streams", m["streams"], 1, 128)
-    if "repeats" in m:
-        if not 1 <= m["repeats"] <= 1000:
-            raise _err(source, "[matrix] repeats", f"{m['repeats']} is outside 1..1000")
-        ch["repeats"] = m["repeats"]
-    if "duration" in m:
-        if not 1 <= m["duration"] <= 3600:
-            raise _err(source, "[matrix] duration", f"{m['duration']} s is outside 1..3600")
-        ch["duration"] = float(m["duration"])
-    if "unfit" in m:
-        if m["unfit"] not in ("error", "skip"):
-            raise _err(source, "[matrix] unfit", f"{m['unfit']!r}: expected \"error\" or \"skip\"")
-        ch["unfit"] = m["unfit"]
-    if "rate" in u:
-        from harness.lab import parse_rate
-        try:
-            parse_rate(u["rate"])
-        except Exception as e:
-            raise _err(source, "[underlay] rate", str(e)) from e
-        ch["rate"] = u["rate"]
-    if "kind" in b:
-        ch["backend"] = _choice_list(source, "[backend] kind", [b["kind"]], BACKENDS, "backend")[0]
-    if "inventory" in b:
-        ch["inventory"] = b["inventory"]
+    for table in got.values():
+        ch.update(table)
+    o = ch.get("overlay_mtus")
+    if isinstance(o, dict):
+        unders = ch.get("underlay_mtus", base.underlay_mtus)
+        per = {}
+        for k, v in o.items():
+            key = f"[matrix.overlay_mtu] {k}"
+            if not k.isdigit() or int(k) not in unders:
+                raise schema.error(source, key, f"not one of the underlay MTUs ({', '.join(map(str, unders))})")
+            if not isinstance(v, list):
+                raise schema.error(source, key, f"expected a list, got {type(v).__name__} {v!r}")
+            try:
+                per[k] = schema.int_list(576, 65535, allow_auto=True)(v)
+            except ValueError as e:
+                raise schema.error(source, key, str(e)) from e
+        missing = [u for u in unders if str(u) not in per]
+        if missing:
+            raise schema.error(source, "[matrix.overlay_mtu]",
+                               f"no overlay MTUs for underlay MTU {', '.join(map(str, missing))}")
+        ch["overlay_mtus"] = per
+    if "hosts" in ch:
+        ch["hosts"] = tuple(ch["hosts"])
     return dataclasses.replace(base, **ch)
 
 
 def load(path: str | pathlib.Path) -> Scenario:
     p = pathlib.Path(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise ScenarioError(f"{p}: cannot read ({e.strerror})") from e
+        text = read_text(p)
+    except HarnessError as e:
+        raise ScenarioError(str(e)) from e
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioError(f"{p}: not valid TOML ({e})") from e
-    return build(raw, source=str(p))
+    if not raw:
+        raise ScenarioError(f"{p}: empty: a scenario needs at least a [matrix] table "
+                            f"(see scenarios/quick.toml)")
+    sc = build(raw, source=str(p))
+    if sc.inventory and not pathlib.Path(sc.inventory).is_absolute():
+        # An inventory named in a scenario file is relative to that file.
+        sc = dataclasses.replace(sc, inventory=str((p.parent / sc.inventory).resolve()))
+    return sc
+
+
+def resolve_underlay(sc: Scenario, auto_mtu: int) -> Scenario:
+    """The scenario with underlay MTU "auto" replaced by the testbed's own (a NIC's MTU)."""
+    if "auto" not in sc.underlay_mtus:
+        return sc
+    mtus = tuple(dict.fromkeys(auto_mtu if u == "auto" else u for u in sc.underlay_mtus))
+    o = sc.overlay_mtus
+    if isinstance(o, dict) and "auto" in o:
+        o = {(str(auto_mtu) if k == "auto" else k): v for k, v in o.items()}
+    return dataclasses.replace(sc, underlay_mtus=mtus, overlay_mtus=o)
 
 
 def expand(sc: Scenario) -> list[Case]:
@@ -220,6 +221,9 @@ def expand(sc: Scenario) -> list[Case]:
 
     cases: list[Case] = []
     for u in sc.underlay_mtus:
+        if u == "auto":
+            raise ScenarioError(f"{sc.source}: [matrix] underlay_mtu: \"auto\" is resolved by the testbed "
+                                f"(the underlay's own MTU) before the cases are expanded")
         if isinstance(sc.overlay_mtus, dict):
             if str(u) not in sc.overlay_mtus:
                 raise ScenarioError(f"{sc.source}: [matrix.overlay_mtu]: no overlay MTUs for underlay MTU {u}")

@@ -1,103 +1,110 @@
 """One `overlaybench run`: check everything, bring the testbed up, run, keep what was measured.
 
-Order matters (STYLE.md, point 3): the scenario, the matrix's MTUs, root, the tools and
-the modes' kernel features are all checked before the first measurement, so a typo
-fails in a second rather than after ten minutes.
+Order matters (STYLE.md, point 3): the scenario, the matrix's MTUs, the testbed's hosts
+(reachable, root, tools, kernel features, the underlay) are all checked before anything
+is made on them and before the first measurement, so a typo fails in a second rather
+than after ten minutes. The testbed comes from the backend registry; nothing here asks
+which backend it is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import pathlib
-import shutil
 import sys
 
-from harness import facts, modes, results, scenario as scen, tools
+from harness import backends, facts, modes, results, runlock, scenario as scen
 from harness.errors import HarnessError
 from harness.hosts import LocalHost
 from harness.runner import Progress, Runner
+from harness.testbed import Options
 
 log = logging.getLogger(__name__)
 
 
-def _scenario_from_meta(meta: dict) -> scen.Scenario:
-    d = dict(meta["scenario"])
-    for k, v in d.items():
-        if isinstance(v, list):
-            d[k] = tuple(v)
-        elif isinstance(v, dict):
-            d[k] = {kk: tuple(vv) for kk, vv in v.items()}
-    return scen.Scenario(**d)
-
-
-def needed_binaries(sc: scen.Scenario) -> list[str]:
-    need = ["ip", "tc", "ss", "bridge"]
-    for t in sc.tests:
-        b = tools.get(t).binary
-        if b not in need:
-            need.append(b)
-    return need
-
-
-def check_tools(sc: scen.Scenario) -> None:
-    missing = [b for b in needed_binaries(sc) if not shutil.which(b)]
-    if missing:
-        pkgs = sorted({facts.PACKAGES.get(b, b) for b in missing})
-        raise HarnessError(f"{', '.join(missing)} not found on this machine: apt-get install -y {' '.join(pkgs)}")
+def _expand_early(sc: scen.Scenario) -> list[scen.Case] | None:
+    """The cases, when they can be known before the testbed is reached (no "auto" underlay)."""
+    return None if "auto" in sc.underlay_mtus else scen.expand(sc)
 
 
 def run(scenario_path: str | None = None, overrides: dict | None = None, resume: str | None = None,
-        results_dir: str = "results", quiet: bool = False) -> results.RunStore:
+        results_dir: str = "results", quiet: bool = False, options: Options | None = None) -> results.RunStore:
+    opts = options or Options()
     if resume:
         if scenario_path or overrides:
             raise HarnessError("--resume takes the scenario from the run; give no scenario file or matrix flags")
         store = results.RunStore.open(pathlib.Path(resume))
-        sc = _scenario_from_meta(store.read_meta())
+        store.lock()                 # one writer per run: refused while its owner lives
+        store.repair()
+        meta = store.read_meta()
+        sc = scen.Scenario.from_dict(meta["scenario"])
         skip = {(r["case"], r["repeat"]) for r in store.records()}
+        opts = dataclasses.replace(opts, run_id=store.run_id)
     else:
         sc = scen.load(scenario_path) if scenario_path else scen.Scenario()
         if overrides:
             sc = scen.build(overrides, source="command line", base=sc)
         store, skip = None, set()
-    cases = scen.expand(sc)          # resolves and checks every overlay MTU
-    if sc.backend != "netns":
-        raise HarnessError(f"backend {sc.backend}: not available in this version (only netns, the local lab)")
-    from harness.lab import Lab, require_root
-    require_root()
-    check_tools(sc)
-    local = LocalHost()
-    if store is None:
-        store = results.RunStore.create(results_dir, {
-            "scenario": sc.to_dict(),
-            "command": sys.argv,
-            "git_commit": facts.git_commit(),
-            "machine": facts.machine(),
-            "tools": {b: facts.tool_version(local, b) for b in needed_binaries(sc) if b in facts.VERSION_ARGV},
-            "sysctls": facts.sysctls(local),
-            "cpu_accounting": ("machine: the whole machine's busy share of all CPUs from /proc/stat "
-                               "(user+nice+system+irq+softirq+steal) as cpu_total_pct; per-process CPU of "
-                               "the client and server tools and the sleeve daemons as % of one CPU"),
-            "cases_planned": len(cases),
-        })
-    todo = len([c for c in cases if (c.key, c.repeat) not in skip])
-    if not quiet:
-        print(f"{store.path}: {todo} cases ({sc.name}: {', '.join(sc.modes)}; "
-              f"{sc.repeats} repeats of {sc.duration:g} s)", file=sys.stderr)
-    progress = None if quiet else Progress(todo)
-    status = "interrupted"
+        opts = dataclasses.replace(opts, run_id=results.new_run_id())
+    cases = _expand_early(sc)            # resolves and checks every overlay MTU
+    tb = backends.open_testbed(sc, opts)
+    machine = None
     try:
-        with Lab.create(sc.underlay_mtus[0], sc.rate) as lab:
+        tb.preflight(sc)
+        if tb.measures_here and not opts.concurrent:
+            machine = runlock.hold_machine(opts.run_id, quiet=quiet)
+        sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
+        cases = cases if cases is not None else scen.expand(sc)
+        if store is None:
+            store = _create_store(results_dir, opts.run_id, sc, tb, len(cases))
+        status = "interrupted"
+        todo = len([c for c in cases if (c.key, c.repeat) not in skip])
+        if not quiet:
+            print(f"{store.path}: {todo} cases ({sc.name}: {', '.join(sc.modes)}; "
+                  f"{sc.repeats} repeats of {sc.duration:g} s; {tb.backend} backend)", file=sys.stderr)
+        progress = None if quiet else Progress(todo)
+        try:
+            tb.build(sc.underlay_mtus[0], sc.rate)
             for name in sc.modes:
-                modes.get(name).check(lab)
-            store.update_meta(testbed=lab.facts())
-            runner = Runner(sc, lab, store, progress, cpu_host=local)
-            runner.run(cases, skip)
-        status = "complete"
-    except HarnessError:
-        status = "failed"
-        raise
+                modes.get(name).check(tb)
+            store.update_meta(testbed=tb.facts(), hosts=tb.host_facts())
+            Runner(sc, tb, store, progress).run(cases, skip)
+            status = "complete"
+        except HarnessError:
+            status = "failed"
+            raise
+        finally:
+            if progress:
+                progress.finish()
+            try:
+                store.update_meta(end=results.now_iso(), status=status)
+            except results.ResultsError as e:     # a full disk: the first error says it all
+                log.info("%s", e)
     finally:
-        if progress:
-            progress.finish()
-        store.update_meta(end=results.now_iso(), status=status)
+        tb.teardown()
+        if machine is not None:
+            machine.release()
     return store
+
+
+def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, n_cases: int) -> results.RunStore:
+    from harness.preflight import needed_binaries
+    from harness import sleeve_build
+    local = LocalHost()
+    try:
+        sleeve_hash = sleeve_build.Source.shipped().hash
+    except HarnessError:
+        sleeve_hash = None
+    return results.RunStore.create(results_dir, {
+        "scenario": sc.to_dict(),
+        "command": sys.argv,
+        "git_commit": facts.git_commit(),
+        "machine": facts.machine(),
+        "tools": {b: facts.tool_version(local, b) for b in needed_binaries(sc) if b in facts.VERSION_ARGV},
+        "sysctls": facts.sysctls(local),
+        "backend": tb.backend,
+        "cpu_accounting": tb.meter.description,
+        "sleeve_source": sleeve_hash,
+        "cases_planned": n_cases,
+    }, run_id=run_id)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from harness import builds, modes
+from harness import builds, modes, sleeve_build
 from harness.errors import HarnessError
 
 MAKEFILE = """\
@@ -50,31 +50,48 @@ def run(binary):
     return subprocess.run([str(binary)], capture_output=True, text=True).stdout.strip()
 
 
-def test_a_ref_and_an_unchanged_working_tree_share_one_build(repo):
-    a = builds.prepare(repo, "HEAD", "base")
-    b = builds.prepare(repo, None, "head", ["--calibrate-ns", "10"])
-    assert a.source_hash == b.source_hash and a.binary == b.binary
+@pytest.fixture
+def snaps():
+    with builds.Snapshots() as s:
+        yield s
+
+
+def binary(build):
+    return sleeve_build.build_local(build.source)      # cached: the one Snapshots.add made
+
+
+def test_a_ref_and_an_unchanged_working_tree_share_one_build(repo, snaps):
+    a = snaps.add(repo, "HEAD", "base")
+    b = snaps.add(repo, None, "head", ["--calibrate-ns", "10"])
+    assert a.source_hash == b.source_hash and binary(a) == binary(b)
     assert builds_run(repo) == 1          # one source, one build
-    assert run(a.binary) == "v1"
+    assert run(binary(a)) == "v1"
     assert a.commit == git(repo, "rev-parse", "HEAD") and b.commit is None
     assert b.flags == ("--calibrate-ns", "10") and "working tree" in b.origin
     assert not (repo / "overlay" / "sleeve" / "build").exists()
 
 
-def test_a_change_is_another_build_and_the_ref_still_builds_the_old_source(repo):
+def test_a_change_is_another_build_and_the_ref_still_builds_the_old_source(repo, snaps):
     (repo / "overlay" / "sleeve" / "src" / "main.c").write_text("v2")
-    head = builds.prepare(repo, None, "head")
-    base = builds.prepare(repo, "HEAD", "base")
+    head = snaps.add(repo, None, "head")
+    base = snaps.add(repo, "HEAD", "base")
     assert head.source_hash != base.source_hash
-    assert (run(head.binary), run(base.binary)) == ("v2", "v1")
+    assert (run(binary(head)), run(binary(base))) == ("v2", "v1")
     git(repo, "commit", "-qam", "v2")
-    assert builds.prepare(repo, "HEAD", "x").binary == head.binary       # cached: same source
+    assert binary(snaps.add(repo, "HEAD", "x")) == binary(head)       # cached: same source
     assert builds_run(repo) == 2
 
 
-def test_bad_refs_and_failed_builds_are_one_clear_line(repo, tmp_path):
+def test_snapshots_go_when_the_comparison_ends(repo):
+    with builds.Snapshots() as s:
+        b = s.add(repo, "HEAD", "base")
+        assert (b.source.path / "Makefile").is_file()
+    assert not b.source.path.exists()
+
+
+def test_bad_refs_and_failed_builds_are_one_clear_line(repo, tmp_path, snaps):
     with pytest.raises(HarnessError, match="nope: no such commit"):
-        builds.prepare(repo, "nope", "base")
+        snaps.add(repo, "nope", "base")
     git(repo, "commit", "-q", "--allow-empty", "-m", "empty")
     shallow = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)], check=True)
@@ -83,14 +100,14 @@ def test_bad_refs_and_failed_builds_are_one_clear_line(repo, tmp_path):
     with pytest.raises(HarnessError, match="not a git repository"):
         builds.resolve_commit(tmp_path, "HEAD")
     (repo / "overlay" / "sleeve" / "src" / "main.c").unlink()
-    with pytest.raises(HarnessError, match="building the sleeve failed"):
-        builds.prepare(repo, None, "head")
+    with pytest.raises(HarnessError, match="building the sleeve .* failed"):
+        snaps.add(repo, None, "head")
 
 
-def test_variants_are_sleeve_modes_under_their_own_name_for_a_while(repo):
-    b = builds.prepare(repo, None, "head", ["--calibrate-ns", "7"])
+def test_variants_are_sleeve_modes_under_their_own_name_for_a_while(repo, snaps):
+    b = snaps.add(repo, None, "head", ["--calibrate-ns", "7"])
     v = builds.variant("sleeve-crypto", b)
-    assert v.name == "sleeve-crypto@head" and v.crypto and v.sleeve_build is b
+    assert v.name == "sleeve-crypto@head" and v.crypto and v.sleeve_build is b and v.source() is b.source
     assert v.argv_flags()[-2:] == ("--calibrate-ns", "7")
     assert modes.get("sleeve-crypto").sleeve_build is None            # the registered mode is untouched
     with builds.registered([v]):
@@ -100,7 +117,7 @@ def test_variants_are_sleeve_modes_under_their_own_name_for_a_while(repo):
         builds.variant("fastdp", b)
 
 
-def test_a_ref_exports_on_a_python_without_tar_filters(repo, monkeypatch):
+def test_a_ref_exports_and_builds_on_a_python_without_tar_filters(repo, monkeypatch, snaps):
     import tarfile
     monkeypatch.delattr(tarfile, "data_filter", raising=False)     # as in Debian 12's Python 3.11.2
-    assert run(builds.prepare(repo, "HEAD", "base").binary) == "v1"
+    assert run(binary(snaps.add(repo, "HEAD", "base"))) == "v1"

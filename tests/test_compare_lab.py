@@ -87,7 +87,7 @@ def test_compare_passes_an_unchanged_pair_and_reports_json(clone, tmp_path):
     meta = json.loads((tmp_path / "results" / out["run_id"] / "run.json").read_text())
     assert meta["compare"]["base"]["source_hash"] == meta["compare"]["head"]["source_hash"]
     # One source, one build: both arms ran the same cached binary.
-    assert len(list((tmp_path / "cache").iterdir())) == 1
+    assert len(list((tmp_path / "cache" / "sleeve").iterdir())) == 1
 
 
 def test_compare_refuses_bad_input_in_one_line(clone, tmp_path):

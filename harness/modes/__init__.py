@@ -7,9 +7,11 @@ from harness.modes.base import ALL_PLACEMENTS, Datapath, Mode
 from harness.modes.fastdp import FastDP
 from harness.modes.native import Native
 from harness.modes.sleeve import Auto, Sleeve, SleeveBasic, SleeveCrypto, SleeveL3, SleeveSeg
+from harness.modes.wireguard import WireGuard, WireGuardGo
 
 MODES: dict[str, Mode] = {m.name: m for m in (Native(), FastDP(), Sleeve(), SleeveSeg(), SleeveBasic(), SleeveL3(),
                                                 SleeveCrypto(), Auto())}
+MODES.update({m.name: m for m in (WireGuardGo(), WireGuard())})
 
 
 def get(name: str) -> Mode:

@@ -95,22 +95,56 @@ def reset_overlay_path(side: Side, mtu: int, tunnel_dev: str | None) -> None:
     h.run(["ip", "link", "set", side.bridge, "mtu", str(mtu)])
 
 
+def offloads_of(host, dev: str) -> dict[str, str]:
+    """ethtool -k of one device: the features in OFFLOAD_KEYS, or {"error": why}."""
+    done = host.run(["ethtool", "-k", dev], check=False, timeout=10)
+    if not done.ok:
+        return {"error": (done.stderr.strip() or "ethtool failed").splitlines()[-1]}
+    feats = {}
+    for line in done.stdout.splitlines()[1:]:
+        key, _, val = line.strip().partition(":")
+        if key in OFFLOAD_KEYS:
+            feats[key] = val.strip()
+    return feats
+
+
 def offloads(side: Side, devs: list[str]) -> dict[str, dict[str, str]]:
     """ethtool -k of the given devices on one side (container devices as 'ctr:eth0')."""
     out = {}
     for dev in devs:
-        host = side.host
-        name = dev
+        host, name = side.host, dev
         if dev.startswith("ctr:"):
             host, name = side.container, dev[4:]
-        done = host.run(["ethtool", "-k", name], check=False, timeout=10)
-        if not done.ok:
-            out[dev] = {"error": (done.stderr.strip() or "ethtool failed").splitlines()[-1]}
-            continue
-        feats = {}
-        for line in done.stdout.splitlines()[1:]:
-            key, _, val = line.strip().partition(":")
-            if key in OFFLOAD_KEYS:
-                feats[key] = val.strip()
-        out[dev] = feats
+        out[dev] = offloads_of(host, name)
     return out
+
+
+def route_l3(side: Side, peer: Side, dev: str) -> None:
+    """Wire an L3 tunnel device (TUN, WireGuard) into one side's flat overlay /24: route
+    the peer's overlay and container /32s through `dev`, and let the bridge answer ARP
+    for them (proxy ARP, no delay), so the host and its container reach the far side
+    as if it were on the same segment."""
+    h = side.host
+    for dst in (peer.overlay_ip, peer.container_ip):
+        if dst:
+            h.run(["ip", "route", "replace", f"{dst}/32", "dev", dev, "src", side.overlay_ip])
+    # Forwarding between the bridge and the tunnel only, never host-wide (a real host's
+    # ip_forward is not overlaybench's to change).
+    for d in (side.bridge, dev):
+        h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{d}.forwarding=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{side.bridge}.proxy_arp=1"])
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{side.bridge}.proxy_delay=0"])
+
+
+def unroute_l3(side: Side, peer: Side, dev: str) -> None:
+    """Undo route_l3: the routes, proxy ARP off, the proxy delay back to the host's
+    default. Never raises for what is already gone."""
+    h = side.host
+    for dst in (peer.overlay_ip, peer.container_ip):
+        if dst:
+            h.run(["ip", "route", "del", f"{dst}/32", "dev", dev], check=False)
+    h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{side.bridge}.proxy_arp=0"], check=False)
+    default = h.run(["sysctl", "-n", "net.ipv4.neigh.default.proxy_delay"], check=False)
+    if default.ok and default.stdout.strip().isdigit():
+        h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{side.bridge}.proxy_delay={default.stdout.strip()}"],
+              check=False)

@@ -43,31 +43,33 @@ class FastDP(Mode):
         try:
             for s in testbed.sides:
                 peer = testbed.peer(s)
-                s.host.run(["ip", "link", "add", self.dev, "type", "vxlan", "id", str(self.vni),
+                dev = s.dev(self.dev)
+                s.host.run(["ip", "link", "add", dev, "type", "vxlan", "id", str(self.vni),
                             "dstport", str(self.port), "local", s.underlay_ip, "remote", peer.underlay_ip,
                             "dev", s.underlay_dev, "nolearning"])
-                reset_overlay_path(s, overlay_mtu, self.dev)
-                s.host.run(["ip", "link", "set", self.dev, "master", s.bridge, "up"])
+                reset_overlay_path(s, overlay_mtu, dev)
+                s.host.run(["ip", "link", "set", dev, "master", s.bridge, "up"])
                 self._check_fdb(s, peer.underlay_ip)
         except BaseException:
             self.teardown(testbed, None)
             raise
         return Datapath(self.name, self.kind, overlay_mtu,
-                        devices={s.index: [s.underlay_dev, self.dev, s.bridge, s.container_port,
+                        devices={s.index: [s.underlay_dev, s.dev(self.dev), s.bridge, s.container_port,
                                            f"ctr:{s.container_dev}"] for s in testbed.sides},
                         info={"vni": self.vni, "dstport": self.port})
 
     def _check_fdb(self, side, peer_ip: str) -> None:
-        fdb = side.host.run(["bridge", "fdb", "show", "dev", self.dev]).stdout
+        dev = side.dev(self.dev)
+        fdb = side.host.run(["bridge", "fdb", "show", "dev", dev]).stdout
         entries = [ln for ln in fdb.splitlines() if ln.startswith("00:00:00:00:00:00") and f"dst {peer_ip}" in ln]
         if len(entries) != 1:
-            raise HarnessError(f"{side.host.name}: {self.dev} has {len(entries)} default FDB entries for "
+            raise HarnessError(f"{side.host.name}: {dev} has {len(entries)} default FDB entries for "
                                f"{peer_ip}, expected exactly 1 (duplicates double every flooded frame)")
 
     def teardown(self, testbed, dp):
         for s in testbed.sides:
             try:
-                s.host.run(["ip", "link", "del", self.dev], check=False)
+                s.host.run(["ip", "link", "del", s.dev(self.dev)], check=False)
                 reset_overlay_path(s, 1500, None)
             except CommandError as e:
                 log.warning("fastdp teardown on %s: %s", s.host.name, e)

@@ -5,8 +5,9 @@
     sleeve-l3      TUN, IP packets over UDP, routed (Flannel's UDP backend design)
     sleeve-crypto  sleeve with ChaCha20-Poly1305 (libsodium), a key shared by both hosts
 
-The harness builds the binary once (make -C overlay/sleeve), puts it on each host,
-starts one daemon per host, waits for its `ready` line, and wires the device in.
+The testbed puts a binary on each host (built once per run from the shipped source:
+harness/sleeve_build.py), the mode starts one daemon per host, waits for its device
+to come up, and wires the device in.
 """
 
 from __future__ import annotations
@@ -17,19 +18,16 @@ import os
 import pathlib
 import secrets
 import signal
-import subprocess
 import time
 
+from harness import failpoints
 from harness.errors import CommandError, HarnessError, UnsupportedError
-from harness.facts import PROJECT
 from harness.hosts.base import Process
-from harness.modes.base import Datapath, Mode, reset_overlay_path
+from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
 from harness.testbed import Side, Testbed
 
 log = logging.getLogger(__name__)
 
-SLEEVE_DIR = PROJECT / "overlay" / "sleeve"
-BINARY = SLEEVE_DIR / "build" / "sleeve"
 PORT = 6784
 DEV = "sv0"
 READY_TIMEOUT = 10.0
@@ -37,23 +35,6 @@ READY_TIMEOUT = 10.0
 # Overhead from overlay/README.md (wire v2): outer IPv4 20 + UDP 8 + header 8
 # (+ Ethernet 14 for L2) (+ 32 with a key: session 8, counter 8, tag 16).
 OVERHEAD_L2, OVERHEAD_L3, OVERHEAD_CRYPTO = 50, 36, 32
-
-
-def build() -> pathlib.Path:
-    """Build the sleeve if needed (make decides); a clear error if it cannot.
-    OVERLAYBENCH_SLEEVE_BINARY names a prebuilt binary to ship instead."""
-    given = os.environ.get("OVERLAYBENCH_SLEEVE_BINARY")
-    if given:
-        if not os.access(given, os.X_OK):
-            raise HarnessError(f"OVERLAYBENCH_SLEEVE_BINARY={given}: not an executable file")
-        return pathlib.Path(given)
-    if not (SLEEVE_DIR / "Makefile").exists():
-        raise UnsupportedError(f"sleeve source not found in {SLEEVE_DIR}")
-    p = subprocess.run(["make", "-s", "-C", str(SLEEVE_DIR)], capture_output=True, text=True, timeout=300)
-    if p.returncode != 0 or not BINARY.exists():
-        tail = (p.stderr.strip() or p.stdout.strip()).splitlines()[-1:] or ["no output"]
-        raise HarnessError(f"building the sleeve failed (make -C {SLEEVE_DIR}): {tail[0]}")
-    return BINARY
 
 
 class Sleeve(Mode):
@@ -71,40 +52,33 @@ class Sleeve(Mode):
     def overhead(self) -> int:  # type: ignore[override]
         return (OVERHEAD_L3 if self.l3 else OVERHEAD_L2) + (OVERHEAD_CRYPTO if self.crypto else 0)
 
-    def binary(self, testbed: Testbed) -> pathlib.Path:
-        """The binary this testbed runs: built and copied once per lab, so every deployment
-        of a run uses the same build even if the source changes meanwhile."""
-        b = self.sleeve_build
-        pinned = pathlib.Path(testbed.artifact_dir) / ("sleeve" if b is None else f"sleeve@{b.label}")
-        if not pinned.exists():
-            built = build() if b is None else b.binary
-            tmp = pinned.with_suffix(".tmp")
-            tmp.write_bytes(built.read_bytes())
-            tmp.chmod(0o755)
-            tmp.replace(pinned)
-        return pinned
+    def source(self):
+        """The sleeve source this mode deploys: its build's (an A/B arm), else None (shipped)."""
+        return None if self.sleeve_build is None else self.sleeve_build.source
 
     def check(self, testbed: Testbed) -> None:
-        self.binary(testbed)
+        for s in testbed.sides:
+            testbed.install_sleeve(s, self.source())   # builds it now: a build error stops the run here
         h = testbed.sides[0].host
         if h.run(["test", "-c", "/dev/net/tun"], check=False).returncode != 0:
             raise UnsupportedError(f"mode {self.name}: /dev/net/tun missing on {h.name}: TUN/TAP unsupported here")
 
     @staticmethod
-    def version(host, binary: pathlib.Path) -> str:
-        out = host.run([str(binary), "--version"], check=False).stdout.strip().splitlines()
+    def version(host, binary: str) -> str:
+        out = host.run([binary, "--version"], check=False).stdout.strip().splitlines()
         return out[0] if out else "unknown"
 
     # ------------------------------------------------------------------ deploy
     def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:
-        binary = self.binary(testbed)
         dp = Datapath(self.name, self.kind, overlay_mtu, info={"flags": list(self.argv_flags()), "port": PORT})
         if self.sleeve_build is not None:
             dp.info["build"] = self.sleeve_build.describe()
         try:
             keys = self.keys()
             for s in testbed.sides:
+                binary = testbed.install_sleeve(s, self.source())
                 dp.processes[s.index] = self._start(testbed, s, binary, overlay_mtu, keys[s.index])
+                failpoints.reached("deploy")
             for s in testbed.sides:
                 self._wait_ready(s, dp.processes[s.index])
             for s in testbed.sides:
@@ -113,7 +87,7 @@ class Sleeve(Mode):
         except BaseException:
             self.teardown(testbed, dp)
             raise
-        dp.devices = {s.index: [s.underlay_dev, DEV, s.bridge, s.container_port, f"ctr:{s.container_dev}"]
+        dp.devices = {s.index: [s.underlay_dev, s.dev(DEV), s.bridge, s.container_port, f"ctr:{s.container_dev}"]
                       for s in testbed.sides}
         return dp
 
@@ -128,24 +102,29 @@ class Sleeve(Mode):
         extra = self.sleeve_build.flags if self.sleeve_build is not None else ()
         return (("--l3",) if self.l3 else ()) + self.flags + extra
 
-    def _start(self, testbed: Testbed, s: Side, binary: pathlib.Path, mtu: int, key: bytes | None) -> Process:
+    def _start(self, testbed: Testbed, s: Side, binary: str, mtu: int, key: bytes | None) -> Process:
         peer = testbed.peer(s)
-        s.host.run(["mkdir", "-p", s.workdir])
-        remote_bin = f"{s.workdir}/sleeve"
-        s.host.put(str(binary), remote_bin, 0o755)
-        argv = [remote_bin, "--dev", DEV, "--local", f"{s.underlay_ip}:{PORT}",
+        argv = [binary, "--dev", s.dev(DEV), "--local", f"{s.underlay_ip}:{PORT}",
                 "--peer", f"{peer.underlay_ip}:{PORT}", "--mtu", str(mtu),
                 "--stats-file", self.stats_path(s), *self.argv_flags()]
         if key is not None:
-            key_path = f"{s.workdir}/sleeve.key"
+            key_path = self.key_path(s)
             local = pathlib.Path(testbed.artifact_dir) / f"key-{s.index}"
             local.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "wb") as f:
-                f.write(key)
-            s.host.put(str(local), key_path, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as f:
+                    f.write(key)
+                s.host.put(str(local), key_path, 0o600)
+            finally:
+                if local != pathlib.Path(key_path):
+                    local.unlink(missing_ok=True)
             argv += ["--key-file", key_path]
         return s.host.start(argv)
+
+    @staticmethod
+    def key_path(s: Side) -> str:
+        return f"{s.workdir}/sleeve.key"
 
     @staticmethod
     def stats_path(s: Side) -> str:
@@ -158,25 +137,19 @@ class Sleeve(Mode):
                 out = proc.wait(0)
                 why = (out.stderr.strip() or out.stdout.strip() or f"exit {out.returncode}").splitlines()[-1]
                 raise HarnessError(f"{s.host.name}: sleeve exited before ready: {why}")
-            link = s.host.run(["ip", "-o", "link", "show", DEV], check=False)
+            link = s.host.run(["ip", "-o", "link", "show", s.dev(DEV)], check=False)
             if link.ok and ",UP" in link.stdout:
                 return
             time.sleep(0.05)
         raise HarnessError(f"{s.host.name}: sleeve not ready after {READY_TIMEOUT:.0f}s")
 
     def _wire(self, testbed: Testbed, s: Side, mtu: int) -> None:
-        h = s.host
-        reset_overlay_path(s, mtu, DEV)
+        h, dev = s.host, s.dev(DEV)
+        reset_overlay_path(s, mtu, dev)
         if not self.l3:
-            h.run(["ip", "link", "set", DEV, "master", s.bridge, "up"])
+            h.run(["ip", "link", "set", dev, "master", s.bridge, "up"])
             return
-        # L3: route the peer's overlay addresses through the TUN; proxy ARP on the bridge
-        # answers the local container for them, so the flat overlay /24 keeps working.
-        peer = testbed.peer(s)
-        for dst in (peer.overlay_ip, peer.container_ip):
-            h.run(["ip", "route", "replace", f"{dst}/32", "dev", DEV, "src", s.overlay_ip])
-        h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=1"])
-        h.run(["sysctl", "-q", "-w", f"net.ipv4.neigh.{s.bridge}.proxy_delay=0"])
+        route_l3(s, testbed.peer(s), dev)
 
     # ---------------------------------------------------------------- teardown
     def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
@@ -187,9 +160,10 @@ class Sleeve(Mode):
                 if out.returncode not in (0, -signal.SIGTERM, None):
                     log.warning("%s: sleeve exited %s: %s", s.host.name, out.returncode, out.stderr.strip()[-300:])
             try:
-                s.host.run(["ip", "link", "del", DEV], check=False)
+                s.host.run(["ip", "link", "del", s.dev(DEV)], check=False)
+                s.host.run(["rm", "-f", self.key_path(s), self.stats_path(s)], check=False)
                 if self.l3:
-                    s.host.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{s.bridge}.proxy_arp=0"], check=False)
+                    unroute_l3(s, testbed.peer(s), s.dev(DEV))
                 reset_overlay_path(s, 1500, None)
             except CommandError as e:
                 log.warning("sleeve teardown on %s: %s", s.host.name, e)

@@ -1,0 +1,402 @@
+"""Two real hosts (over SSH) as a testbed: the same Sides the lab gives, made of prefixed
+objects on each host.
+
+On each host, and nothing else:
+
+    <P>-br0        the overlay bridge (198.18.64.1 / .2), IPv6 off, forwarding on it only
+    <P>-c<i>       the container namespace, its veth <P>-vc<i> on the bridge, eth0 inside
+    <P>-vx0, -sv0… the modes' devices (Side.prefix)
+    /run/overlaybench/<P>/   state.json (owner: orchestrator host, pid, run id; what the
+                   underlay was), the pinned sleeve, keys, counters
+
+<P> = "ob" + 4 hex digits. The NIC is the underlay; its MTU and qdisc are never changed
+unless the inventory says manage_underlay = true (then restored at teardown). Every
+process the testbed starts carries OVERLAYBENCH_PREFIX=<P> in its environment, so
+`overlaybench down --inventory` finds what a killed run left on a host.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pathlib
+import re
+import secrets
+import socket
+import tempfile
+import time
+
+from harness import failpoints, sleeve_build
+from harness.cpu import PerHostMeter
+from harness.errors import HarnessError
+from harness.hosts import NetnsHost
+from harness.hosts.base import Completed, Host, Process
+from harness.inventory import HostSpec
+from harness.testbed import Options, Side, Testbed
+from harness.underlay import apply_underlay
+
+log = logging.getLogger(__name__)
+
+STATE_ROOT = "/run/overlaybench"
+PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
+OVERLAY_NET = "198.18.64"
+MARK = "OVERLAYBENCH_PREFIX"
+
+
+class Tagged(Host):
+    """A host whose every command carries OVERLAYBENCH_PREFIX=<P> in its environment."""
+
+    def __init__(self, inner: Host, prefix: str):
+        self.inner, self.prefix, self.name = inner, prefix, inner.name
+
+    def _wrap(self, argv: list[str]) -> list[str]:
+        return ["env", f"{MARK}={self.prefix}", *argv]
+
+    def run(self, argv, *, timeout=60, check=True, input=None) -> Completed:
+        done = self.inner.run(self._wrap(argv), timeout=timeout, check=False, input=input)
+        done = Completed(list(argv), done.returncode, done.stdout, done.stderr)
+        if check and not done.ok:
+            from harness.errors import CommandError
+            raise CommandError(self.name, list(argv), done.returncode, done.stdout, done.stderr)
+        return done
+
+    def start(self, argv) -> Process:
+        proc = self.inner.start(self._wrap(argv))
+        proc.argv = list(argv)
+        return proc
+
+    def put(self, local_path, remote_path, mode=0o644) -> None:
+        self.inner.put(local_path, remote_path, mode)
+
+    def get(self, remote_path, local_path) -> None:
+        self.inner.get(remote_path, local_path)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class RemoteTestbed(Testbed):
+    """A pair of remote hosts. Construct (nothing is made), preflight(), build(), teardown()."""
+
+    def __init__(self, specs: tuple[HostSpec, HostSpec], hosts: tuple[Host, Host], opts: Options,
+                 backend: str = "ssh", facts: dict | None = None):
+        self.backend = backend
+        self.specs = specs
+        self.opts = opts
+        self.prefix = "ob" + secrets.token_hex(2)
+        self.state = f"{STATE_ROOT}/{self.prefix}"
+        self.raw_hosts = hosts
+        self.underlay_mtu = 0
+        self.rate: str | None = None
+        self.meter = PerHostMeter()
+        self.extra_facts = facts or {}
+        self._nic_mtu: dict[int, int] = {}
+        self._capped = False
+        self._built = False
+        self._torn_down = False
+        self._sleeves: dict[tuple, str] = {}
+        self._artifacts = pathlib.Path(tempfile.mkdtemp(prefix=f"overlaybench-{self.prefix}-"))
+        sides = []
+        for i, (spec, raw) in enumerate(zip(specs, hosts)):
+            host = Tagged(raw, self.prefix)
+            p = self.prefix
+            sides.append(Side(index=i, host=host, underlay_dev=spec.underlay_interface,
+                              underlay_ip=spec.underlay_address, overlay_ip=f"{OVERLAY_NET}.{i + 1}",
+                              bridge=f"{p}-br0", container=NetnsHost(f"{p}-c{i}", name=f"{spec.name}/c{i}", host=host),
+                              container_ip=f"{OVERLAY_NET}.{11 + i}", container_dev="eth0",
+                              container_port=f"{p}-vc{i}", workdir=self.state, prefix=p))
+        self.sides = (sides[0], sides[1])
+
+    @property
+    def artifact_dir(self) -> pathlib.Path:
+        return self._artifacts
+
+    # ------------------------------------------------------------- preflight
+    def preflight(self, sc) -> None:
+        from harness import preflight
+        problems = []
+        for s, spec in zip(self.sides, self.specs):
+            problems += preflight.host_problems(s.host, spec.name, sc)
+        if problems:
+            raise HarnessError("; ".join(problems))
+        self._resolve_underlay()
+        problems = []
+        for s, spec in zip(self.sides, self.specs):
+            mtu = self._nic_mtu[s.index]
+            for u in sc.underlay_mtus:
+                if u != "auto" and u != mtu and not spec.manage_underlay:
+                    problems.append(f"{spec.name}: underlay MTU {u} but {s.underlay_dev} has MTU {mtu} and the "
+                                    f"inventory does not let overlaybench change it (manage_underlay = true, "
+                                    f"or --underlay-mtu auto / {mtu})")
+            if sc.rate and not spec.manage_underlay:
+                problems.append(f"{spec.name}: --rate needs a tbf qdisc on {s.underlay_dev}, which the inventory "
+                                f"does not let overlaybench set (manage_underlay = true)")
+        if problems:
+            raise HarnessError("; ".join(dict.fromkeys(problems)))
+        for s, spec in zip(self.sides, self.specs):
+            peer = self.peer(s)
+            done = s.host.run(["ping", "-c", "2", "-i", "0.2", "-W", "2", "-I", s.underlay_ip, peer.underlay_ip],
+                              check=False, timeout=15)
+            if not done.ok:
+                raise HarnessError(f"{spec.name}: its underlay address {s.underlay_ip} ({s.underlay_dev}) cannot "
+                                   f"reach {self.specs[peer.index].name}'s {peer.underlay_ip}")
+
+    def _resolve_underlay(self) -> None:
+        """Fill in "auto" underlay interfaces and addresses, and read each NIC's MTU."""
+        for s, spec in zip(self.sides, self.specs):
+            dev, ip = spec.underlay_interface, spec.underlay_address
+            if dev != "auto" and ip == "auto":
+                ip = _first_ipv4(s.host, dev, spec.name)
+            elif dev == "auto" and ip != "auto":
+                dev = _dev_holding(s.host, ip, spec.name)
+            elif dev != "auto":
+                if ip not in _ipv4s(s.host, dev, spec.name):
+                    raise HarnessError(f"{spec.name}: underlay_address {ip} is not on {dev}")
+            s.underlay_dev, s.underlay_ip = dev, ip
+        for s, spec in zip(self.sides, self.specs):
+            if s.underlay_dev == "auto":
+                peer = self.peer(s)
+                target = peer.underlay_ip if peer.underlay_ip != "auto" else self.specs[peer.index].address
+                target = _resolve_name(target, spec.name)
+                done = s.host.run(["ip", "-o", "-4", "route", "get", target], check=False, timeout=10)
+                m = re.search(r"\bdev (\S+).*?\bsrc (\S+)", done.stdout)
+                if not done.ok or not m:
+                    raise HarnessError(f"{spec.name}: no route to its peer's {target}: "
+                                       f"set underlay_interface and underlay_address in the inventory")
+                s.underlay_dev, s.underlay_ip = m.group(1), m.group(2)
+        for s, spec in zip(self.sides, self.specs):
+            done = s.host.run(["cat", f"/sys/class/net/{s.underlay_dev}/mtu"], check=False, timeout=10)
+            if not done.ok or not done.stdout.strip().isdigit():
+                raise HarnessError(f"{spec.name}: underlay interface {s.underlay_dev} does not exist")
+            self._nic_mtu[s.index] = int(done.stdout.strip())
+
+    def native_mtu(self) -> int:
+        a, b = self._nic_mtu[0], self._nic_mtu[1]
+        if a != b:
+            raise HarnessError(f"underlay MTU auto: {self.specs[0].name}'s {self.sides[0].underlay_dev} has MTU {a}, "
+                               f"{self.specs[1].name}'s {self.sides[1].underlay_dev} {b}: give one MTU "
+                               f"(with manage_underlay = true on the host that differs)")
+        return a
+
+    # ------------------------------------------------------------- build
+    def build(self, underlay_mtu: int, rate: str | None) -> None:
+        owner = {"prefix": self.prefix, "kind": "remote", "pid": os.getpid(), "owner_host": socket.gethostname(),
+                 "run_id": self.opts.run_id, "created": time.time()}
+        self._built = True
+        try:
+            for s, spec in zip(self.sides, self.specs):
+                state = {**owner, "host": spec.name, "underlay": {
+                    "dev": s.underlay_dev, "mtu": self._nic_mtu[s.index], "managed": spec.manage_underlay}}
+                s.host.run(["mkdir", "-p", "-m", "0700", self.state])
+                s.host.run(["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", f"{self.state}/state.json"],
+                           input=json.dumps(state))
+                self._build_side(s)
+            self.set_underlay(underlay_mtu, rate)
+        except BaseException:
+            self.teardown()
+            raise
+        log.info("remote testbed %s up on %s and %s", self.prefix, *(s.name for s in self.specs))
+
+    def _build_side(self, s: Side) -> None:
+        h, ns, br, port = s.host, s.container.netns, s.bridge, s.container_port
+        peer_end = f"{self.prefix}-ce{s.index}"
+        cmds = [
+            ["ip", "link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0"],
+            ["sysctl", "-q", "-w", f"net.ipv6.conf.{br}.disable_ipv6=1"],
+            ["sysctl", "-q", "-w", f"net.ipv4.conf.{br}.forwarding=1"],
+            ["ip", "addr", "add", f"{s.overlay_ip}/{self.overlay_prefix}", "dev", br],
+            ["ip", "link", "set", br, "up"],
+            ["ip", "netns", "add", ns],
+            ["ip", "link", "add", port, "type", "veth", "peer", "name", peer_end],
+            ["sysctl", "-q", "-w", f"net.ipv6.conf.{port}.disable_ipv6=1"],
+            ["ip", "link", "set", peer_end, "netns", ns],
+            ["ip", "link", "set", port, "master", br, "up"],
+        ]
+        for argv in cmds:
+            h.run(argv)
+        c = s.container
+        for argv in (["ip", "link", "set", "lo", "up"],
+                     ["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"],
+                     ["ip", "link", "set", peer_end, "name", s.container_dev],
+                     ["ip", "addr", "add", f"{s.container_ip}/{self.overlay_prefix}", "dev", s.container_dev],
+                     ["ip", "link", "set", s.container_dev, "up"]):
+            c.run(argv)
+
+    def set_underlay(self, mtu: int, rate: str | None) -> None:
+        for s, spec in zip(self.sides, self.specs):
+            if spec.manage_underlay:
+                apply_underlay(s.host, s.underlay_dev, mtu, rate, clear=self._capped)
+            elif mtu != self._nic_mtu[s.index] or rate:
+                raise HarnessError(f"{spec.name}: the underlay {s.underlay_dev} is not overlaybench's to change "
+                                   f"(MTU {self._nic_mtu[s.index]}; manage_underlay = false)")
+        self._capped = self._capped or bool(rate)
+        self.underlay_mtu, self.rate = mtu, rate
+
+    # ------------------------------------------------------------- sleeve
+    def install_sleeve(self, side: Side, source=None) -> str:
+        key = (side.index, str(source.path) if source else None, source.label if source else None)
+        if key not in self._sleeves:
+            label = source.label if source else "shipped"
+            self._sleeves[key] = sleeve_build.install_remote(side.host, f"{self.state}/sleeve-{label}", source)
+        return self._sleeves[key]
+
+    # ------------------------------------------------------------- teardown
+    def teardown(self) -> None:
+        if self._torn_down:
+            return
+        self._torn_down = True
+        for s, spec in zip(self.sides, self.specs):
+            if not self._built:
+                continue
+            try:
+                remove_remote(s.host, self.prefix)
+            except HarnessError as e:
+                log.warning("%s: teardown of %s incomplete: %s", spec.name, self.prefix, e)
+            failpoints.reached("teardown")
+        for h in self.raw_hosts:
+            h.close()
+        for f in self._artifacts.glob("*"):
+            f.unlink(missing_ok=True)
+        self._artifacts.rmdir()
+        log.info("remote testbed %s removed", self.prefix)
+
+    # ------------------------------------------------------------- facts
+    def facts(self) -> dict:
+        return {"backend": self.backend, "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
+                "rate": self.rate, **self.extra_facts,
+                "hosts": {f"h{s.index}": {"name": spec.name, "address": spec.address, "user": spec.user,
+                                          "sudo": spec.sudo, "underlay_dev": s.underlay_dev,
+                                          "underlay": s.underlay_ip, "nic_mtu": self._nic_mtu.get(s.index),
+                                          "manage_underlay": spec.manage_underlay, "overlay": s.overlay_ip,
+                                          "container": s.container_ip}
+                          for s, spec in zip(self.sides, self.specs)}}
+
+    def host_facts(self) -> dict:
+        from harness import facts
+        return {f"h{s.index}": facts.host_facts(s.host, s.underlay_dev) for s in self.sides}
+
+
+# ----------------------------------------------------------------- helpers
+
+def _resolve_name(addr: str, who: str) -> str:
+    try:
+        return socket.gethostbyname(addr)
+    except OSError as e:
+        raise HarnessError(f"{who}: cannot resolve {addr!r} ({e})") from e
+
+
+def _ipv4s(host: Host, dev: str, who: str) -> list[str]:
+    done = host.run(["ip", "-o", "-4", "addr", "show", "dev", dev], check=False, timeout=10)
+    if not done.ok:
+        raise HarnessError(f"{who}: underlay interface {dev} does not exist")
+    return [ln.split()[3].split("/")[0] for ln in done.stdout.splitlines() if len(ln.split()) > 3]
+
+
+def _first_ipv4(host: Host, dev: str, who: str) -> str:
+    addrs = _ipv4s(host, dev, who)
+    if not addrs:
+        raise HarnessError(f"{who}: underlay interface {dev} has no IPv4 address")
+    return addrs[0]
+
+
+def _dev_holding(host: Host, ip: str, who: str) -> str:
+    done = host.run(["ip", "-o", "-4", "addr", "show"], check=False, timeout=10)
+    for ln in done.stdout.splitlines():
+        f = ln.split()
+        if len(f) > 3 and f[3].split("/")[0] == ip:
+            return f[1]
+    raise HarnessError(f"{who}: no interface has the underlay_address {ip}")
+
+
+REMOVE_SCRIPT = r"""
+P=$1; S=/run/overlaybench/$P
+# processes: in the prefix's namespaces, and any carrying the prefix in their environment
+for sig in TERM KILL; do
+  pids=""
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do
+    pids="$pids $(ip netns pids "$ns" 2>/dev/null)"
+  done
+  for e in /proc/[0-9]*/environ; do
+    pid=${e#/proc/}; pid=${pid%/environ}
+    [ "$pid" = "$$" ] && continue
+    tr '\0' '\n' < "$e" 2>/dev/null | grep -qx "OVERLAYBENCH_PREFIX=$P" && pids="$pids $pid"
+  done
+  pids=$(echo $pids)
+  [ -z "$pids" ] && break
+  kill -$sig $pids 2>/dev/null
+  sleep 0.3
+done
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do ip netns del "$ns"; echo "netns $ns"; done
+for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$P-"); do ip link del "$l" 2>/dev/null && echo "link $l"; done
+if [ -f "$S/state.json" ]; then
+  dev=$(sed -n 's/.*"dev": "\([^"]*\)".*/\1/p' "$S/state.json")
+  mtu=$(sed -n 's/.*"mtu": \([0-9]*\).*/\1/p' "$S/state.json")
+  if grep -q '"managed": true' "$S/state.json" && [ -n "$dev" ] && [ -n "$mtu" ]; then
+    ip link set "$dev" mtu "$mtu" && echo "underlay $dev mtu $mtu"
+    tc qdisc show dev "$dev" root | grep -q '^qdisc tbf' && tc qdisc del dev "$dev" root && echo "underlay $dev tbf"
+  fi
+fi
+[ -d "$S" ] && rm -rf "$S" && echo "dir $S"
+exit 0
+"""
+
+
+def remove_remote(host: Host, prefix: str) -> list[str]:
+    """Kill a prefix's processes on a host, delete its namespaces, links and state directory,
+    and restore a managed underlay. Returns what went."""
+    if not PREFIX_RE.match(prefix):
+        raise HarnessError(f"{prefix!r} is not a testbed prefix (ob + 4 hex digits)")
+    inner = host.inner if isinstance(host, Tagged) else host   # the script must not mark itself
+    done = inner.run(["sh", "-c", REMOVE_SCRIPT, "sh", prefix], check=False, timeout=60)
+    if not done.ok:
+        raise HarnessError(f"{host.name}: removing {prefix} failed: {(done.stderr.strip() or 'no output')[-200:]}")
+    return [f"{host.name}: {ln}" for ln in done.stdout.splitlines() if ln.strip()]
+
+
+def remote_leftovers(host: Host) -> dict[str, dict]:
+    """Prefixes with a state directory on the host: prefix → its state.json (or {})."""
+    script = (f'for d in {STATE_ROOT}/ob????; do [ -d "$d" ] || continue; '
+              'printf "%s\\t" "${d##*/}"; tr -d "\\n" < "$d/state.json" 2>/dev/null; echo; done')
+    done = host.run(["sh", "-c", script], check=False, timeout=20)
+    out = {}
+    for ln in done.stdout.splitlines():
+        prefix, _, body = ln.partition("\t")
+        if PREFIX_RE.match(prefix):
+            try:
+                out[prefix] = json.loads(body) if body.strip() else {}
+            except ValueError:
+                out[prefix] = {}
+    return out
+
+
+def owner_alive(state: dict) -> bool | None:
+    """Is the run that made a testbed still alive? None: its orchestrator is another machine."""
+    if state.get("owner_host") != socket.gethostname():
+        return None
+    pid = state.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str], list[str]]:
+    """Remove, on each host, testbeds whose owner is gone (every one with force)."""
+    removed, kept = [], []
+    for name, host in hosts:
+        for prefix, state in remote_leftovers(host).items():
+            alive = owner_alive(state)
+            if alive and not force:
+                kept.append(f"{name}: {prefix} (owned by running pid {state.get('pid')})")
+            elif alive is None and not force:
+                kept.append(f"{name}: {prefix} (owned by {state.get('owner_host') or 'an unknown machine'}, "
+                            f"which this machine cannot check)")
+            else:
+                removed += remove_remote(host, prefix)
+    return removed, kept

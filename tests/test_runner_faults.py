@@ -1,0 +1,64 @@
+"""Faults during a run on the real lab: the data path's daemon dies mid-test."""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import needs_root
+from harness import results, scenario as S
+from harness.runner import Runner
+
+pytestmark = [needs_root(), pytest.mark.lab]
+
+
+def _pids(netns: str, prefix: str) -> list[int]:
+    out = subprocess.run(["ip", "netns", "pids", netns], capture_output=True, text=True).stdout.split()
+    pids = []
+    for pid in out:
+        try:
+            if open(f"/proc/{pid}/comm").read().startswith(prefix):
+                pids.append(int(pid))
+        except OSError:
+            pass
+    return pids
+
+
+def test_sleeve_killed_mid_test_fails_that_case_with_the_signal_and_the_next_deploys_clean(lab, tmp_path):
+    sc = S.build({"matrix": {"modes": ["sleeve"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "repeats": 1,
+                             "duration": 4, "placements": ["container-container"]}})
+    store = results.RunStore.create(tmp_path, {"scenario": sc.to_dict()})
+    killed = []
+
+    def kill_sleeve():
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            # once the iperf3 client runs in c0, the sleeve is up: kill h1's
+            if _pids(lab.sides[0].container.netns, "iperf3"):
+                time.sleep(1.0)
+                for pid in _pids(lab.sides[1].host.netns, "sleeve"):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                return
+            time.sleep(0.05)
+
+    t = threading.Thread(target=kill_sleeve)
+    t.start()
+    Runner(sc, lab, store).run(S.expand(sc))
+    t.join()
+    assert killed
+    recs = store.records()
+    iperf = [r for r in recs if r["test"] == "iperf3.tcp"]
+    assert len(iperf) == 1 and iperf[0]["ok"] is False, iperf
+    assert iperf[0]["error"].startswith("sleeve on h1 died (signal 9, SIGKILL)"), iperf[0]["error"]
+    lat = [r for r in recs if r["test"] == "qperf.tcp_lat" and r["metric"] == "latency_us"]
+    assert lat and lat[0]["ok"] is True, recs
+    deployments = store.read_meta()["datapaths"]
+    assert len(deployments) == 2, "the case after the death runs on a fresh deployment"
+    # Nothing of either deployment is left: no sleeve process, no sv0 device.
+    assert not _pids(lab.sides[0].host.netns, "sleeve") and not _pids(lab.sides[1].host.netns, "sleeve")
+    for s in lab.sides:
+        assert s.host.run(["ip", "link", "show", "sv0"], check=False).returncode != 0
