@@ -109,24 +109,29 @@ def _frame(out: pathlib.Path, run: str, k: int | None) -> pd.DataFrame:
     return df
 
 
-def ab_alarm(df, kind, alpha, tol) -> tuple[bool, float]:
-    v = compare.judge_frame(df, {}, alpha, {"throughput_bps": tol, "latency_us": max(tol, 0.10)})
-    cases = v.cases if kind == "aa" else [c for c in v.cases if c.case["metric"] == "throughput_bps"]
+def ab_failed(df: pd.DataFrame, kind: str, alpha: float, tol: dict) -> tuple[set, float]:
+    """The metrics whose case failed (for p*: throughput only), and the throughput change."""
+    v = compare.judge_frame(df, {}, alpha, tol)
     tp = [c for c in v.cases if c.case["metric"] == "throughput_bps"]
-    return any(c.failed for c in cases), (tp[0].change if tp else math.nan)
+    failed = {c.case["metric"] for c in v.failures if kind == "aa" or c.case["metric"] == "throughput_bps"}
+    return failed, (tp[0].change if tp else math.nan)
 
 
-def old_alarm(df, kind, baseline, alpha, tol) -> bool:
+def old_failed(df: pd.DataFrame, kind: str, baseline: dict, alpha: float, tol: dict) -> set:
     df = df.assign(mode=df["mode"].map(lambda m: stats.split_arm(m)[0]))
-    b = {**baseline, "alpha": alpha,
-         "tolerances": {"throughput_bps": tol, "latency_us": max(tol, 0.15)}}
-    if kind != "aa":
-        b["cases"] = [c for c in b["cases"] if c["metric"] == "throughput_bps"]
+    b = {**baseline, "alpha": alpha, "tolerances": tol}
     b["cases"] = [c for c in b["cases"] if c["mode"] == "sleeve" and c["placement"] == "container-container"
-                  and c["underlay_mtu"] == 1500]
+                  and c["underlay_mtu"] == 1500 and (kind == "aa" or c["metric"] == "throughput_bps")]
     v = gate.evaluate_frame(df, {}, b)
-    cases = v.cases if kind == "aa" else [c for c in v.cases if c.case["metric"] == "throughput_bps"]
-    return any(c.failed for c in cases)
+    return {c.case["metric"] for c in v.failures}
+
+
+def _count(fails: list[set], kind: str) -> str:
+    n = sum(bool(f) for f in fails)
+    if kind != "aa" or not n:
+        return f"{n}/{len(fails)}"
+    tp = sum("throughput_bps" in f for f in fails)
+    return f"{n}/{len(fails)} ({tp} throughput, {sum('latency_us' in f for f in fails)} latency)"
 
 
 def report(a) -> int:
@@ -137,38 +142,49 @@ def report(a) -> int:
     fresh = {**fresh, "cases": [{**c, "mode": stats.split_arm(c["mode"])[0]} for c in fresh["cases"]]}
     committed = gate.load_baseline(PROJECT / "results" / "baseline.json")
     counted = [d for d in log if d["round"] > 0]
-    rounds = len({d["round"] for d in counted})
-    print(f"{len(counted)} comparisons in {rounds} rounds, runs under {out / 'runs'}; "
-          f"old-gate baseline from run {base_run}; the stored-baseline gate always on all its repeats")
+    runs = {w: {k: [d["run"] for d in counted if d["gate"] == w and d["kind"] == k] for k in KINDS} for w in GATES}
+    first, last = min(d["run"] for d in log), max(d["run"] for d in log)
+    print(f"{len(counted)} comparisons in {len({d['round'] for d in counted})} rounds (runs {first} … {last} "
+          f"under {out / 'runs'}); the stored-baseline gate's fresh baseline is run {base_run}")
     ns = {d["kind"]: d["ns"] for d in counted}
-    print("\nmeasured change of the head arm (A/B runs, median and range of the per-run paired change):")
+    ab_tol, old_tol = dict(compare.DEFAULT_TOLERANCES), dict(gate.DEFAULT_TOLERANCES)
+    print("\nthe head arm's paired throughput change in the A/B runs (median, quartiles, min … max):")
     for kind in KINDS:
-        ch = [ab_alarm(_frame(out, d["run"], None), kind, 0.05, 0.05)[1] for d in counted
-              if d["kind"] == kind and d["gate"] == "ab"]
+        ch = [ab_failed(_frame(out, r, None), kind, compare.DEFAULT_ALPHA, ab_tol)[1] for r in runs["ab"][kind]]
         if ch:
-            print(f"  {kind:4} N={ns.get(kind, 0):>6} ns: {np.median(ch) * 100:+.1f} % "
-                  f"({min(ch) * 100:+.1f} … {max(ch) * 100:+.1f}), {len(ch)} runs")
-    settings = [(k, al, tol) for k in a.k for al in a.alphas for tol in a.tolerances]
-    print("\n| gate | repeats | α | tolerance | A/A alarms | 5 % caught | 10 % caught | 20 % caught |")
-    print("|---|---|---|---|---|---|---|---|")
-    for k, al, tol in settings:
-        row = {}
-        for which, label in (("ab", "A/B (compare)"), ("old", "stored, fresh baseline"),
-                             ("old-committed", "stored, committed baseline")):
-            row[label] = {}
-            for kind in KINDS:
-                hits = []
-                for d in counted:
-                    if d["kind"] != kind or d["gate"] != which.split("-")[0]:
-                        continue
-                    df = _frame(out, d["run"], k if which == "ab" else None)
-                    if which == "ab":
-                        hits.append(ab_alarm(df, kind, al, tol)[0])
-                    else:
-                        hits.append(old_alarm(df, kind, committed if which == "old-committed" else fresh, al, tol))
-                row[label][kind] = f"{sum(hits)}/{len(hits)}"
-        for label, r in row.items():
-            print(f"| {label} | {k} | {al} | {tol * 100:.0f} % | " + " | ".join(r[kind] for kind in KINDS) + " |")
+            q1, med, q3 = np.percentile(ch, [25, 50, 75]) * 100
+            print(f"  {kind:4} --calibrate-ns {ns.get(kind, 0):>5}: {med:+.1f} % ({q1:+.1f} … {q3:+.1f}; "
+                  f"{min(ch) * 100:+.1f} … {max(ch) * 100:+.1f}), {len(ch)} runs")
+
+    def row(label: str, judge) -> str:
+        return f"| {label} | " + " | ".join(_count([judge(r, kind) for r in runs[g][kind]], kind)
+                                           for g, kind in ((label_gate[label], k) for k in KINDS)) + " |"
+
+    label_gate = {}
+    print("\n| gate, as configured | A/A alarms | 5 % caught | 10 % caught | 20 % caught |")
+    print("|---|---|---|---|---|")
+    lines = [
+        ("A/B `compare`: 16 pairs of 2 s, α 0.05, tolerance 5 % / 10 %", "ab",
+         lambda r, k: ab_failed(_frame(out, r, None), k, compare.DEFAULT_ALPHA, ab_tol)[0]),
+        ("stored baseline, recorded in this campaign: 5 × 3 s against 5 × 3 s, α 0.05, 10 % / 15 %", "old",
+         lambda r, k: old_failed(_frame(out, r, None), k, fresh, gate.DEFAULT_ALPHA, old_tol)),
+        ("stored baseline, the committed results/baseline.json (another day)", "old",
+         lambda r, k: old_failed(_frame(out, r, None), k, committed, gate.DEFAULT_ALPHA, old_tol)),
+    ]
+    for label, g, judge in lines:
+        label_gate[label] = g
+        print(row(label, judge))
+    print("\nA/B on fewer pairs (the first k of each run) and other α and throughput tolerances "
+          "(latency tolerance 10 %):")
+    print("\n| pairs | α | tolerance | A/A alarms | 5 % caught | 10 % caught | 20 % caught |")
+    print("|---|---|---|---|---|---|---|")
+    for k in a.k:
+        for al in a.alphas:
+            for t in a.tolerances:
+                tol = {**ab_tol, "throughput_bps": t}
+                cells = [_count([ab_failed(_frame(out, r, k), kind, al, tol)[0] for r in runs["ab"][kind]], kind)
+                         for kind in KINDS]
+                print(f"| {k or a.ab_repeats} | {al} | {t * 100:.0f} % | " + " | ".join(cells) + " |")
     return 0
 
 
@@ -188,8 +204,9 @@ def main() -> int:
     ap.add_argument("--report", action="store_true", help="print the tables from what was measured")
     ap.add_argument("--k", type=lambda s: [int(x) if x != "all" else None for x in s.split(",")],
                     default=[5, 8, 12, None], help="A/B: repeats to judge on (the first k pairs; all = every repeat)")
-    ap.add_argument("--alphas", type=lambda s: [float(x) for x in s.split(",")], default=[0.05])
-    ap.add_argument("--tolerances", type=lambda s: [float(x) for x in s.split(",")], default=[0.05, 0.10])
+    ap.add_argument("--alphas", type=lambda s: [float(x) for x in s.split(",")], default=[0.01, 0.05])
+    ap.add_argument("--tolerances", type=lambda s: [float(x) for x in s.split(",")], default=[0.0, 0.03, 0.05, 0.10],
+                    help="A/B throughput tolerances to try")
     a = ap.parse_args()
     return report(a) if a.report else measure(a)
 
