@@ -20,7 +20,7 @@ def ssh_settings(spec, opts: Options, accept_new: bool | None = None):
     """An inventory host as the SSH transport's settings."""
     from harness.hosts.ssh import SshSettings
     return SshSettings(name=spec.name, hostname=spec.address, port=spec.port, user=spec.user,
-                       key_file=spec.key_file, sudo=spec.sudo,
+                       key_file=spec.key_file, sudo=spec.sudo, known_hosts=spec.known_hosts,
                        accept_new_host_keys=opts.accept_new_host_keys if accept_new is None else accept_new)
 
 
@@ -43,7 +43,7 @@ def open_ssh(sc, opts: Options) -> Testbed:
     from harness.hosts.ssh import SshHost
     from harness.remote import RemoteTestbed
     hosts = tuple(SshHost(ssh_settings(spec, opts)) for spec in pair)
-    return RemoteTestbed(pair, hosts, opts, backend="ssh")
+    return RemoteTestbed(pair, hosts, opts, backend="ssh", containers=sc.containers)
 
 
 BACKENDS: dict[str, str | Callable] = {

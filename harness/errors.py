@@ -30,6 +30,30 @@ class CommandError(HarnessError):
         super().__init__(f"{host}: `{' '.join(argv)}` {what}{tail}")
 
 
+class SshError(HarnessError):
+    """An SSH host could not be reached, logged into or used; the message names the host."""
+
+
+class SshConnectError(SshError):
+    """Unreachable address, connection refused, timeout, or no SSH server answering."""
+
+
+class SshAuthError(SshError):
+    """The server refused the user's key (or the key file cannot be used)."""
+
+
+class SshHostKeyError(SshError):
+    """The server's host key is unknown (and accepting new keys was not asked for) or changed."""
+
+
+class SshSudoError(SshError):
+    """sudo was asked for, but `sudo -n` does not let the user run commands as root."""
+
+
+class SshConnectionLost(SshError):
+    """The connection dropped while a command ran; the next command reconnects."""
+
+
 def read_text(path, what: str = "") -> str:
     """A text file's contents; HarnessError naming the file when it cannot be read or is
     not UTF-8 text (what: "inventory ", "baseline " … for the message)."""

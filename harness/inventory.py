@@ -11,6 +11,7 @@
     user = "root"                   # root, or a user with passwordless sudo (sudo = true)
     sudo = false
     key_file = "~/.ssh/id_ed25519"  # default: the SSH agent, ~/.ssh/config, ~/.ssh/id_*
+    known_hosts = "~/bench/known_hosts"  # default: ~/.ssh/known_hosts and /etc/ssh/ssh_known_hosts
     underlay_interface = "auto"     # the NIC facing the peer; auto: the route to the peer's
     underlay_address = "auto"       # this host's address on it; auto: that route's source
     manage_underlay = false         # true lets overlaybench set the NIC's MTU and a tbf cap
@@ -45,6 +46,7 @@ class HostSpec:
     user: str | None = None
     sudo: bool = False
     key_file: str | None = None
+    known_hosts: str | None = None
     underlay_interface: str = "auto"
     underlay_address: str = "auto"
     manage_underlay: bool = False
@@ -99,6 +101,7 @@ HOST_FIELDS: dict[str, schema.Field] = {
     "user": F(str, schema.non_empty),
     "sudo": F(bool),
     "key_file": F(str, _key_file),
+    "known_hosts": F(str, lambda v: str(pathlib.Path(os.path.expanduser(v)))),
     "underlay_interface": F(str, _ifname),
     "underlay_address": F(str, _auto_or_ip),
     "manage_underlay": F(bool),

@@ -5,7 +5,6 @@ copy between machines and half-write; each reader must answer with one clear err
 
 import json
 import pathlib
-import tomllib
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 

@@ -1,4 +1,4 @@
-"""The Host contract: run a command, start a background one, put a file, close."""
+"""The Host contract: run a command, start a background one, copy files, close."""
 
 from __future__ import annotations
 
@@ -22,8 +22,11 @@ class Process(abc.ABC):
     """A background process on a host (a server, a sleeve daemon)."""
 
     argv: list[str]
-    # CPU seconds (user + system) the process used, once it has exited; None where unknown.
+    # CPU seconds (user + system, with its waited-for children) the process used, once it
+    # has exited; None where unknown.
     cpu_seconds: float | None = None
+    # The process group stop() signals (the pid where the process leads its own group).
+    pgid: int | None = None
 
     @property
     @abc.abstractmethod
@@ -40,7 +43,13 @@ class Process(abc.ABC):
 
     @abc.abstractmethod
     def stop(self, timeout: float = 5.0) -> Completed:
-        """SIGTERM, then SIGKILL after `timeout`; returns what it printed. Idempotent."""
+        """SIGTERM, then SIGKILL after `timeout`, to the process group; returns what it
+        printed. Idempotent."""
+
+    @abc.abstractmethod
+    def signal(self, sig: int) -> None:
+        """Send `sig` to the process itself (e.g. SIGUSR1 for a daemon's counters).
+        ProcessLookupError if it is gone."""
 
 
 class Host(abc.ABC):
@@ -60,6 +69,10 @@ class Host(abc.ABC):
     @abc.abstractmethod
     def put(self, local_path: str, remote_path: str, mode: int = 0o644) -> None:
         """Copy a file onto the host."""
+
+    @abc.abstractmethod
+    def get(self, remote_path: str, local_path: str) -> None:
+        """Copy a file from the host (CommandError if it cannot be read)."""
 
     def close(self) -> None:
         """Release connections; the default has none."""

@@ -19,6 +19,7 @@ log = logging.getLogger(__name__)
 class LocalProcess(Process):
     def __init__(self, argv: list[str], popen: subprocess.Popen, out, err):
         self.argv = argv
+        self.pgid = popen.pid   # started with process_group=0: it leads its own group
         self._popen = popen
         self._out = out
         self._err = err
@@ -63,6 +64,11 @@ class LocalProcess(Process):
             time.sleep(0.02)
         return self._collect()
 
+    def signal(self, sig: int) -> None:
+        if self.poll() is not None:
+            raise ProcessLookupError(f"{self.argv[0]} (pid {self._popen.pid}) has exited")
+        os.kill(self._popen.pid, sig)
+
     def stop(self, timeout: float = 5.0) -> Completed:
         if self.poll() is None:
             # The process leads its own group, so `ip netns exec` and its child die together.
@@ -87,12 +93,8 @@ class LocalHost(Host):
     def __init__(self, name: str = "local"):
         self.name = name
 
-    def wrap(self, argv: list[str]) -> list[str]:
-        """How an argv is turned into what actually runs here (NetnsHost prefixes it)."""
-        return list(argv)
-
     def run(self, argv, *, timeout=60, check=True, input=None) -> Completed:
-        full = self.wrap(argv)
+        full = list(argv)
         try:
             p = subprocess.run(full, input=input, capture_output=True, text=True,
                                timeout=timeout, start_new_session=True)
@@ -110,7 +112,7 @@ class LocalHost(Host):
         return done
 
     def start(self, argv) -> Process:
-        full = self.wrap(argv)
+        full = list(argv)
         out = tempfile.TemporaryFile()
         err = tempfile.TemporaryFile()
         log.debug("%s: start %s", self.name, full)
@@ -134,3 +136,11 @@ class LocalHost(Host):
         if os.path.abspath(local_path) != os.path.abspath(remote_path):
             shutil.copyfile(local_path, remote_path)
         os.chmod(remote_path, mode)
+
+    def get(self, remote_path, local_path) -> None:
+        if os.path.abspath(local_path) == os.path.abspath(remote_path):
+            return
+        try:
+            shutil.copyfile(remote_path, local_path)
+        except OSError as e:
+            raise CommandError(self.name, ["cp", str(remote_path), str(local_path)], 1, "", str(e)) from e

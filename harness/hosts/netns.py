@@ -1,16 +1,56 @@
-"""A network namespace on this machine: LocalHost plus `ip netns exec NS`."""
+"""A network namespace on a host: any Host, with `ip netns exec NS` in front of each command.
+
+It holds the host it wraps (the local machine by default, or an SSH host) rather than
+being one, so the same class serves the local lab and a namespace on a remote machine.
+`ip netns exec` changes only the network namespace (and /sys, /etc/netns), so files are
+the wrapped host's: put and get go straight to it.
+"""
 
 from __future__ import annotations
 
+import logging
+
+from harness.errors import CommandError
+from harness.hosts.base import Completed, Host, Process
 from harness.hosts.local import LocalHost
 
+log = logging.getLogger(__name__)
 
-class NetnsHost(LocalHost):
-    """Shares the file system with the root namespace, so put() is a local copy."""
 
-    def __init__(self, netns: str, name: str | None = None):
-        super().__init__(name or netns)
+class NetnsHost(Host):
+    def __init__(self, netns: str, name: str | None = None, host: Host | None = None):
         self.netns = netns
+        self.name = name or netns
+        self.host = host if host is not None else LocalHost()
 
-    def wrap(self, argv):
+    def wrap(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", self.netns, *argv]
+
+    def run(self, argv, *, timeout=60, check=True, input=None) -> Completed:
+        inner = self.host.run(self.wrap(argv), timeout=timeout, check=False, input=input)
+        done = Completed(list(argv), inner.returncode, inner.stdout, inner.stderr)
+        if check and not done.ok:
+            log.debug("%s: %s failed rc=%s stdout=%r stderr=%r", self.name, inner.argv,
+                      done.returncode, done.stdout, done.stderr)
+            raise CommandError(self.name, list(argv), done.returncode, done.stdout, done.stderr)
+        return done
+
+    def start(self, argv) -> Process:
+        try:
+            proc = self.host.start(self.wrap(argv))
+        except CommandError as e:
+            raise CommandError(self.name, list(argv), e.returncode, e.stdout, e.stderr) from e
+        proc.argv = list(argv)   # what the caller asked for, as its Completed will say
+        return proc
+
+    def put(self, local_path, remote_path, mode=0o644) -> None:
+        self.host.put(local_path, remote_path, mode)
+
+    def get(self, remote_path, local_path) -> None:
+        self.host.get(remote_path, local_path)
+
+    def close(self) -> None:
+        """Nothing of its own to release; whoever made the wrapped host closes it."""
+
+    def __repr__(self) -> str:
+        return f"<NetnsHost {self.name} ({self.netns} on {self.host!r})>"

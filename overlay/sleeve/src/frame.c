@@ -18,6 +18,7 @@ const char *const sv_drop_names[SV_D__MAX] = {
 	[SV_D_MODE_MISMATCH] = "mode_mismatch",
 	[SV_D_OVERSIZE] = "oversize",
 	[SV_D_NO_PEER] = "no_peer",
+	[SV_D_WRONG_PORT] = "wrong_port",
 	[SV_D_GSO_UNSUPPORTED] = "gso_unsupported",
 	[SV_D_REASM_TIMEOUT] = "reasm_timeout",
 	[SV_D_REASM_EVICTED] = "reasm_evicted",

@@ -18,16 +18,17 @@
 
 struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen)
 {
-	(void)alen;
 	for (int i = 0; i < s->npeers; i++) {
 		struct sv_peer *p = &s->peers[i];
 
-		if (p->addr.ss_family == AF_INET && a->ss_family == AF_INET) {
+		if (p->addr.ss_family == AF_INET && a->ss_family == AF_INET &&
+		    alen >= sizeof(struct sockaddr_in)) {
 			const struct sockaddr_in *x = (const void *)&p->addr, *y = (const void *)a;
 
 			if (x->sin_port == y->sin_port && x->sin_addr.s_addr == y->sin_addr.s_addr)
 				return p;
-		} else if (p->addr.ss_family == AF_INET6 && a->ss_family == AF_INET6) {
+		} else if (p->addr.ss_family == AF_INET6 && a->ss_family == AF_INET6 &&
+			   alen >= sizeof(struct sockaddr_in6)) {
 			const struct sockaddr_in6 *x = (const void *)&p->addr, *y = (const void *)a;
 
 			if (x->sin6_port == y->sin6_port &&
@@ -293,15 +294,20 @@ drop:
 	return r;
 }
 
-static int gro_size(struct msghdr *m)
+/* The UDP_GRO segment size of a read; 0 when there is none, or when the
+ * control message is too short to hold one. */
+static size_t gro_size(struct msghdr *m)
 {
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
-		if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
-			int v;
+		size_t end = (size_t)(CMSG_DATA(c) - (unsigned char *)m->msg_control) + sizeof(int);
+		int v;
 
-			memcpy(&v, CMSG_DATA(c), sizeof(v));
-			return v;
-		}
+		if (c->cmsg_level != SOL_UDP || c->cmsg_type != UDP_GRO)
+			continue;
+		if (c->cmsg_len < CMSG_LEN(sizeof(int)) || end > m->msg_controllen)
+			return 0;
+		memcpy(&v, CMSG_DATA(c), sizeof(v));
+		return v > 0 ? (size_t)v : 0;
 	}
 	return 0;
 }
@@ -313,23 +319,64 @@ void sv_rx_settle(struct sv *s)
 		sv_reasm_settle(&s->peers[i].reasm);
 }
 
-/* one datagram (or one GRO train) from src */
-static void rx_input(struct sv *s, const struct sockaddr_storage *src, socklen_t alen,
-		     uint8_t *buf, size_t len, size_t seg, uint64_t now)
+/* Why a read from no peer is dropped: from a peer's address but another port,
+ * or from an address that is no peer's. */
+static enum sv_drop stranger(const struct sv *s, const struct sockaddr_storage *a, socklen_t alen)
 {
-	struct sv_peer *p = sv_peer_find(s, src, alen);
+	for (int i = 0; i < s->npeers; i++) {
+		const struct sockaddr_storage *x = &s->peers[i].addr;
+
+		if (x->ss_family == AF_INET && a->ss_family == AF_INET &&
+		    alen >= sizeof(struct sockaddr_in) &&
+		    ((const struct sockaddr_in *)x)->sin_addr.s_addr ==
+			    ((const struct sockaddr_in *)a)->sin_addr.s_addr)
+			return SV_D_WRONG_PORT;
+		if (x->ss_family == AF_INET6 && a->ss_family == AF_INET6 &&
+		    alen >= sizeof(struct sockaddr_in6) &&
+		    !memcmp(&((const struct sockaddr_in6 *)x)->sin6_addr,
+			    &((const struct sockaddr_in6 *)a)->sin6_addr, sizeof(struct in6_addr)))
+			return SV_D_WRONG_PORT;
+	}
+	return SV_D_NO_PEER;
+}
+
+/* One read: a datagram, or a GRO train of datagrams of the segment size (the
+ * last may be shorter). An empty read is one empty datagram. A stranger's
+ * bytes are never looked at: its datagrams are counted and dropped. */
+static void rx_msg(struct sv *s, struct mmsghdr *mm, uint64_t now)
+{
+	struct msghdr *m = &mm->msg_hdr;
+	const struct sockaddr_storage *src = m->msg_name;
+	struct sv_peer *p = sv_peer_find(s, src, m->msg_namelen);
+	uint8_t *buf = m->msg_iov[0].iov_base;
+	size_t len = mm->msg_len, seg = gro_size(m), off = 0;
+	uint64_t n;
 
 	if (!seg || seg > len)
-		seg = len;
+		seg = len ? len : 1;
+	n = len ? (len + seg - 1) / seg : 1;
 	if (!p) {
-		uint64_t n = (len + seg - 1) / seg;
-
 		sv_count(&s->ctr_rx, SV_C_RX_DGRAMS, n);
-		sv_count_drop(&s->ctr_rx, SV_D_NO_PEER, n);
+		sv_count_drop(&s->ctr_rx, stranger(s, src, m->msg_namelen), n);
 		return;
 	}
-	for (size_t off = 0; off < len; off += seg)
+	if ((m->msg_flags & MSG_TRUNC) || len > m->msg_iov[0].iov_len) {
+		/* larger than the buffer: what is there is not the whole datagram */
+		sv_count(&s->ctr_rx, SV_C_RX_DGRAMS, 1);
+		sv_count_drop(&s->ctr_rx, SV_D_OVERSIZE, 1);
+		return;
+	}
+	do {
 		sv_rx_datagram(s, p, buf + off, len - off < seg ? len - off : seg, now);
+		off += seg;
+	} while (off < len);
+}
+
+void sv_rx_batch(struct sv *s, struct mmsghdr *msg, unsigned n, uint64_t now)
+{
+	for (unsigned i = 0; i < n; i++)
+		rx_msg(s, &msg[i], now);
+	sv_rx_settle(s);
 }
 
 /* The 2015 reference: one recvfrom and one write per datagram. */
@@ -341,8 +388,11 @@ static void *rx_basic(struct sv *s)
 		return NULL;
 	for (;;) {
 		struct sockaddr_storage src;
-		socklen_t alen = sizeof(src);
-		ssize_t n = recvfrom(s->udp_fd, buf, RX_BUF, 0, (struct sockaddr *)&src, &alen);
+		struct iovec iov = {buf, RX_BUF};
+		struct mmsghdr mm = {.msg_hdr = {.msg_name = &src, .msg_namelen = sizeof(src),
+						 .msg_iov = &iov, .msg_iovlen = 1}};
+		ssize_t n = recvfrom(s->udp_fd, buf, RX_BUF, 0, (struct sockaddr *)&src,
+				     &mm.msg_hdr.msg_namelen);
 
 		if (n < 0) {
 			if (errno != EINTR)
@@ -350,8 +400,8 @@ static void *rx_basic(struct sv *s)
 			continue;
 		}
 		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
-		rx_input(s, &src, alen, buf, (size_t)n, 0, sv_now_ns());
-		sv_rx_settle(s);
+		mm.msg_len = (unsigned)n;
+		sv_rx_batch(s, &mm, 1, sv_now_ns());
 	}
 	return NULL;
 }
@@ -405,18 +455,7 @@ void *sv_rx_thread(void *arg)
 		now = sv_now_ns();
 		/* after traffic, poll the socket a little before sleeping again */
 		spin_end = s->spin_ns ? now + s->spin_ns : 0;
-		for (int i = 0; i < n; i++) {
-			struct msghdr *m = &msg[i].msg_hdr;
-
-			if (m->msg_flags & MSG_TRUNC) {
-				sv_count(&s->ctr_rx, SV_C_RX_DGRAMS, 1);
-				sv_count_drop(&s->ctr_rx, SV_D_OVERSIZE, 1);
-				continue;
-			}
-			rx_input(s, &src[i], m->msg_namelen, iov[i].iov_base, msg[i].msg_len,
-				 (size_t)gro_size(m), now);
-		}
-		sv_rx_settle(s);
+		sv_rx_batch(s, msg, (unsigned)n, now);
 	}
 	return NULL;
 }

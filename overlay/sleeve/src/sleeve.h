@@ -134,6 +134,14 @@ int sv_stats_write(struct sv *s, const char *path);
 
 /* rx.c */
 enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t n, uint64_t now);
+/* The receive entry: what one recvmmsg (or recvfrom) returned, n messages, as
+ * the kernel fills them: the bytes in msg_iov[0] (msg_len of them, MSG_TRUNC in
+ * msg_flags if they did not fit), the source in msg_name/msg_namelen, the UDP_GRO
+ * segment size in msg_control. Every datagram is counted once and delivered or
+ * dropped by reason; the batch is settled before it returns, so the caller may
+ * reuse the buffers. */
+void sv_rx_batch(struct sv *s, struct mmsghdr *msg, unsigned n, uint64_t now);
+/* The peer at exactly this address and port, or NULL (alen: the address's length). */
 struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen);
 void *sv_rx_thread(void *arg);
 void sv_update_tso(struct sv *s);

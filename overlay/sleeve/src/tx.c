@@ -3,6 +3,7 @@
 #include <linux/virtio_net.h>
 #include <netinet/udp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,9 +260,14 @@ static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint
 	stream = seal_unit(s, data, len, flags, id, dgram, &ctr, &cnt, &chunk);
 	trains = (cnt + per - 1) / per;
 	for (unsigned t = 0; t < trains; t++) {
-		int first = q->niov;
+		int first;
 		unsigned from = t * per, to = from + per < cnt ? from + per : cnt;
 
+		/* without GSO each piece is a message per peer: a unit may not fit
+		 * the queue at all, so it leaves in parts */
+		if (q->nmsg + s->npeers > TX_MSGS)
+			flush(q);
+		first = q->niov;
 		for (unsigned i = from; i < to; i++) {
 			size_t off = (size_t)i * chunk, clen = stream - off < chunk ? stream - off : chunk;
 			uint8_t *h = q->arena + q->aused;
@@ -320,6 +326,8 @@ static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 	size_t flen = n;
 	uint32_t dgram = sv_min_pmtu(s);
 
+	if (!n) /* a read of nothing is no frame */
+		return 0;
 	if (s->vnet) {
 		struct virtio_net_hdr vh;
 
@@ -422,22 +430,23 @@ out:
 	return NULL;
 }
 
-void *sv_tx_thread(void *arg)
+static void txq_free(void *arg)
 {
-	struct sv *s = arg;
-	struct txq *q;
+	struct txq *q = arg;
+
+	for (int i = 0; i < TX_RBUFS; i++)
+		free(q->rbuf[i]);
+	free(q->arena);
+	free(q);
+}
+
+/* Reads the device until the thread is cancelled. */
+static void tx_loop(struct txq *q)
+{
+	struct sv *s = q->s;
 	struct pollfd pfd = {.fd = s->tap_fd, .events = POLLIN};
 	uint64_t spin_end = 0;
 
-	if (s->basic)
-		return tx_basic(s);
-	q = calloc(1, sizeof(*q));
-	if (!q)
-		return NULL;
-	q->s = s;
-	q->arena = malloc(TX_ARENA);
-	for (int i = 0; i < TX_RBUFS; i++)
-		q->rbuf[i] = malloc(RBUF_SZ + TAILROOM);
 	for (;;) {
 		uint8_t *b = q->rbuf[q->rbused];
 		ssize_t n = read(s->tap_fd, b, RBUF_SZ);
@@ -472,5 +481,24 @@ void *sv_tx_thread(void *arg)
 			}
 		}
 	}
+}
+
+void *sv_tx_thread(void *arg)
+{
+	struct sv *s = arg;
+	struct txq *q;
+
+	if (s->basic)
+		return tx_basic(s);
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return NULL;
+	q->s = s;
+	q->arena = malloc(TX_ARENA);
+	for (int i = 0; i < TX_RBUFS; i++)
+		q->rbuf[i] = malloc(RBUF_SZ + TAILROOM);
+	pthread_cleanup_push(txq_free, q); /* the thread ends by cancellation */
+	tx_loop(q);
+	pthread_cleanup_pop(1);
 	return NULL;
 }

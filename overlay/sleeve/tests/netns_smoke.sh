@@ -165,6 +165,113 @@ run_case "basic crypto 1500/1418" 1500 1418 l2 pass --basic --mtu 1418 --key-fil
 stat_check a 'd["tx"]["fragments"] == 0 and d["overhead"] == 82' \
 	"basic crypto 1500/1418: overhead 82, no fragments" "basic crypto 1500/1418: counters"
 
+# --- flood: hostile datagrams while TCP runs across the sleeve ---
+# tests/flood.c on host a sends, for FLOOD_S seconds, empty, 1-byte, header-only,
+# truncated, oversized (65,507 bytes), random, replayed (captured from a's own
+# sleeve) and wrong-key datagrams to b's sleeve, from a's address on another
+# port, from 198.18.0.77 (an extra address on a's underlay, no peer), and from a's
+# address and port (an nft rule on a rewrites the source port). b must stay up,
+# the TCP stream must complete, b's drop counters must hold exactly what was sent
+# (less what b's kernel dropped), and nothing may come back to the strangers.
+FLOOD=${FLOOD:-$(dirname "$SLEEVE")/flood}
+FLOOD_S=${FLOOD_S:-4}
+SPOOF_PORT=46784
+flood_case() { # flood_case NAME l2|l3 FLOOD_ARGS -- SLEEVE_ARGS
+	local name=$1 mode=$2 fargs=() x seen=0 pid_ip rc; shift 2
+	local args=()
+	for x in "$@"; do
+		if [ "$x" = -- ]; then seen=1; continue; fi
+		if [ $seen = 0 ]; then fargs+=("$x"); else args+=("$x"); fi
+	done
+	lab_up 1500
+	lab_containers 1410 "$mode"
+	sleeve_start a --mtu 1410 "${args[@]}"
+	sleeve_start b --mtu 1410 "${args[@]}"
+	if ! sleeve_wait a >/dev/null || ! sleeve_wait b >/dev/null; then
+		bad "flood $name: daemon not ready"; sleeve_stop_all; return
+	fi
+	sleeve_attach a "$mode"; sleeve_attach b "$mode"
+	ns $HA ip addr add 198.18.0.77/24 dev obs-u0
+	ns $HA nft -f - <<-NFT
+	table inet obs-flood {
+		chain out {
+			type filter hook output priority 0;
+			ip daddr 198.18.0.2 udp dport 6784 udp sport $SPOOF_PORT udp sport set 6784
+		}
+		chain in {
+			type filter hook input priority 0;
+			ip saddr 198.18.0.2 udp sport 6784 ip daddr 198.18.0.77 counter
+			ip saddr 198.18.0.2 udp sport 6784 ip daddr 198.18.0.1 udp dport != 6784 counter
+		}
+	}
+	NFT
+	kill -USR1 "$SLEEVE_PID_b"; sleep 0.3
+	cp "$LAB_TMP/stats-b.json" "$LAB_TMP/flood-before.json"
+	ns $HB cat /proc/net/snmp >"$LAB_TMP/snmp-before"
+	ip netns exec $CB timeout 30 iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	LAB_PIDS+=($!)
+	sleep 0.3
+	ns $CA timeout 40 iperf3 -c "$PEER_IP" -p 5201 -t $((FLOOD_S + 2)) -J >"$LAB_TMP/flood-iperf.json" 2>/dev/null &
+	pid_ip=$!
+	sleep 0.3
+	ns $HA timeout $((FLOOD_S + 20)) "$FLOOD" --target 198.18.0.2:6784 --peer 198.18.0.1:6784 \
+		--stranger 198.18.0.77 --spoof-port $SPOOF_PORT --seconds "$FLOOD_S" --rate 2000 \
+		--capture obs-u0 --capture-seconds 0.8 "${fargs[@]}" >"$LAB_TMP/flood.json"
+	rc=$?
+	wait $pid_ip
+	ns $HB cat /proc/net/snmp >"$LAB_TMP/snmp-after"
+	if [ $rc != 0 ]; then bad "flood $name: flood exited $rc"; fi
+	if kill -0 "$SLEEVE_PID_a" 2>/dev/null && kill -0 "$SLEEVE_PID_b" 2>/dev/null; then
+		kill -USR1 "$SLEEVE_PID_b"; sleep 0.3
+		cp "$LAB_TMP/stats-b.json" "$LAB_TMP/flood-after.json"
+		ok "flood $name: both sleeves up"
+	else
+		bad "flood $name: a sleeve died ($(tail -n1 "$LAB_TMP/err-b"))"; sleeve_stop_all; return
+	fi
+	ns $HA nft list table inet obs-flood >"$LAB_TMP/flood-nft.txt"
+	sleeve_stop_all
+	# the checks print "ok   ..." / "FAIL ..." lines; counted here, in this shell
+	while read -r x; do
+		case $x in "ok   "*) ok "${x#ok   }" ;; "FAIL "*) bad "${x#FAIL }" ;; *) echo "$x" ;; esac
+	done < <(python3 - "$LAB_TMP" "$name" "$FLOOD_S" 2>&1 <<-'PY'
+	import json, re, sys
+	tmp, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+	load = lambda f: json.load(open(f"{tmp}/{f}"))
+	flood, before, after = load("flood.json"), load("flood-before.json"), load("flood-after.json")
+	iperf = json.loads(open(f"{tmp}/flood-iperf.json").read() or "{}")
+	def snmp(f):
+	    rows = [l.split() for l in open(f"{tmp}/{f}")]
+	    return {(a[0], k): int(v) for a, b in zip(rows[::2], rows[1::2]) for k, v in zip(a[1:], b[1:])}
+	s0, s1 = snmp("snmp-before"), snmp("snmp-after")
+	# what b's kernel dropped before the sleeve could read it
+	lost = sum(s1[k] - s0[k] for k in [("Udp:", "InErrors"), ("Ip:", "ReasmFails")])
+	want = {}
+	for src, kinds in flood["sent"].items():
+	    for kind, n in kinds.items():
+	        r = flood["expect"][src][kind]
+	        if r != "accepted":
+	            want[r] = want.get(r, 0) + n
+	got = {r: after["drops"][r] - before["drops"][r] for r in want}
+	sent = sum(sum(k.values()) for k in flood["sent"].values())
+	bps = iperf.get("end", {}).get("sum_received", {}).get("bits_per_second", 0)
+	nft = [int(n) for n in re.findall(r"counter packets (\d+)", open(f"{tmp}/flood-nft.txt").read())]
+	def say(ok, what):
+	    print(("ok   " if ok else "FAIL ") + f"flood {name}: {what}")
+	say(flood["captured"]["datagrams"] > 0 and sent >= 0.9 * 2000 * seconds,
+	    f"sent {sent} datagrams, {flood['captured']['datagrams']} of them captured for replay")
+	say(not iperf.get("error") and bps > 20e6, f"TCP completed, {bps / 1e9:.2f} Gbit/s ({iperf.get('error', 'no error')})")
+	say(all(want[r] - lost <= got[r] <= want[r] for r in want),
+	    "drops by reason " + ", ".join(f"{r} {got[r]}/{want[r]}" for r in sorted(want)) + f" (kernel lost {lost})")
+	say(len(nft) == 2 and sum(nft) == 0, f"nothing came back to the strangers (nft {nft})")
+	PY
+	)
+}
+flood_case "sleeve" l2 --
+flood_case "basic" l2 -- --basic
+flood_case "L3" l3 --l3 -- --l3
+flood_case "crypto" l2 --keyed -- --key-file "$KEY1"
+flood_case "segment" l2 -- --segment
+
 lab_down
 if [ -n "$(ip netns list | grep '^obs-')" ]; then bad "namespaces left behind"; fi
 echo "netns_smoke: $PASS passed, $FAIL failed"

@@ -1,0 +1,462 @@
+/* flood.c - hostile datagrams at a running sleeve, for the flood tests.
+ *
+ * Runs on the peer's host. First it captures, on the underlay device, datagrams
+ * the peer's sleeve really sends to the target (the replay pool; optionally
+ * written out as fuzz seeds for fuzz/fuzz_sock.c). Then, for a bounded time and
+ * at a bounded rate, it sends a mix of kinds from up to three sources:
+ *
+ *   other_port  the peer's address, another port          -> wrong_port
+ *   stranger    an address that is no peer's (--stranger)  -> no_peer
+ *   spoofed     the peer's address from --spoof-port, which a packet filter on
+ *               this host rewrites to the peer's own port: the target takes
+ *               these for the peer's and drops them by what they hold
+ *
+ * Kinds: empty, one (1 byte), header (a header alone: DATA of length 0),
+ * truncated (a header promising more than follows), oversized (65,507 bytes:
+ * one frame far above the MTU, unsealed), random (8..1472 random bytes, not
+ * starting with the magic), replayed (a captured datagram), wrongkey (a DATA
+ * datagram sealed under a random key, with a fresh session and counter).
+ *
+ * Prints one JSON object: what was captured, what was sent per source and
+ * kind, and which drop counter of the target each should land in (--keyed:
+ * the target has a key). Replayed datagrams from the spoofed source are not
+ * drops without a key (plaintext has no replay protection): "accepted". */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "crypto.h"
+#include "frame.h"
+
+#define PROG "flood"
+#define POOL_MAX 256
+#define POOL_PER_READ 8 /* a GSO send holds up to 64: keep the pool varied */
+
+enum kind { K_EMPTY, K_ONE, K_HEADER, K_TRUNCATED, K_OVERSIZED, K_RANDOM, K_REPLAYED, K_WRONGKEY, K__N };
+static const char *const kind_names[K__N] = {"empty",  "one",    "header",   "truncated",
+					     "oversized", "random", "replayed", "wrongkey"};
+enum source { S_OTHER_PORT, S_STRANGER, S_SPOOFED, S__N };
+static const char *const source_names[S__N] = {"other_port", "stranger", "spoofed"};
+
+struct opts {
+	struct sockaddr_in target, peer;
+	const char *stranger, *capture_dev, *seeds_dir, *seed_prefix;
+	int spoof_port, l3, keyed, seed_cfg, seeds_max;
+	double seconds, capture_s;
+	long rate;
+};
+
+static struct {
+	uint8_t *d[POOL_MAX];
+	size_t n[POOL_MAX];
+	int count, reads, seeds;
+} pool;
+
+static void die(const char *what)
+{
+	fprintf(stderr, PROG ": %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int parse_addr(const char *s, struct sockaddr_in *a)
+{
+	char host[64];
+	const char *colon = strchr(s, ':');
+	size_t hl = colon ? (size_t)(colon - s) : strlen(s);
+
+	memset(a, 0, sizeof(*a));
+	a->sin_family = AF_INET;
+	a->sin_port = htons(colon ? (uint16_t)atoi(colon + 1) : SV_DEFAULT_PORT);
+	if (hl >= sizeof(host))
+		return -1;
+	memcpy(host, s, hl);
+	host[hl] = 0;
+	return inet_pton(AF_INET, host, &a->sin_addr) == 1 ? 0 : -1;
+}
+
+/* The length of the sleeve datagram at p (at most n bytes), from its header;
+ * 0 if p holds none. */
+static size_t dgram_len(const uint8_t *p, size_t n)
+{
+	size_t len;
+
+	if (n < SV_HDR_LEN || sv_get16(p) != SV_MAGIC)
+		return 0;
+	len = SV_HDR_LEN + sv_get16(p + 6);
+	if (p[4] & SV_F_ENC)
+		len += p[3] == SV_T_FRAG ? SV_CRYPTO_PRE : SV_CRYPTO_OVER;
+	return len <= n ? len : 0;
+}
+
+/* A captured read as fuzz_sock's input: from the peer, with its GRO segment
+ * size when it holds more than one datagram, a batch of its own. */
+static void write_seed(const struct opts *o, const uint8_t *p, size_t n, size_t seg)
+{
+	char path[4096];
+	FILE *f;
+
+	if (!o->seeds_dir || pool.seeds >= o->seeds_max || n > 0xffff)
+		return;
+	snprintf(path, sizeof(path), "%s/%s%d", o->seeds_dir, o->seed_prefix, pool.seeds++);
+	f = fopen(path, "wb");
+	if (!f)
+		die(path);
+	fputc(o->seed_cfg, f);
+	fputc(seg < n ? 0x50 : 0x40, f); /* the peer, [GRO size], the batch ends */
+	if (seg < n) {
+		fputc((int)(seg >> 8), f);
+		fputc((int)(seg & 0xff), f);
+	}
+	fputc((int)(n >> 8), f);
+	fputc((int)(n & 0xff), f);
+	fwrite(p, 1, n, f);
+	if (fclose(f))
+		die(path);
+}
+
+/* The peer's datagrams to the target, as they leave on dev: a UDP GSO send is
+ * one packet here and is cut back into datagrams by their headers. */
+static void capture(const struct opts *o)
+{
+	/* ETH_P_ALL: only such a socket sees what leaves, not just what arrives */
+	struct sockaddr_ll sll = {.sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL)};
+	struct timeval tv = {0, 100000};
+	static uint8_t buf[70000];
+	double end = now_s() + o->capture_s;
+	int fd = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_ALL));
+
+	if (fd < 0)
+		die("capture socket");
+	sll.sll_ifindex = (int)if_nametoindex(o->capture_dev);
+	if (!sll.sll_ifindex || bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
+		die(o->capture_dev);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (pool.count < POOL_MAX && now_s() < end) {
+		struct sockaddr_ll from;
+		socklen_t fl = sizeof(from);
+		ssize_t r = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
+		const uint8_t *ip = buf, *udp, *p;
+		size_t ihl, n, off = 0;
+
+		if (r < 28 || from.sll_protocol != htons(ETH_P_IP))
+			continue;
+		ihl = (size_t)(ip[0] & 0x0f) * 4;
+		if (ip[0] >> 4 != 4 || ip[9] != IPPROTO_UDP || (size_t)r < ihl + 8 ||
+		    (sv_get16(ip + 6) & 0x3fff) || memcmp(ip + 12, &o->peer.sin_addr, 4) ||
+		    memcmp(ip + 16, &o->target.sin_addr, 4))
+			continue;
+		udp = ip + ihl;
+		if (sv_get16(udp) != ntohs(o->peer.sin_port) || sv_get16(udp + 2) != ntohs(o->target.sin_port))
+			continue;
+		p = udp + 8;
+		n = (size_t)r - ihl - 8;
+		pool.reads++;
+		write_seed(o, p, n, dgram_len(p, n));
+		for (int taken = 0; off < n && pool.count < POOL_MAX && taken < POOL_PER_READ; taken++) {
+			size_t len = dgram_len(p + off, n - off);
+
+			if (!len)
+				break;
+			if (len <= 1472) {
+				pool.d[pool.count] = malloc(len);
+				if (!pool.d[pool.count])
+					die("malloc");
+				memcpy(pool.d[pool.count], p + off, len);
+				pool.n[pool.count++] = len;
+			}
+			off += len;
+		}
+	}
+	close(fd);
+}
+
+static uint64_t realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Builds datagram number i of a kind into buf; returns its length, or -1 when
+ * there is nothing of the kind to send (no capture). */
+static long build(const struct opts *o, enum kind k, unsigned long i, uint8_t *buf)
+{
+	uint8_t l3 = o->l3 ? SV_F_L3 : 0;
+	size_t n;
+
+	switch (k) {
+	case K_EMPTY:
+		return 0;
+	case K_ONE:
+		buf[0] = (uint8_t)randombytes_uniform(256);
+		return 1;
+	case K_HEADER:
+		sv_hdr_put(buf, SV_T_DATA, l3, 0);
+		return SV_HDR_LEN;
+	case K_TRUNCATED:
+		sv_hdr_put(buf, SV_T_DATA, SV_F_SINGLE | l3, 200);
+		randombytes_buf(buf + SV_HDR_LEN, 100);
+		return SV_HDR_LEN + 100;
+	case K_OVERSIZED:
+		sv_hdr_put(buf, SV_T_DATA, SV_F_SINGLE | l3, (uint16_t)(SV_MAX_DGRAM - SV_HDR_LEN));
+		memset(buf + SV_HDR_LEN, 0x4f, SV_MAX_DGRAM - SV_HDR_LEN);
+		return SV_MAX_DGRAM;
+	case K_RANDOM:
+		n = 8 + randombytes_uniform(1472 - 8 + 1);
+		randombytes_buf(buf, n);
+		if (buf[0] == SV_MAGIC >> 8)
+			buf[0] ^= 0x80;
+		return (long)n;
+	case K_REPLAYED:
+		if (!pool.count)
+			return -1;
+		n = pool.n[i % (unsigned long)pool.count];
+		memcpy(buf, pool.d[i % (unsigned long)pool.count], n);
+		return (long)n;
+	case K_WRONGKEY: {
+		uint8_t key[SV_KEY_LEN];
+		uint64_t session;
+		struct sv_seal seal;
+
+		randombytes_buf(key, sizeof(key));
+		randombytes_buf(&session, sizeof(session));
+		/* a counter no window has seen: the target must check the tag */
+		sv_seal_init(&seal, key, session, realtime_ns());
+		sv_hdr_put(buf, SV_T_DATA, SV_F_ENC | SV_F_SINGLE | l3, 60);
+		randombytes_buf(buf + sv_body_off(1), 60);
+		return (long)sv_seal_dgram(&seal, buf, 60);
+	}
+	default:
+		return -1;
+	}
+}
+
+/* The drop counter a datagram of kind k from source src lands in. */
+static const char *expect(const struct opts *o, enum source src, enum kind k)
+{
+	if (src == S_OTHER_PORT)
+		return "wrong_port";
+	if (src == S_STRANGER)
+		return "no_peer";
+	switch (k) {
+	case K_EMPTY:
+	case K_ONE:
+	case K_TRUNCATED:
+		return "truncated";
+	case K_HEADER:
+		return "bad_length";
+	case K_OVERSIZED:
+		return o->keyed ? "crypto_mismatch" : "oversize";
+	case K_RANDOM:
+		return "bad_magic";
+	case K_REPLAYED:
+		return o->keyed ? "replay" : "accepted";
+	case K_WRONGKEY:
+		return o->keyed ? "auth_fail" : "crypto_mismatch";
+	default:
+		return "?";
+	}
+}
+
+static int src_socket(const char *addr, uint16_t port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), big = 4 << 20;
+
+	if (fd < 0)
+		die("socket");
+	if (inet_pton(AF_INET, addr, &a.sin_addr) != 1) {
+		fprintf(stderr, PROG ": bad address %s\n", addr);
+		exit(2);
+	}
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &big, sizeof(big));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		die(addr);
+	return fd;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: " PROG " --target ADDR:PORT --peer ADDR:PORT [--stranger ADDR] [--spoof-port N]\n"
+		   "             [--seconds S] [--rate N] [--l3] [--keyed]\n"
+		   "             [--capture DEV [--capture-seconds S]\n"
+		   "              [--seeds DIR --seed-cfg N [--seed-prefix NAME] [--seeds-max N]]]\n");
+}
+
+static void parse(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{"target", required_argument, NULL, 't'},   {"peer", required_argument, NULL, 'p'},
+		{"stranger", required_argument, NULL, 's'}, {"spoof-port", required_argument, NULL, 'P'},
+		{"seconds", required_argument, NULL, 'S'},  {"rate", required_argument, NULL, 'r'},
+		{"l3", no_argument, NULL, '3'},             {"keyed", no_argument, NULL, 'k'},
+		{"capture", required_argument, NULL, 'c'},  {"capture-seconds", required_argument, NULL, 'C'},
+		{"seeds", required_argument, NULL, 'd'},    {"seed-cfg", required_argument, NULL, 'g'},
+		{"seed-prefix", required_argument, NULL, 'x'}, {"seeds-max", required_argument, NULL, 'm'},
+		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+	};
+	int c, have_t = 0, have_p = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->seconds = 4;
+	o->rate = 2000;
+	o->capture_s = 1.5;
+	o->seed_prefix = "capture-";
+	o->seeds_max = 8;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			have_t = parse_addr(optarg, &o->target) == 0;
+			break;
+		case 'p':
+			have_p = parse_addr(optarg, &o->peer) == 0;
+			break;
+		case 's':
+			o->stranger = optarg;
+			break;
+		case 'P':
+			o->spoof_port = atoi(optarg);
+			break;
+		case 'S':
+			o->seconds = atof(optarg);
+			break;
+		case 'r':
+			o->rate = atol(optarg);
+			break;
+		case '3':
+			o->l3 = 1;
+			break;
+		case 'k':
+			o->keyed = 1;
+			break;
+		case 'c':
+			o->capture_dev = optarg;
+			break;
+		case 'C':
+			o->capture_s = atof(optarg);
+			break;
+		case 'd':
+			o->seeds_dir = optarg;
+			break;
+		case 'g':
+			o->seed_cfg = atoi(optarg);
+			break;
+		case 'x':
+			o->seed_prefix = optarg;
+			break;
+		case 'm':
+			o->seeds_max = atoi(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	/* bounded: at most a minute, at most 100k datagrams a second */
+	if (!have_t || !have_p || o->seconds < 0 || o->seconds > 60 || o->rate < 1 || o->rate > 100000 ||
+	    o->capture_s < 0 || o->capture_s > 60 || o->spoof_port < 0 || o->spoof_port > 65535) {
+		usage(stderr);
+		exit(2);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t buf[SV_MAX_DGRAM + 64];
+	static unsigned long sent[S__N][K__N], errs;
+	struct opts o;
+	char peer_ip[INET_ADDRSTRLEN];
+	int fd[S__N] = {-1, -1, -1}, nsrc = 0, srcs[S__N];
+	double t0, end;
+	unsigned long i;
+
+	parse(argc, argv, &o);
+	if (sodium_init() < 0) {
+		fprintf(stderr, PROG ": sodium_init failed\n");
+		return 1;
+	}
+	inet_ntop(AF_INET, &o.peer.sin_addr, peer_ip, sizeof(peer_ip));
+	if (o.capture_dev)
+		capture(&o);
+	fd[S_OTHER_PORT] = src_socket(peer_ip, 0);
+	srcs[nsrc++] = S_OTHER_PORT;
+	if (o.stranger) {
+		fd[S_STRANGER] = src_socket(o.stranger, 0);
+		srcs[nsrc++] = S_STRANGER;
+	}
+	if (o.spoof_port) {
+		fd[S_SPOOFED] = src_socket(peer_ip, (uint16_t)o.spoof_port);
+		srcs[nsrc++] = S_SPOOFED;
+	}
+	t0 = now_s();
+	end = t0 + o.seconds;
+	for (i = 0; o.seconds > 0 && now_s() < end; i++) {
+		enum source src = (enum source)srcs[i % (unsigned long)nsrc];
+		enum kind k = (enum kind)((i / (unsigned long)nsrc) % K__N);
+		long n = build(&o, k, i / (unsigned long)(nsrc * K__N), buf);
+		double due = t0 + (double)i / (double)o.rate;
+
+		while (now_s() < due) {
+			struct timespec ts = {0, 200000};
+
+			nanosleep(&ts, NULL);
+		}
+		if (n < 0)
+			continue;
+		if (sendto(fd[src], buf, (size_t)n, 0, (struct sockaddr *)&o.target, sizeof(o.target)) == n)
+			sent[src][k]++;
+		else
+			errs++;
+	}
+	printf("{\"captured\": {\"reads\": %d, \"datagrams\": %d, \"seeds\": %d}, \"seconds\": %.2f, "
+	       "\"send_errors\": %lu,\n \"sent\": {",
+	       pool.reads, pool.count, pool.seeds, now_s() - t0, errs);
+	for (int j = 0; j < nsrc; j++) {
+		enum source src = (enum source)srcs[j];
+
+		printf("%s\n  \"%s\": {", j ? "," : "", source_names[src]);
+		for (int k = 0; k < K__N; k++)
+			printf("%s\"%s\": %lu", k ? ", " : "", kind_names[k], sent[src][k]);
+		printf("}");
+	}
+	printf("},\n \"expect\": {");
+	for (int j = 0; j < nsrc; j++) {
+		enum source src = (enum source)srcs[j];
+
+		printf("%s\n  \"%s\": {", j ? "," : "", source_names[src]);
+		for (int k = 0; k < K__N; k++)
+			printf("%s\"%s\": \"%s\"", k ? ", " : "", kind_names[k], expect(&o, src, (enum kind)k));
+		printf("}");
+	}
+	printf("}}\n");
+	for (int j = 0; j < S__N; j++)
+		if (fd[j] >= 0)
+			close(fd[j]);
+	for (int j = 0; j < pool.count; j++)
+		free(pool.d[j]);
+	return 0;
+}
