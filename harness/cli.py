@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import pathlib
@@ -81,11 +82,16 @@ def cmd_doctor(a) -> int:
     checks = doctor.all_checks()
     if a.inventory:
         checks += doctor.remote_checks(_inventory_hosts(a))
+    ok = all(c.ok for c in checks if c.required)
+    if a.format == "json":
+        import dataclasses
+        print(json.dumps({"ok": ok, "checks": [dataclasses.asdict(c) for c in checks]}, indent=2))
+        return 0 if ok else 1
     print(doctor.render(checks))
     if not a.inventory:
         print("backends: netns (this machine, checked above); ssh: real hosts, checked with "
               "`overlaybench doctor --inventory FILE`")
-    return 0 if all(c.ok for c in checks if c.required) else 1
+    return 0 if ok else 1
 
 
 def cmd_up(a) -> int:
@@ -127,10 +133,14 @@ def cmd_run(a) -> int:
     from harness import session
     store = session.run(scenario_path=a.scenario, overrides=_overrides(a), resume=a.resume,
                         results_dir=a.results, quiet=a.quiet, options=_options(a))
-    print(store.path)
-    from harness import stats
+    from harness import summary, tablefmt
     df = _load(store.path)
-    print(stats.format_table(stats.summary_table(df)))
+    table = summary.summary_table(df)
+    if a.format == "json":
+        print(json.dumps(_run_json(store, table), indent=2))
+    else:
+        print(store.path)
+        print(tablefmt.format_table(table))
     failed = df[df["metric"] == "failed"][["case", "repeat"]].drop_duplicates()
     if len(failed):
         total = len(df[["case", "repeat"]].drop_duplicates())
@@ -145,9 +155,22 @@ def _load(run):
     return results.load(run)
 
 
+def _run_json(store, table) -> dict:
+    """`run --format json`: where the run is, how it ended, and its summary rows."""
+    from harness import tablefmt
+    meta = store.read_meta()
+    return {"run_dir": str(store.path), "run_id": meta.get("run_id"), "status": meta.get("status"),
+            "start": meta.get("start"), "end": meta.get("end"), "cases_planned": meta.get("cases_planned"),
+            "summary": json.loads(tablefmt.frame_as(table, "json"))}
+
+
 def cmd_show(a) -> int:
-    from harness import stats
-    print(stats.format_summary(_load(a.run), a.format))
+    from harness import tablefmt
+    if a.raw:
+        fmt = "csv" if a.format == "table" else a.format
+        print(tablefmt.format_raw(_load(a.run), fmt))
+    else:
+        print(tablefmt.format_summary(_load(a.run), a.format))
     return 0
 
 
@@ -160,7 +183,19 @@ def cmd_report(a) -> int:
 
 def cmd_gate(a) -> int:
     from harness import gate
-    return gate.gate_main(a.run, a.baseline, junit=a.junit, summary=a.summary)
+    return gate.gate_main(a.run, a.baseline, junit=a.junit, summary=a.summary, fmt=a.format)
+
+
+def cmd_compare(a) -> int:
+    from harness import compare
+    m = {k: getattr(a, k) for k in ("modes", "underlay_mtu", "overlay_mtu", "placements", "tests", "streams",
+                                     "repeats", "duration") if getattr(a, k) is not None}
+    raw = ({"matrix": m} if m else {}) | ({"underlay": {"rate": a.rate}} if a.rate else {})
+    return compare.compare_main(a.base, run=a.run, repo=a.repo, head=a.head, scenario_path=a.scenario,
+                                overrides=raw, inject_ns=a.inject_ns, alpha=a.alpha,
+                                tolerances=compare.parse_tolerances(a.tolerance), results_dir=a.results,
+                                junit=a.junit, summary=a.summary, fmt=a.format, quiet=a.quiet,
+                                measure_unchanged=a.measure_unchanged)
 
 
 def cmd_baseline(a) -> int:
@@ -194,6 +229,7 @@ def parser() -> argparse.ArgumentParser:
     d.add_argument("--inventory", metavar="FILE", help="also check every host of this inventory over SSH")
     d.add_argument("--accept-new-host-keys", action="store_true",
                    help="trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
+    d.add_argument("--format", choices=["text", "json"], default="text")
     d.set_defaults(func=cmd_doctor)
 
     u = sub.add_parser("up", help="bring a local lab up and leave it (remove with `down`)")
@@ -246,11 +282,15 @@ def parser() -> argparse.ArgumentParser:
                         "default: wait for it)")
     r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.add_argument("--format", choices=["table", "json"], default="table",
+                   help="json: the run directory, its status and the summary rows as one JSON object")
     r.set_defaults(func=cmd_run)
 
     s = sub.add_parser("show", help="print a run's seed-style table")
     s.add_argument("run", help="run directory or id")
     s.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    s.add_argument("--raw", action="store_true",
+                   help="every measurement line instead of the summary (csv unless --format json)")
     s.set_defaults(func=cmd_show)
 
     rp = sub.add_parser("report", help="render one self-contained HTML report of one or more runs")
@@ -264,7 +304,45 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--baseline", required=True, metavar="FILE")
     g.add_argument("--junit", metavar="FILE", help="write JUnit XML")
     g.add_argument("--summary", metavar="FILE", help="write a markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    g.add_argument("--format", choices=["text", "json"], default="text", help="json: every case's verdict")
     g.set_defaults(func=cmd_gate)
+
+    c = sub.add_parser(
+        "compare", help="the sleeve at a base ref and at the working tree, interleaved in one run; "
+                        "exit 1 if head is significantly slower",
+        description="Build overlay/sleeve at --base REF and from the working tree (or --head REF), deploy "
+                    "both in turn within every repeat of one run, and judge head against base repeat by repeat "
+                    "(one-sided Wilcoxon signed-rank on per-repeat log-ratios, then the tolerance). Matrix "
+                    "flags override the scenario (default scenarios/ab.toml).")
+    c.add_argument("scenario", nargs="?", help="scenario TOML whose modes are compared (sleeve modes only)")
+    c.add_argument("--base", metavar="REF", help="git ref of the base build, e.g. a merge base or HEAD~1")
+    c.add_argument("--head", metavar="REF", help="git ref of the head build (default: the working tree)")
+    c.add_argument("--repo", metavar="DIR", help="the git repository to build from (default: this project)")
+    c.add_argument("--run", metavar="RUN", help="judge a finished A/B run instead of measuring")
+    c.add_argument("--measure-unchanged", action="store_true",
+                   help="measure even when base and head have the same sleeve source (an A/A run)")
+    c.add_argument("--inject-ns", type=int, metavar="N",
+                   help="add --calibrate-ns N to the head arm: a known slowdown, to measure the gate's power")
+    c.add_argument("--alpha", type=float, default=0.05, metavar="A", help="significance level (default 0.05)")
+    c.add_argument("--tolerance", action="append", metavar="METRIC=FRACTION",
+                   help="allowed change before a significant one fails, e.g. throughput_bps=0.05 "
+                        "(defaults: throughput_bps 0.05, latency_us 0.10); repeatable")
+    c.add_argument("--modes", type=_csv(str), metavar="A,B", help="sleeve modes to compare (each gets two arms)")
+    c.add_argument("--underlay-mtu", type=_csv(int), metavar="N,..")
+    c.add_argument("--overlay-mtu", type=_csv("mtu"), metavar="auto|N,..")
+    c.add_argument("--placements", type=_csv(str), metavar="P,..")
+    c.add_argument("--tests", type=_csv(str), metavar="T,..")
+    c.add_argument("--streams", type=_csv(int), metavar="N,..")
+    c.add_argument("--repeats", type=int, metavar="N", help="pairs per case; at least 5 for α = 0.05")
+    c.add_argument("--duration", type=float, metavar="S", help="seconds per test")
+    c.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
+    c.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
+    c.add_argument("--junit", metavar="FILE", help="write JUnit XML")
+    c.add_argument("--summary", metavar="FILE", help="write a markdown summary (e.g. $GITHUB_STEP_SUMMARY)")
+    c.add_argument("--format", choices=["text", "json"], default="text",
+                   help="json: the run directory and every case's verdict")
+    c.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    c.set_defaults(func=cmd_compare)
 
     b = sub.add_parser("baseline", help="write a gate baseline from a run")
     b.add_argument("run")

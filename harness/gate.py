@@ -1,4 +1,4 @@
-"""The regression gate: a baseline of ratios to native, and verdicts against it.
+"""The stored-baseline gate: a baseline of ratios to native, and a run judged against it.
 
 What is compared
     Every gated case — a non-native config key (mode, underlay MTU, overlay MTU,
@@ -24,26 +24,30 @@ When a case fails (STYLE.md, point 7: significance before threshold)
     A case that failed outright in the run (its tool died), or whose native reference
     failed, fails the gate. A baseline case absent from the run is a warning. All failures
     are collected and reported together; `gate_main` returns 1 once.
+
+The verdict's classes and the shared rule are in `verdict`, its text, markdown and JUnit
+in `verdict_render`. Head against base measured side by side in one run is `compare`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as _dt
 import json
 import logging
 import math
 import os
 import pathlib
-import xml.etree.ElementTree as ET
 from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
 
-from harness import stats
+from harness import stats, verdict_render
 from harness.errors import HarnessError
 from harness.results import load, read_meta
+from harness.significance import mann_whitney
+from harness.verdict import (CASE_FIELDS, ERROR, FAIL, FAILING, IMPROVED, MISSING, NEW, NOT_ENOUGH, PASS, SKIPPED,
+                             CaseVerdict, Verdict, case_name, decide)
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +55,9 @@ BASELINE_SCHEMA_VERSION = 1
 BASELINE_KIND = "overlaybench-baseline"
 DEFAULT_TOLERANCES = {"throughput_bps": 0.10, "latency_us": 0.15}
 DEFAULT_ALPHA = 0.05
-CASE_FIELDS = stats.CONFIG_KEY + ["metric"]
-
-# Verdict statuses. FAIL and ERROR fail the gate; the rest do not.
-PASS, FAIL, ERROR, IMPROVED = "pass", "fail", "error", "improved"
-NOT_ENOUGH, MISSING, SKIPPED, NEW = "not enough repeats", "missing", "skipped", "new"
-FAILING = (FAIL, ERROR)
+__all__ = ["CASE_FIELDS", "ERROR", "FAIL", "FAILING", "IMPROVED", "MISSING", "NEW", "NOT_ENOUGH", "PASS",
+           "SKIPPED", "CaseVerdict", "Verdict", "case_name", "baseline_from_frame", "make_baseline",
+           "save_baseline", "load_baseline", "evaluate_frame", "evaluate", "gate_main", "baseline_main"]
 
 
 # --------------------------------------------------------------------------- machine facts
@@ -103,13 +104,6 @@ def machine_warnings(base: dict[str, Any], now: dict[str, Any]) -> list[str]:
 
 def _case_key(d: dict[str, Any]) -> tuple:
     return tuple(stats._key(d.get(f)) for f in CASE_FIELDS)
-
-
-def case_name(d: dict[str, Any]) -> str:
-    """"fastdp underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"."""
-    k = {f: stats._key(d.get(f)) for f in CASE_FIELDS}
-    return (f"{k['mode']} underlay {k['underlay_mtu']} overlay {k['overlay_mtu']} {k['placement']} "
-            f"{k['test']} x{k['streams']} {k['metric']}")
 
 
 def baseline_from_frame(df: pd.DataFrame, meta: dict[str, Any],
@@ -213,171 +207,15 @@ def load_baseline(path: pathlib.Path | str) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- verdicts
 
-@dataclasses.dataclass
-class CaseVerdict:
-    case: dict[str, Any]                 # CASE_FIELDS
-    status: str
-    message: str = ""
-    baseline_median: float | None = None
-    current_median: float | None = None
-    change: float | None = None          # current / baseline - 1
-    p: float | None = None
-    n_baseline: int = 0
-    n_current: int = 0
-    tolerance: float | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.status in FAILING
-
-    @property
-    def name(self) -> str:
-        return case_name(self.case)
-
-    def headline(self) -> str:
-        c = self.case
-        return (f"{c['mode']} at underlay MTU {c['underlay_mtu']} (overlay {c['overlay_mtu']}), "
-                f"{c['placement']}, {c['test']} x{c['streams']}, {c['metric']}: {self.message}")
-
-
-@dataclasses.dataclass
-class Verdict:
-    cases: list[CaseVerdict]
-    warnings: list[str]
-    run_id: str | None = None
-    baseline_run_id: str | None = None
-    alpha: float = DEFAULT_ALPHA
-
-    @property
-    def failures(self) -> list[CaseVerdict]:
-        return [c for c in self.cases if c.failed]
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-    def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for c in self.cases:
-            out[c.status] = out.get(c.status, 0) + 1
-        return out
-
-    def headline(self) -> str:
-        gated = [c for c in self.cases if c.status != NEW]
-        counts = self.counts()
-        extra = ", ".join(f"{n} {s}" for s, n in counts.items() if s not in (PASS, FAIL, ERROR, NEW))
-        extra = f" ({extra})" if extra else ""
-        if self.ok:
-            return f"gate passed: no significant regression in {len(gated)} cases{extra}"
-        return f"gate FAILED: {len(self.failures)} of {len(gated)} cases regressed{extra}"
-
-    def to_text(self) -> str:
-        lines = [self.headline()]
-        lines += [f"  FAIL {c.headline()}" for c in self.failures]
-        lines += [f"  note {c.headline()}" for c in self.cases if c.status == NOT_ENOUGH]
-        lines += [f"  warning: {w}" for w in self.warnings]
-        return "\n".join(lines)
-
-    def to_markdown(self) -> str:
-        icon = {PASS: "✅", FAIL: "❌", ERROR: "❌", IMPROVED: "🚀", NOT_ENOUGH: "⚠️", MISSING: "⚠️",
-                SKIPPED: "⚠️", NEW: "🆕"}
-        out = [f"## overlaybench gate: {'✅ passed' if self.ok else '❌ failed'}", "",
-               f"Run `{self.run_id}` against baseline from run `{self.baseline_run_id}`. "
-               f"Ratios to native within each run; a case fails when the change is significant "
-               f"(one-sided Mann–Whitney U, α = {self.alpha}) and beyond its tolerance.", "",
-               f"**{self.headline()}**", ""]
-        for w in self.warnings:
-            out.append(f"> ⚠️ {w}")
-        if self.warnings:
-            out.append("")
-        head = ["", "Mode", "Underlay MTU", "Overlay MTU", "Placement", "Test", "Streams", "Metric",
-                "Baseline % of native", "Now % of native", "Change", "Tolerance", "p", "Verdict"]
-
-        def table(rows: list[CaseVerdict]) -> list[str]:
-            t = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-            for c in rows:
-                k = c.case
-                t.append("| " + " | ".join([
-                    icon.get(c.status, ""), str(k["mode"]), str(k["underlay_mtu"]), str(k["overlay_mtu"]),
-                    str(k["placement"]), str(k["test"]), str(k["streams"]), str(k["metric"]),
-                    _pct(c.baseline_median), _pct(c.current_median), _signed(c.change),
-                    _tol(c.tolerance), _p(c.p), c.status + (f": {c.message}" if c.failed else ""),
-                ]).replace("\n", " ") + " |")
-            return t
-
-        if self.failures:
-            out += ["### Regressions", ""] + table(self.failures) + [""]
-        rest = [c for c in self.cases if not c.failed]
-        if rest:
-            out += ["<details><summary>All other cases</summary>", ""] + table(rest) + ["", "</details>", ""]
-        return "\n".join(out)
-
-    def to_junit_xml(self) -> str:
-        suite = ET.Element("testsuite", name="overlaybench.gate", tests=str(len(self.cases)),
-                           failures=str(len(self.failures)), errors="0",
-                           skipped=str(sum(c.status in (NOT_ENOUGH, MISSING, SKIPPED) for c in self.cases)))
-        if self.warnings:
-            props = ET.SubElement(suite, "properties")
-            for w in self.warnings:
-                ET.SubElement(props, "property", name="warning", value=w)
-        for c in self.cases:
-            k = c.case
-            tc = ET.SubElement(suite, "testcase", classname=f"overlaybench.gate.{k['mode']}", name=c.name)
-            if c.failed:
-                msg = (f"{k['mode']} at underlay MTU {k['underlay_mtu']} (overlay MTU {k['overlay_mtu']}), "
-                       f"{k['metric']} ({k['test']}, {k['placement']}): {c.message}")
-                f = ET.SubElement(tc, "failure", message=msg, type="regression" if c.status == FAIL else "case-failed")
-                f.text = c.headline()
-            elif c.status in (NOT_ENOUGH, MISSING, SKIPPED):
-                ET.SubElement(tc, "skipped", message=f"{c.status}: {c.message}")
-            else:
-                ET.SubElement(tc, "system-out").text = f"{c.status}: {c.message}"
-        ET.indent(suite)
-        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
-
-
-def _pct(x: float | None) -> str:
-    return "—" if x is None or not math.isfinite(x) else f"{x * 100:.1f} %"
-
-
-def _signed(x: float | None) -> str:
-    return "—" if x is None or not math.isfinite(x) else f"{x * 100:+.1f} %"
-
-
-def _tol(x: float | None) -> str:
-    return "—" if x is None else f"±{x * 100:.0f} %"
-
-
-def _p(x: float | None) -> str:
-    return "—" if x is None else f"{x:.3g}"
-
-
 def _judge(case: dict[str, Any], base: list[float], cur: list[float], tol: float, alpha: float) -> CaseVerdict:
     hib = stats.higher_is_better(case["metric"])
     bmed, cmed = float(np.median(base)), float(np.median(cur))
-    change = cmed / bmed - 1 if bmed else math.nan
-    worse = stats.mann_whitney(cur, base, "less" if hib else "greater", alpha)
-    better = stats.mann_whitney(cur, base, "greater" if hib else "less", alpha)
-    bad = -change if hib else change            # > 0: moved the bad way
-    v = CaseVerdict(dict(case), PASS, baseline_median=bmed, current_median=cmed, change=change,
-                    p=worse.p, n_baseline=len(base), n_current=len(cur), tolerance=tol)
-    what = f"{cmed * 100:.1f} % of native, baseline {bmed * 100:.1f} % ({change * 100:+.1f} %"
-    if bad > tol:
-        if not worse.enough:
-            v.status = NOT_ENOUGH
-            v.message = (f"{what}, beyond ±{tol * 100:.0f} %) but {len(cur)} vs {len(base)} repeats cannot "
-                         f"reach significance (smallest p {worse.min_p:.3g} > α {alpha})")
-        elif worse.significant(alpha):
-            v.status = FAIL
-            v.message = f"{what}, beyond ±{tol * 100:.0f} %, p = {worse.p:.3g})"
-        else:
-            v.message = f"{what}) beyond tolerance but not significant (p = {worse.p:.3g})"
-    elif -bad > tol and better.significant(alpha):
-        v.status, v.p = IMPROVED, better.p
-        v.message = f"{what}, p = {better.p:.3g}); consider re-recording the baseline"
-    else:
-        v.message = f"{what})"
-    return v
+    return decide(case, higher_better=hib, base=bmed, current=cmed, change=cmed / bmed - 1 if bmed else math.nan,
+                  worse=mann_whitney(cur, base, "less" if hib else "greater", alpha),
+                  better=mann_whitney(cur, base, "greater" if hib else "less", alpha),
+                  tolerance=tol, alpha=alpha, n_base=len(base), n_current=len(cur),
+                  what=f"{cmed * 100:.1f} % of native, baseline {bmed * 100:.1f} %",
+                  improved_hint="consider re-recording the baseline")
 
 
 def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, Any]) -> Verdict:
@@ -457,35 +295,17 @@ def evaluate(run_dir: pathlib.Path | str, baseline: dict[str, Any]) -> Verdict:
 
 # --------------------------------------------------------------------------- CLI glue
 
-def _write(path: pathlib.Path | str, text: str, append: bool = False) -> None:
-    p = pathlib.Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        with open(p, "a" if append else "w") as f:
-            f.write(text)
-    except OSError as e:
-        raise HarnessError(f"{p}: cannot write ({e.strerror})") from e
-
-
 def gate_main(run: pathlib.Path | str, baseline_path: pathlib.Path | str,
-              junit: pathlib.Path | str | None = None, summary: pathlib.Path | str | None = None) -> int:
-    """`overlaybench gate RUN --baseline FILE [--junit FILE] [--summary FILE]`.
+              junit: pathlib.Path | str | None = None, summary: pathlib.Path | str | None = None,
+              fmt: str = "text") -> int:
+    """`overlaybench gate RUN --baseline FILE [--junit FILE] [--summary FILE] [--format text|json]`.
 
     Prints the verdict, writes JUnit XML and a markdown summary when asked (the summary is
     appended to $GITHUB_STEP_SUMMARY when no --summary is given and that variable is set).
     Returns 1 on a regression, 0 otherwise; HarnessError for bad input.
     """
-    baseline = load_baseline(baseline_path)
-    verdict = evaluate(run, baseline)
-    md = verdict.to_markdown()
-    if summary:
-        _write(summary, md + "\n")
-    elif os.environ.get("GITHUB_STEP_SUMMARY"):
-        _write(os.environ["GITHUB_STEP_SUMMARY"], md + "\n", append=True)
-    if junit:
-        _write(junit, verdict.to_junit_xml())
-    print(verdict.to_text())
-    return 0 if verdict.ok else 1
+    verdict = evaluate(run, load_baseline(baseline_path))
+    return verdict_render.publish(verdict, junit=junit, summary=summary, fmt=fmt)
 
 
 def baseline_main(run: pathlib.Path | str, out: pathlib.Path | str) -> None:

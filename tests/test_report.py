@@ -251,11 +251,11 @@ def test_udp_latency_run_shows_udp_latency_columns(tmp_path):
 
 
 def test_run_with_every_test_shows_every_column(tmp_path):
-    from harness import stats
+    from harness import tablefmt
     from report_fixtures.synth import EVERY_TEST
     run = make_run(tmp_path, underlay_mtus=[1500], tests=EVERY_TEST, repeats=2,
                    placements=("host-host", "container-container"))
     text = render([run], tmp_path / "r.html").read_text()
-    assert summary_headers(text) == [t for k, t in stats.TABLE_HEADERS if k not in ("streams", "ping_loss", "failed")]
+    assert summary_headers(text) == [t for k, t in tablefmt.TABLE_HEADERS if k not in ("streams", "ping_loss", "failed")]
     assert alts(text)[:2] == ["TCP and UDP throughput by mode and MTU", "Latency by mode and MTU"]
     assert len(images(text)) == ALL_PLOTS

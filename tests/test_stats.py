@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from harness import stats
+from harness import significance, stats, summary, tablefmt
 from harness.errors import HarnessError
 from report_fixtures.synth import make_records
 
@@ -111,7 +111,7 @@ def seed_rows(mode, bw_mb, lat_us, u=1500, placement="container-container"):
 def test_summary_table_reproduces_the_seed_percentages():
     df = frame(seed_rows("native", 116, 91.8) + seed_rows("sleeve-basic", 6.91, 372)
                + seed_rows("sleeve-l3", 23, 164) + seed_rows("fastdp", 112, 129))
-    t = stats.summary_table(df).set_index("mode")
+    t = summary.summary_table(df).set_index("mode")
     assert t.loc["native", "bw_pct"] == pytest.approx(100.0)
     assert t.loc["sleeve-basic", "bw_pct"] == pytest.approx(5.96, abs=0.01)
     assert t.loc["sleeve-basic", "lat_pct"] == pytest.approx(405.23, abs=0.01)
@@ -129,7 +129,7 @@ def test_summary_table_prefers_iperf3_and_fills_udp_and_cpu():
                  row(mode, placement=p, metric="cpu_total_pct", value=40, unit="pct"),
                  row(mode, placement=p, test="iperf3.udp", metric="loss_pct", value=1.5, unit="pct"),
                  row(mode, placement=p, test="iperf3.udp", metric="jitter_ms", value=0.01, unit="ms")]
-    t = stats.summary_table(frame(rows)).set_index("mode")
+    t = summary.summary_table(frame(rows)).set_index("mode")
     assert t.loc["fastdp", "tcp_test"] == "iperf3.tcp"
     assert t.loc["fastdp", "tcp_gbps"] == pytest.approx(5.0)
     assert t.loc["fastdp", "bw_pct"] == pytest.approx(50.0)
@@ -143,14 +143,14 @@ def test_summary_table_keeps_configs_whose_every_case_failed():
     df = frame(seed_rows("native", 116, 91.8)
                + [row("sleeve", placement="container-container", test="iperf3.tcp", metric="failed", value=None,
                       ok=False, error="sleeve: TAP device busy", datapath="sleeve")])
-    t = stats.summary_table(df).set_index("mode")
+    t = summary.summary_table(df).set_index("mode")
     assert t.loc["sleeve", "failed"] == 1
     assert math.isnan(t.loc["sleeve", "tcp_gbps"])
 
 
 def test_summary_table_of_realistic_run_has_one_row_per_mode_mtu_placement():
     df = frame(make_records(repeats=3, placements=("container-container",)))
-    t = stats.summary_table(df)
+    t = summary.summary_table(df)
     assert len(t) == 2 * 7                    # two underlay MTUs × seven modes
     assert t["repeats"].eq(3).all()
     assert not t[["tcp_gbps", "tcp_lat_us", "bw_pct", "lat_pct", "udp_loss_pct", "cpu_per_gbps"]].isna().any().any()
@@ -160,7 +160,7 @@ def test_summary_table_of_realistic_run_has_one_row_per_mode_mtu_placement():
 def test_format_table_prints_aligned_markdown_per_underlay_mtu():
     df = frame(seed_rows("native", 116, 91.8) + seed_rows("sleeve-basic", 6.91, 372)
                + seed_rows("native", 116, 91.8, u=9000) + seed_rows("fastdp", 112, 129, u=9000))
-    text = stats.format_table(stats.summary_table(df))
+    text = tablefmt.format_table(summary.summary_table(df))
     assert "Underlay MTU 1500" in text and "Underlay MTU 9000" in text
     lines = text.splitlines()
     header = next(line for line in lines if line.startswith("Mode"))
@@ -174,43 +174,43 @@ def test_format_table_prints_aligned_markdown_per_underlay_mtu():
 
 def test_format_table_accepts_a_measurements_frame_and_empty():
     df = frame(seed_rows("native", 116, 91.8))
-    assert "native" in stats.format_table(df)
-    assert stats.format_table(frame([])) == "No measurements."
+    assert "native" in tablefmt.format_table(df)
+    assert tablefmt.format_table(frame([])) == "No measurements."
 
 
 def test_format_summary_csv_json_and_bad_format():
     df = frame(seed_rows("native", 116, 91.8) + seed_rows("fastdp", 112, 129))
-    csv = stats.format_summary(df, "csv")
+    csv = tablefmt.format_summary(df, "csv")
     assert csv.splitlines()[0].startswith("underlay_mtu,rate,mode")
-    data = json.loads(stats.format_summary(df, "json"))
+    data = json.loads(tablefmt.format_summary(df, "json"))
     assert [d["mode"] for d in data] == ["native", "fastdp"]
     assert data[1]["tcp_lat_us"] == pytest.approx(129)
     assert data[0]["udp_loss_pct"] is None                  # NaN → null
     with pytest.raises(HarnessError, match="unknown format"):
-        stats.format_summary(df, "yaml")
+        tablefmt.format_summary(df, "yaml")
 
 
 def test_min_p_value_and_enough_repeats():
-    assert stats.min_p_value(2, 2, "less") == pytest.approx(1 / 6)
-    assert stats.min_p_value(3, 3, "less") == pytest.approx(0.05)
-    assert stats.min_p_value(5, 5, "less") == pytest.approx(1 / 252)
-    assert stats.min_p_value(5, 5) == pytest.approx(2 / 252)
-    assert not stats.mann_whitney([1, 2], [3, 4], "less").enough
-    assert stats.mann_whitney([1, 2, 3], [4, 5, 6], "less").significant()
+    assert significance.min_p_value(2, 2, "less") == pytest.approx(1 / 6)
+    assert significance.min_p_value(3, 3, "less") == pytest.approx(0.05)
+    assert significance.min_p_value(5, 5, "less") == pytest.approx(1 / 252)
+    assert significance.min_p_value(5, 5) == pytest.approx(2 / 252)
+    assert not significance.mann_whitney([1, 2], [3, 4], "less").enough
+    assert significance.mann_whitney([1, 2, 3], [4, 5, 6], "less").significant()
 
 
 def test_mann_whitney_direction():
     low, high = [1.0, 1.1, 0.9, 1.05, 0.95], [2.0, 2.1, 1.9, 2.05, 1.95]
-    assert stats.mann_whitney(low, high, "less").significant()
-    assert not stats.mann_whitney(low, high, "greater").significant()
-    same = stats.mann_whitney([1, 1, 1], [1, 1, 1], "less")
+    assert significance.mann_whitney(low, high, "less").significant()
+    assert not significance.mann_whitney(low, high, "greater").significant()
+    same = significance.mann_whitney([1, 1, 1], [1, 1, 1], "less")
     assert same.p == 1.0 and not same.significant()
 
 
 def test_bootstrap_ci_brackets_the_median():
-    lo, hi = stats.bootstrap_ci([9.8, 10.1, 10.0, 9.9, 10.2, 10.05])
+    lo, hi = significance.bootstrap_ci([9.8, 10.1, 10.0, 9.9, 10.2, 10.05])
     assert lo <= 10.025 <= hi
-    assert all(math.isnan(x) for x in stats.bootstrap_ci([1.0]))
+    assert all(math.isnan(x) for x in significance.bootstrap_ci([1.0]))
 
 
 def test_compare_runs_marks_significant_and_knows_direction():
@@ -229,12 +229,12 @@ def test_compare_runs_marks_significant_and_knows_direction():
 @pytest.mark.parametrize("v,expected", [(14.3, "14.3"), (0.6089, "0.609"), (123.4, "123"), (2.0, "2.00"),
                                         (None, "—"), (float("nan"), "—"), (0, "0")])
 def test_fmt_num(v, expected):
-    assert stats.fmt_num(v) == expected
+    assert tablefmt.fmt_num(v) == expected
 
 
 def test_fmt_range():
-    assert stats.fmt_range(9.41, 9.38, 9.45) == "9.41 (9.38–9.45)"
-    assert stats.fmt_range(9.41, 9.41, 9.41) == "9.41"
+    assert tablefmt.fmt_range(9.41, 9.38, 9.45) == "9.41 (9.38–9.45)"
+    assert tablefmt.fmt_range(9.41, 9.41, 9.41) == "9.41"
 
 
 # --------------------------------------------------------------------------- optional columns
@@ -272,7 +272,7 @@ def seed003_frame():
 
 def test_ping_only_run_shows_ping_columns_and_no_tcp_columns():
     df = seed003_frame()
-    t = stats.summary_table(df).set_index(["mode", "placement"])
+    t = summary.summary_table(df).set_index(["mode", "placement"])
     cc = t.loc[("sleeve-basic", "container-container")]
     assert (cc["ping_avg_us"], cc["ping_avg_us_min"], cc["ping_avg_us_max"]) == (685, 684, 686)
     assert (cc["ping_min_us"], cc["ping_max_us"], cc["ping_mdev_us"]) == (475, 968, pytest.approx(137.1))
@@ -280,7 +280,7 @@ def test_ping_only_run_shows_ping_columns_and_no_tcp_columns():
     assert t.loc[("native", "host-host"), "ping_pct"] == pytest.approx(100)
     assert t.loc[("sleeve-basic", "host-container"), "ping_pct"] == pytest.approx(129 / 106 * 100)
 
-    text = stats.format_table(df)
+    text = tablefmt.format_table(df)
     head = header_of(text)
     assert head == ["Mode", "Overlay MTU", "Datapath", "Placement", "Ping avg (µs)", "Ping %",
                     "Ping min/avg/max/mdev (µs)"]                       # no TCP, UDP, CPU, loss columns
@@ -299,10 +299,10 @@ def test_ping_only_run_shows_ping_columns_and_no_tcp_columns():
 def test_ping_loss_column_only_when_some_ping_lost_packets():
     df = frame(ping_rows("native", "host-host", 88, 105, 247, 38)
                + ping_rows("sleeve-basic", "container-container", 475, 684, 968, 137.1, loss=0.4))
-    text = stats.format_table(df)
+    text = tablefmt.format_table(df)
     assert "Ping loss %" in header_of(text)
     assert cells_of(text, "sleeve-basic", "container-container")["Ping loss %"] == "0.40"
-    assert "Ping loss %" not in stats.format_table(seed003_frame())
+    assert "Ping loss %" not in tablefmt.format_table(seed003_frame())
 
 
 def seed004_frame():
@@ -318,12 +318,12 @@ def seed004_frame():
 
 def test_udp_lat_run_shows_udp_latency_and_its_percent_of_native():
     df = seed004_frame()
-    t = stats.summary_table(df).set_index(["mode", "overlay_mtu"])
+    t = summary.summary_table(df).set_index(["mode", "overlay_mtu"])
     assert t.loc[("fastdp", 1410), "udp_lat_us"] == pytest.approx(61.4)
     assert t.loc[("fastdp", 1410), "udp_lat_pct"] == pytest.approx(61.4 / 48.1 * 100)
     assert t.loc[("fastdp", 8950), "bw_pct"] == pytest.approx(1090 / 1200 * 100)
     assert math.isnan(t.loc[("fastdp", 1410), "tcp_lat_us"])
-    text = stats.format_table(df)
+    text = tablefmt.format_table(df)
     assert header_of(text) == ["Mode", "Overlay MTU", "Datapath", "Placement", "TCP BW (Gbit/s)", "BW %",
                                "UDP Lat (µs)", "UDP Lat %"]
     lines = [x for x in text.splitlines() if x.startswith("fastdp")]
@@ -345,12 +345,12 @@ def iperf3_udp_rows(mode, gbps, loss, jitter, placement="host-host", test="iperf
 def test_iperf3_udp_run_shows_udp_bandwidth_loss_and_jitter():
     df = frame(iperf3_udp_rows("native", 0.95, 0.0, 0.004)
                + iperf3_udp_rows("sleeve", 0.62, 3.1, 0.02, placement="container-container"))
-    t = stats.summary_table(df).set_index("mode")
+    t = summary.summary_table(df).set_index("mode")
     assert t.loc["sleeve", "udp_gbps"] == pytest.approx(0.62)
     assert t.loc["sleeve", "udp_bw_pct"] == pytest.approx(0.62 / 0.95 * 100)
     assert t.loc["sleeve", "udp_test"] == "iperf3.udp"
     assert math.isnan(t.loc["sleeve", "tcp_gbps"])          # UDP throughput is not TCP throughput
-    text = stats.format_table(df)
+    text = tablefmt.format_table(df)
     assert header_of(text) == ["Mode", "Overlay MTU", "Datapath", "Placement", "UDP BW (Gbit/s)", "UDP BW %",
                                "UDP loss %", "UDP jitter (ms)"]
     c = cells_of(text, "sleeve", "container-container")
@@ -362,10 +362,10 @@ def test_iperf3_udp_run_shows_udp_bandwidth_loss_and_jitter():
 def test_qperf_udp_bw_is_the_udp_fallback_without_jitter():
     df = frame(iperf3_udp_rows("native", 4.0, 0.1, None, test="qperf.udp_bw")
                + iperf3_udp_rows("fastdp", 3.0, 0.5, None, placement="container-container", test="qperf.udp_bw"))
-    t = stats.summary_table(df).set_index("mode")
+    t = summary.summary_table(df).set_index("mode")
     assert t.loc["fastdp", "udp_test"] == "qperf.udp_bw"
     assert t.loc["fastdp", "udp_bw_pct"] == pytest.approx(75.0)
-    head = header_of(stats.format_table(df))
+    head = header_of(tablefmt.format_table(df))
     assert "UDP BW (Gbit/s)" in head and "UDP loss %" in head and "UDP jitter (ms)" not in head
 
 
@@ -373,8 +373,8 @@ def test_run_with_every_test_shows_every_column_in_table_csv_and_json():
     from report_fixtures.synth import EVERY_TEST
     df = frame(make_records(repeats=3, underlay_mtus=(1500,), tests=EVERY_TEST,
                             placements=("host-host", "container-container")))
-    t = stats.summary_table(df)
-    assert list(t.columns) == stats.SUMMARY_COLUMNS
+    t = summary.summary_table(df)
+    assert list(t.columns) == summary.SUMMARY_COLUMNS
     overlay = t[t["mode"] != "native"]
     for col in ("tcp_gbps", "tcp_lat_us", "bw_pct", "lat_pct", "udp_gbps", "udp_bw_pct", "udp_loss_pct",
                 "udp_jitter_ms", "udp_lat_us", "udp_lat_pct", "ping_avg_us", "ping_pct", "ping_min_us",
@@ -383,13 +383,13 @@ def test_run_with_every_test_shows_every_column_in_table_csv_and_json():
     assert (overlay["udp_lat_pct"] > 100).all() and (overlay["ping_pct"] > 100).all()
     assert (overlay["udp_bw_pct"] < 100).all()
     assert set(t["udp_test"]) == {"iperf3.udp"}              # iperf3.udp wins over qperf.udp_bw
-    text = stats.format_table(t)
-    assert header_of(text) == [title for key, title in stats.TABLE_HEADERS
+    text = tablefmt.format_table(t)
+    assert header_of(text) == [title for key, title in tablefmt.TABLE_HEADERS
                                if key not in ("streams", "ping_loss", "failed")]
     assert "No data" not in text
-    csv_head = stats.format_summary(df, "csv").splitlines()[0].split(",")
-    assert csv_head == stats.SUMMARY_COLUMNS
-    data = json.loads(stats.format_summary(df, "json"))
+    csv_head = tablefmt.format_summary(df, "csv").splitlines()[0].split(",")
+    assert csv_head == summary.SUMMARY_COLUMNS
+    data = json.loads(tablefmt.format_summary(df, "json"))
     sb = next(d for d in data if d["mode"] == "sleeve-basic" and d["placement"] == "container-container")
     assert sb["udp_lat_us"] > 0 and sb["ping_avg_us"] > sb["ping_min_us"] > 0 and sb["udp_gbps"] > 0
     assert sb["udp_test"] == "iperf3.udp" and sb["ping_loss_pct"] == 0
@@ -397,27 +397,27 @@ def test_run_with_every_test_shows_every_column_in_table_csv_and_json():
 
 def test_columns_follow_each_underlay_mtu_table():
     df = pd.concat([seed003_frame(), seed004_frame()])
-    text = stats.format_table(df)
+    text = tablefmt.format_table(df)
     b1500, b9000 = text.split("Underlay MTU 9000")
     assert "Ping avg (µs)" in b1500 and "TCP BW" not in b1500.split("\n\n")[1]
     assert "UDP Lat (µs)" in b9000 and "Ping avg" not in b9000.split("\n\n")[1]
 
 
 def test_missing_columns_notes_only_core_columns():
-    assert stats.missing_columns(stats.summary_table(seed004_frame())) == [
+    assert summary.missing_columns(summary.summary_table(seed004_frame())) == [
         "CPU per Gbit/s (no CPU samples alongside TCP throughput)"]
-    assert stats.missing_columns(stats.summary_table(seed003_frame())) == [
+    assert summary.missing_columns(summary.summary_table(seed003_frame())) == [
         "TCP throughput (no iperf3.tcp or qperf.tcp_bw measurements)"]
-    notes = stats.missing_columns(stats.summary_table(frame(seed_rows("sleeve", 23, 164))))
+    notes = summary.missing_columns(summary.summary_table(frame(seed_rows("sleeve", 23, 164))))
     assert notes == ["BW % of native (no native TCP throughput to compare with)",
                      "Lat % of native (no native TCP latency to compare with)",
                      "CPU per Gbit/s (no CPU samples alongside TCP throughput)"]
     only_bw = frame([row("native", test="qperf.tcp_bw", value=1e9)])
-    assert "TCP latency (no qperf.tcp_lat measurements)" in stats.missing_columns(stats.summary_table(only_bw))
+    assert "TCP latency (no qperf.tcp_lat measurements)" in summary.missing_columns(summary.summary_table(only_bw))
 
 
 def test_fmt_compact_and_ping_rtt():
-    assert [stats.fmt_compact(v) for v in (5.0, 52.3, 0.060, 1229.0, None)] == ["5", "52.3", "0.06", "1229", "—"]
-    assert stats.fmt_ping_rtt({"ping_min_us": 52, "ping_avg_us": 61, "ping_max_us": 90,
+    assert [tablefmt.fmt_compact(v) for v in (5.0, 52.3, 0.060, 1229.0, None)] == ["5", "52.3", "0.06", "1229", "—"]
+    assert tablefmt.fmt_ping_rtt({"ping_min_us": 52, "ping_avg_us": 61, "ping_max_us": 90,
                                "ping_mdev_us": 7}) == "52/61/90/7"
-    assert stats.fmt_ping_rtt({}) == "—"
+    assert tablefmt.fmt_ping_rtt({}) == "—"

@@ -44,14 +44,21 @@ class Sleeve(Mode):
     flags: tuple[str, ...] = ()
     l3 = False
     crypto = False
+    # A harness.builds.Build to deploy instead of the project's own build (the arms of
+    # `overlaybench compare`, e.g. sleeve@base and sleeve@head; see builds.variant).
+    sleeve_build = None
 
     @property
     def overhead(self) -> int:  # type: ignore[override]
         return (OVERHEAD_L3 if self.l3 else OVERHEAD_L2) + (OVERHEAD_CRYPTO if self.crypto else 0)
 
+    def source(self):
+        """The sleeve source this mode deploys: its build's (an A/B arm), else None (shipped)."""
+        return None if self.sleeve_build is None else self.sleeve_build.source
+
     def check(self, testbed: Testbed) -> None:
         for s in testbed.sides:
-            testbed.install_sleeve(s)       # builds it now: a build error stops the run here
+            testbed.install_sleeve(s, self.source())   # builds it now: a build error stops the run here
         h = testbed.sides[0].host
         if h.run(["test", "-c", "/dev/net/tun"], check=False).returncode != 0:
             raise UnsupportedError(f"mode {self.name}: /dev/net/tun missing on {h.name}: TUN/TAP unsupported here")
@@ -64,10 +71,12 @@ class Sleeve(Mode):
     # ------------------------------------------------------------------ deploy
     def deploy(self, testbed: Testbed, overlay_mtu: int) -> Datapath:
         dp = Datapath(self.name, self.kind, overlay_mtu, info={"flags": list(self.argv_flags()), "port": PORT})
+        if self.sleeve_build is not None:
+            dp.info["build"] = self.sleeve_build.describe()
         try:
             keys = self.keys()
             for s in testbed.sides:
-                binary = testbed.install_sleeve(s)
+                binary = testbed.install_sleeve(s, self.source())
                 dp.processes[s.index] = self._start(testbed, s, binary, overlay_mtu, keys[s.index])
                 failpoints.reached("deploy")
             for s in testbed.sides:
@@ -90,7 +99,8 @@ class Sleeve(Mode):
         return (key, key)
 
     def argv_flags(self) -> tuple[str, ...]:
-        return (("--l3",) if self.l3 else ()) + self.flags
+        extra = self.sleeve_build.flags if self.sleeve_build is not None else ()
+        return (("--l3",) if self.l3 else ()) + self.flags + extra
 
     def _start(self, testbed: Testbed, s: Side, binary: str, mtu: int, key: bytes | None) -> Process:
         peer = testbed.peer(s)

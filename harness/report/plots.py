@@ -20,7 +20,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from harness import stats
+from harness import stats, tablefmt
 
 # A fixed colour per mode (Okabe–Ito, colour-blind safe); the same in every plot and table.
 MODE_COLORS = {
@@ -113,7 +113,7 @@ def _variant_label(row: dict) -> str:
 
 
 def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabel: str, title: str, caption: str,
-                  value_fmt=lambda v: stats.fmt_num(v, 3)) -> Plot | None:
+                  value_fmt=lambda v: tablefmt.fmt_num(v, 3)) -> Plot | None:
     """Bars per mode grouped by underlay MTU, one panel per placement. `col` is one summary
     column, or a list of (column, y label) drawn as one row of panels each (rows without
     data are left out; None when no row has any)."""

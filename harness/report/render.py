@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import jinja2
 import pandas as pd
 
-from harness import stats
+from harness import stats, summary as summ, tablefmt
 from harness.errors import HarnessError
 from harness.report import plots
 from harness.results import load, read_meta, resolve_run
@@ -153,10 +153,7 @@ def _derived(df: pd.DataFrame, meta: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 # Cells that show a median with its min–max below: summary column, digits, number format.
-_RANGE_CELLS = {"tcp": ("tcp_gbps", 3, None), "lat": ("tcp_lat_us", 3, None), "udp_bw": ("udp_gbps", 3, None),
-                "loss": ("udp_loss_pct", 2, None), "jitter": ("udp_jitter_ms", 2, None),
-                "udp_lat": ("udp_lat_us", 3, None), "ping": ("ping_avg_us", 3, stats.fmt_compact),
-                "cpu": ("cpu_per_gbps", 3, None)}
+_RANGE_CELLS = {c.key: (c.field, c.digits, tablefmt.number_format(c)) for c in summ.COLUMNS if c.ranged}
 _CELL_CLASS = {"mode": "mode", "datapath": "nw", "placement": "nw"}
 
 
@@ -170,9 +167,9 @@ def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, st
             col, digits, fmt = _RANGE_CELLS[key]
             v = _cell(r, col, digits, fmt)
             cell.update(text=v["med"] + ("*" if key == "tcp" and c["tcp"].endswith("*") else ""), range=v["range"])
-        elif key in stats.PCT_CELLS:
+        elif key in tablefmt.PCT_CELLS:
             pct = r.get(key)
-            if stats.PCT_CELLS[key]:
+            if tablefmt.PCT_CELLS[key]:
                 cell.update(meter=_clip(pct, 0, 100), meter_title="share of native throughput")
             else:
                 cell.update(meter=_clip(100 * 100 / pct if pct else None, 0, 100),
@@ -184,18 +181,18 @@ def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, st
 def _tables(summary: pd.DataFrame) -> list[dict[str, Any]]:
     if summary.empty:
         return []
-    show_streams = stats._streams_vary(summary)
+    show_streams = tablefmt._streams_vary(summary)
     tables = []
     for mtu, part in summary.groupby("underlay_mtu", dropna=False, sort=False):
-        columns = stats.table_columns(part, show_streams)
+        columns = tablefmt.table_columns(part, show_streams)
         keys = [k for k, _ in columns]
         rows = []
-        for r, c in zip(part.to_dict("records"), stats.table_cells(part)):
+        for r, c in zip(part.to_dict("records"), tablefmt.table_cells(part)):
             color = plots.mode_color(r["mode"])
             rows.append({"r": r, "c": c, "color": color, "tint": plots.tint(color),
                          "cells": _row_cells(r, c, columns)})
         rate = stats._join_unique(part["rate"])
-        pcts = [t for k, t in columns if k in stats.PCT_CELLS]
+        pcts = [t for k, t in columns if k in tablefmt.PCT_CELLS]
         tables.append({"mtu": stats._key(mtu), "rate": rate or "uncapped", "rows": rows,
                        "columns": [{"key": k, "title": t, "cls": "" if k in _CELL_CLASS else "num"}
                                    for k, t in columns],
@@ -214,7 +211,7 @@ def _clip(v: Any, lo: float, hi: float) -> float | None:
 
 
 def _cell(r: dict[str, Any], col: str, digits: int = 3, fmt: Any = None) -> dict[str, str]:
-    fmt = fmt or stats.fmt_num
+    fmt = fmt or tablefmt.fmt_num
     med = fmt(r.get(col), digits)
     lo, hi = fmt(r.get(f"{col}_min"), digits), fmt(r.get(f"{col}_max"), digits)
     rng = "" if med == "—" or lo == "—" or lo == hi else f"{lo}–{hi}"
@@ -240,7 +237,7 @@ def load_run(run_dir: pathlib.Path | str) -> RunView:
     path = resolve_run(run_dir)
     meta = read_meta(path)
     df = load(path)
-    summary = stats.summary_table(df)
+    summary = summ.summary_table(df)
     ok = stats.ok_rows(df)
     notes: list[str] = []
     if df.empty:
@@ -253,12 +250,12 @@ def load_run(run_dir: pathlib.Path | str) -> RunView:
             notes.append("No native measurements: % of native cannot be computed.")
         if set(ok["mode"]) == {stats.NATIVE}:
             notes.append("Only native was measured: there is no overlay mode to compare with it.")
-        notes += [f"Column without data — {n}." for n in stats.missing_columns(summary)]
+        notes += [f"Column without data — {n}." for n in summ.missing_columns(summary)]
     if ok.empty:
         figs, plot_notes = [], (["No plots: nothing was measured successfully."] if not df.empty else [])
     else:
         figs, plot_notes = plots.all_plots(summary, df)
-    value_cols = sorted({c for cols in stats.TABLE_SOURCES.values() for c in cols})
+    value_cols = [f for c in summ.COLUMNS for f in c.fields]
     has_numbers = not summary.empty and summary[value_cols].notna().any().any()
     return RunView(path=path, run_id=str(meta.get("run_id") or path.name), meta=meta, df=df, summary=summary,
                    facts=_facts(meta), derived=_derived(df, meta),
@@ -272,10 +269,10 @@ def _unit_value(metric: str, v: Any) -> str:
     except (TypeError, ValueError):
         return "—"
     if metric == "throughput_bps":
-        return f"{stats.fmt_num(x / 1e9)} Gbit/s"
+        return f"{tablefmt.fmt_num(x / 1e9)} Gbit/s"
     if metric == "latency_us":
-        return f"{stats.fmt_num(x)} µs"
-    return stats.fmt_num(x)
+        return f"{tablefmt.fmt_num(x)} µs"
+    return tablefmt.fmt_num(x)
 
 
 def _comparisons(runs: list[RunView]) -> list[dict[str, Any]]:

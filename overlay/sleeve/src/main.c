@@ -87,7 +87,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: " PROG " --dev NAME --local ADDR[:PORT] --peer ADDR[:PORT] [--peer ...]\n"
 		"              [--l3] [--mtu N|auto] [--basic] [--no-batch] [--no-offload] [--segment]\n"
-		"              [--key-file FILE] [--stats-file FILE] [--heartbeat-ms N] [-v]\n"
+		"              [--key-file FILE] [--stats-file FILE] [--heartbeat-ms N]\n"
+		"              [--calibrate-ns N] [-v]\n"
 		"              [--version] [--help]\n"
 		"\n"
 		"Moves frames between a TAP (or TUN with --l3) device and UDP (port %d).\n"
@@ -104,6 +105,8 @@ static void usage(FILE *f)
 		"  --key-file FILE     32 raw bytes, mode 0600: ChaCha20-Poly1305 on every datagram\n"
 		"  --stats-file FILE   counters JSON on SIGUSR1 and at exit\n"
 		"  --heartbeat-ms N    heartbeat interval (default 1000)\n"
+		"  --calibrate-ns N    busy-wait N ns per frame read from or written to the device:\n"
+		"                      a known slowdown for measuring benchmarks (default 0)\n"
 		"  -v                  log decisions to stderr\n"
 		"Prints 'ready dev=NAME mtu=N' on stdout when the device is up.\n",
 		SV_DEFAULT_PORT);
@@ -130,6 +133,7 @@ enum {
 	O_KEY,
 	O_STATS,
 	O_HB,
+	O_CALIBRATE,
 	O_VERSION,
 	O_HELP,
 };
@@ -140,6 +144,7 @@ struct opts {
 	int npeers;
 	int l3, basic, nobatch, nooffload, segment, verbose, hb_ms;
 	int mtu; /* 0 = auto */
+	int calibrate_ns;
 };
 
 static int parse_int(const char *s, long lo, long hi, int *out)
@@ -171,6 +176,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{"key-file", required_argument, NULL, O_KEY},
 		{"stats-file", required_argument, NULL, O_STATS},
 		{"heartbeat-ms", required_argument, NULL, O_HB},
+		{"calibrate-ns", required_argument, NULL, O_CALIBRATE},
 		{"version", no_argument, NULL, O_VERSION},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
@@ -233,6 +239,12 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case O_HB:
 			if (parse_int(optarg, 10, 600000, &o->hb_ms) < 0) {
 				warnx_("--heartbeat-ms: expected 10..600000, got '%s'", optarg);
+				return 2;
+			}
+			break;
+		case O_CALIBRATE:
+			if (parse_int(optarg, 0, 10000000, &o->calibrate_ns) < 0) {
+				warnx_("--calibrate-ns: expected 0..10000000, got '%s'", optarg);
 				return 2;
 			}
 			break;
@@ -445,6 +457,7 @@ int main(int argc, char **argv)
 	s->segment = s->offload && o.segment;
 	s->verbose = verbose_flag = o.verbose;
 	s->hb_ms = o.hb_ms;
+	s->calibrate_ns = (uint64_t)o.calibrate_ns;
 	s->mtu_auto = !o.mtu;
 	s->stats_file = o.stats_file;
 	s->tap_fd = s->udp_fd = -1;

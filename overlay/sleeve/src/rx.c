@@ -466,6 +466,7 @@ int sv_tap_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet)
 	struct iovec v[SV_MAX_FRAGS + 1];
 	ssize_t r;
 
+	sv_calibrate(s);
 	if (s->vnet && !has_vnet) {
 		/* a plain frame at a vnet-header device: prepend an empty header */
 		if (n > (int)SV_MAX_FRAGS)

@@ -82,6 +82,7 @@ struct sv {
 	const char *dev;
 	int l3, basic, batch, offload, segment, verbose, hb_ms;
 	uint64_t spin_ns; /* busy-poll this long after traffic before sleeping */
+	uint64_t calibrate_ns; /* --calibrate-ns: busy-wait per frame to or from the device */
 	int mtu_auto, mtu; /* mtu: the device MTU in effect */
 	const char *stats_file;
 	int enc;
@@ -111,6 +112,17 @@ uint64_t sv_now_ns(void);
 /* One busy-poll step: yields the CPU; returns 0 when someone else needed it (the
  * yield took long), so that polling only ever uses otherwise idle CPU. */
 int sv_spin_yield(uint64_t now);
+/* --calibrate-ns: spend a fixed time on one frame (a known, adjustable slowdown). */
+static inline void sv_calibrate(const struct sv *s)
+{
+	uint64_t end;
+
+	if (!s->calibrate_ns)
+		return;
+	end = sv_now_ns() + s->calibrate_ns;
+	while (sv_now_ns() < end)
+		;
+}
 /* Overhead from the overlay MTU to the underlay MTU (outer IP included). */
 int sv_overhead(const struct sv *s);
 /* Largest UDP payload allowed towards every peer. */

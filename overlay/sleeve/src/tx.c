@@ -383,6 +383,7 @@ static void *tx_basic(struct sv *s)
 				usleep(1000);
 			continue;
 		}
+		sv_calibrate(s);
 		sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
 		sv_count(&s->ctr_tx, SV_C_TX_BYTES, (uint64_t)n);
 		if ((size_t)n <= sv_pack_max_frame(dgram, s->enc)) {
@@ -471,6 +472,7 @@ static void tx_loop(struct txq *q)
 			continue;
 		}
 		spin_end = 0;
+		sv_calibrate(s);
 		if (tx_frame(q, b, (size_t)n)) {
 			q->rbused++;
 			if (q->rbused == TX_RBUFS) {

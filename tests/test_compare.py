@@ -1,0 +1,157 @@
+"""harness.compare's judgement on synthetic A/B runs: pairs by repeat, signed-rank, then tolerance.
+
+Each synthetic repeat has a machine speed that drifts a lot between repeats (as this
+shared machine does) and hits both arms of that repeat alike, plus a little noise per
+measurement. Pairing cancels the drift; the tests pin down what is caught and what not.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+import pandas as pd
+import pytest
+
+from harness import compare, gate, verdict
+from harness.errors import HarnessError
+from harness.results import Measurement, RunStore
+
+CASE_TP = "sleeve underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"
+CASE_LAT = "sleeve underlay 1500 overlay 1450 container-container qperf.tcp_lat x1 latency_us"
+
+
+def rows(repeats=8, head=1.0, head_lat=1.0, seed=1, drift=0.25, noise=0.01, fail=None, modes=("sleeve",)):
+    """Lines of an A/B run: MODE@base and MODE@head, iperf3.tcp and qperf.tcp_lat per repeat.
+    head / head_lat scale the head arm's throughput / latency; fail = {(arm, repeat): reason}."""
+    rng = random.Random(seed)
+    out = []
+    for r in range(repeats):
+        speed = math.exp(rng.gauss(0, drift))
+        for mode in modes:
+            for arm, (tp, lat) in (("base", (1.0, 1.0)), ("head", (head, head_lat))):
+                m = f"{mode}@{arm}"
+                common = dict(mode=m, datapath="sleeve", underlay_mtu=1500, overlay_mtu=1450,
+                              placement="container-container", streams=1, repeat=r, run_id="ab")
+                if (arm, r) in (fail or {}):
+                    out.append(dict(common, case=f"{m}/iperf3", test="iperf3.tcp", metric="failed",
+                                    value=None, unit="", ok=False, error=fail[(arm, r)]))
+                else:
+                    out.append(dict(common, case=f"{m}/iperf3", test="iperf3.tcp", metric="throughput_bps",
+                                    value=4e9 * speed * tp * math.exp(rng.gauss(0, noise)), unit="bps", ok=True))
+                out.append(dict(common, case=f"{m}/qperf", test="qperf.tcp_lat", metric="latency_us",
+                                value=50 / speed * lat * math.exp(rng.gauss(0, noise)), unit="us", ok=True))
+    return pd.DataFrame(out)
+
+
+def by_name(v):
+    return {c.name: c for c in v.cases}
+
+
+def test_an_unchanged_pair_passes_however_much_the_machine_drifts():
+    v = compare.judge_frame(rows(drift=0.4), {"run_id": "ab"})
+    assert v.ok and v.kind == verdict.AB, v.to_text()
+    assert set(by_name(v)) == {CASE_TP, CASE_LAT}
+    assert all(abs(c.change) < 0.05 for c in v.cases)
+
+
+def test_a_ten_percent_slower_head_fails_and_names_the_case():
+    v = compare.judge_frame(rows(head=0.9), {"run_id": "ab"})
+    assert not v.ok
+    (f,) = v.failures
+    assert f.name == CASE_TP and f.status == gate.FAIL
+    assert f.change == pytest.approx(-0.10, abs=0.02)
+    assert f.p == pytest.approx(1 / 256)                 # all 8 pairs below 0
+    assert "head" in f.message and "Gbit/s" in f.message and "beyond ±5 %" in f.message
+    assert v.to_text().startswith("compare FAILED: 1 of 2 cases regressed")
+
+
+def test_within_tolerance_passes_even_when_significant():
+    v = compare.judge_frame(rows(head=0.97), {})
+    assert v.ok
+    assert by_name(v)[CASE_TP].p < 0.01 and by_name(v)[CASE_TP].change == pytest.approx(-0.03, abs=0.01)
+
+
+def test_latency_is_lower_is_better():
+    v = compare.judge_frame(rows(head_lat=1.3), {})
+    assert [c.name for c in v.failures] == [CASE_LAT]
+    faster = compare.judge_frame(rows(head_lat=0.7), {})
+    assert faster.ok and by_name(faster)[CASE_LAT].status == verdict.IMPROVED
+
+
+def test_four_pairs_cannot_fail_five_can():
+    few = compare.judge_frame(rows(repeats=4, head=0.5), {})
+    assert few.ok and by_name(few)[CASE_TP].status == verdict.NOT_ENOUGH
+    assert any("too few repeats" in w for w in few.warnings)
+    enough = compare.judge_frame(rows(repeats=5, head=0.5), {})
+    assert [c.name for c in enough.failures] == [CASE_TP] and enough.failures[0].p == pytest.approx(1 / 32)
+
+
+def test_alpha_and_tolerances_are_the_callers():
+    df = rows(head=0.9)
+    assert compare.judge_frame(df, {}, tolerances={"throughput_bps": 0.15, "latency_us": 0.1}).ok
+    assert not compare.judge_frame(df, {}, alpha=0.005).ok       # p = 1/256 still below
+    assert compare.judge_frame(rows(repeats=5, head=0.5), {}, alpha=0.01).ok   # 1/32 is not
+
+
+def test_a_head_that_failed_fails_the_gate_a_base_failure_warns():
+    v = compare.judge_frame(rows(fail={("head", 3): "sleeve exited before ready"}), {})
+    (f,) = v.failures
+    assert f.status == verdict.ERROR and f.name == CASE_TP and "repeat 3: sleeve exited" in f.message
+    w = compare.judge_frame(rows(fail={("base", 2): "iperf3: timeout"}), {})
+    assert w.ok and any("base arm" in x and "iperf3: timeout" in x for x in w.warnings)
+    assert by_name(w)[CASE_TP].n_current == 7
+
+
+def test_every_mode_is_judged_on_its_own_pairs():
+    v = compare.judge_frame(rows(modes=("sleeve", "sleeve-crypto")), {})
+    assert len(v.cases) == 4 and v.ok
+    assert {c.case["mode"] for c in v.cases} == {"sleeve", "sleeve-crypto"}
+
+
+def test_a_run_without_arms_is_bad_input():
+    plain = rows().assign(mode="sleeve")
+    with pytest.raises(HarnessError, match="not an A/B run"):
+        compare.judge_frame(plain, {"run_id": "x"})
+
+
+def test_outputs_say_head_against_base(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    store = RunStore.create(tmp_path, {"scenario": {}, "compare": {
+        "base": {"origin": "main (a1b2c3d4e5f6)", "flags": []},
+        "head": {"origin": "working tree of /repo", "flags": ["--calibrate-ns", "5000"]}}})
+    store.append(Measurement(**{k: v for k, v in r.items() if k not in ("run_id",)})
+                 for r in rows(head=0.8).to_dict("records"))
+    v = compare.judge(store.path)
+    md = v.to_markdown()
+    assert "## overlaybench compare: ❌ failed" in md and "| Base | Head |" in md
+    assert "main (a1b2c3d4e5f6)" in md and "--calibrate-ns 5000" in md and "Wilcoxon" in md
+    d = v.to_dict()
+    assert d["kind"] == "compare" and d["ok"] is False
+    tp = next(c for c in d["cases"] if c["metric"] == "throughput_bps")
+    assert tp["failed"] and tp["n_base"] == tp["n_head"] == 8 and tp["head"] < tp["base"]
+
+    assert compare.compare_main(None, run=str(store.path), fmt="json", junit=str(tmp_path / "j.xml")) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert out["run_dir"] == str(store.path) and [c["status"] for c in out["cases"]] == ["fail", "pass"]
+    assert 'name="overlaybench.compare"' in (tmp_path / "j.xml").read_text()
+
+
+@pytest.mark.parametrize("args, match", [
+    (dict(base=None), "needs --base REF"),
+    (dict(base="main", run="x"), "--run judges a finished A/B run"),
+    (dict(base="-x"), "not a git ref"),
+    (dict(base="main", inject_ns=0), "--inject-ns 0"),
+    (dict(base="main", alpha=1.5), "--alpha 1.5"),
+])
+def test_bad_arguments_are_one_clear_line(args, match):
+    with pytest.raises(HarnessError, match=match):
+        compare.compare_main(**args)
+
+
+def test_tolerances_parse_over_the_defaults():
+    assert compare.parse_tolerances(["throughput_bps=0.08"]) == {**compare.DEFAULT_TOLERANCES, "throughput_bps": 0.08}
+    for bad in ("throughput_bps", "cpu=0.1", "latency_us=1.5", "latency_us=x"):
+        with pytest.raises(HarnessError, match="METRIC=FRACTION"):
+            compare.parse_tolerances([bad])

@@ -1,0 +1,128 @@
+"""The A/B gate end to end on the real lab: builds from a temporary clone, both arms in one run.
+
+`overlaybench compare` builds overlay/sleeve at a git ref and from the working tree of a
+repository, measures both in one run and judges head against base. The tests make their
+own clone and commit in it, so they need nothing of this checkout's history (a shallow
+clone with one commit is enough). Builds go to a cache under the test's tmp directory.
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import needs_root
+from harness.endpoints import endpoints
+from harness.facts import PROJECT
+from harness.modes.sleeve import Sleeve
+
+pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.slow]
+
+# One short case: the A/B gate's own test, iperf3 TCP container to container at 1500.
+SHORT = ["--tests", "iperf3.tcp", "--underlay-mtu", "1500", "--placements", "container-container",
+         "--repeats", "6", "--duration", "2", "-q"]
+CASE = "sleeve at underlay MTU 1500 (overlay 1450), container-container, iperf3.tcp x1, throughput_bps"
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=overlaybench test",
+                           "-c", "user.email=test@overlaybench.invalid", *args],
+                          capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def clone(tmp_path, monkeypatch):
+    """A clone of this repository's HEAD in tmp_path, and a build cache beside it."""
+    monkeypatch.setenv("OVERLAYBENCH_CACHE", str(tmp_path / "cache"))
+    repo = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(PROJECT), str(repo)], check=True)
+    _git(repo, "checkout", "--quiet", "HEAD")
+    return repo
+
+
+def compare(repo, tmp_path, *args):
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    return subprocess.run([sys.executable, "-m", "harness.cli", "compare", "--repo", str(repo),
+                           "--results", str(tmp_path / "results"), *SHORT, *args],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+
+
+def test_compare_catches_a_commit_that_slows_the_sleeve(clone, tmp_path):
+    main_c = clone / "overlay" / "sleeve" / "src" / "main.c"
+    text = main_c.read_text()
+    marker = "\to->hb_ms = 1000;\n"
+    assert marker in text, "the option defaults moved: update this test's slowing change"
+    # The change: every frame costs 50 µs more, as a careless per-frame step would.
+    main_c.write_text(text.replace(marker, marker + "\to->calibrate_ns = 50000;\n", 1))
+    _git(clone, "commit", "--quiet", "-am", "sleeve: a slower default")
+
+    p = compare(clone, tmp_path, "--base", "HEAD~1", "--junit", str(tmp_path / "j.xml"))
+    assert p.returncode == 1, p.stdout + p.stderr
+    fail = [line for line in p.stdout.splitlines() if line.startswith("  FAIL ")]
+    assert len(fail) == 1 and CASE in fail[0], p.stdout
+    assert re.search(r"paired change \(-\d+\.\d %, beyond ±\d+ %, p = 0\.0\d+\)", fail[0]), fail[0]
+    assert "failure" in (tmp_path / "j.xml").read_text()
+    run = tmp_path / "results" / p.stdout.splitlines()[0].split("/")[-1]
+    meta = json.loads((run / "run.json").read_text())
+    base, head = meta["compare"]["base"], meta["compare"]["head"]
+    assert base["commit"] == _git(clone, "rev-parse", "HEAD~1").strip() and head["commit"] is None
+    assert base["source_hash"] != head["source_hash"]
+    assert {d["mode"] for d in meta["datapaths"]} == {"sleeve@base", "sleeve@head"}
+
+
+def test_compare_passes_an_unchanged_pair_and_reports_json(clone, tmp_path):
+    skipped = compare(clone, tmp_path, "--base", "HEAD")
+    assert skipped.returncode == 0 and "nothing to compare" in skipped.stdout, skipped.stdout + skipped.stderr
+    assert not (tmp_path / "results").exists()          # one binary for both arms: nothing measured
+    p = compare(clone, tmp_path, "--base", "HEAD", "--measure-unchanged", "--format", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = json.loads(p.stdout)
+    assert out["ok"] is True and out["kind"] == "compare"
+    (case,) = out["cases"]
+    assert case["status"] in ("pass", "improved") and case["n_base"] == case["n_head"] == 6
+    assert case["mode"] == "sleeve" and case["metric"] == "throughput_bps" and case["base"] > 0
+    meta = json.loads((tmp_path / "results" / out["run_id"] / "run.json").read_text())
+    assert meta["compare"]["base"]["source_hash"] == meta["compare"]["head"]["source_hash"]
+    # One source, one build: both arms ran the same cached binary.
+    assert len(list((tmp_path / "cache" / "sleeve").iterdir())) == 1
+
+
+def test_compare_refuses_bad_input_in_one_line(clone, tmp_path):
+    for args, needle in ((["--base", "no-such-ref"], "no-such-ref: no such commit"),
+                         (["--base", "HEAD", "--modes", "fastdp"], "mode fastdp: does not run the sleeve"),
+                         (["--base", "HEAD", "--repeats", "0"], "outside 1..1000")):
+        p = compare(clone, tmp_path, *args)
+        lines = p.stderr.strip().splitlines()
+        assert p.returncode == 2 and len(lines) == 1 and needle in lines[0], (args, p.stderr)
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+class Calibrated(Sleeve):
+    """The sleeve spending 500 µs on every frame it reads from or writes to its device."""
+    flags = ("--calibrate-ns", "500000")
+
+
+def _min_rtt_ms(lab, dp):
+    c, s = endpoints(lab, dp, "container-container")
+    out = c.host.run(["ping", "-c", "5", "-i", "0.2", "-W", "2", s.addr], check=False).stdout
+    m = re.search(r"rtt min/avg/max/mdev = ([\d.]+)/", out)
+    assert m, out
+    return float(m.group(1))
+
+
+def test_calibrate_ns_costs_its_time_on_every_frame_both_ways(lab):
+    # An echo request is read from one sleeve's device and written to the other's; so is
+    # the reply: four frame steps, so a round trip takes at least 4 × 500 µs.
+    rtts = {}
+    for mode in (Sleeve(), Calibrated()):
+        dp = mode.deploy(lab, 1450)
+        try:
+            assert ("--calibrate-ns" in dp.info["flags"]) is isinstance(mode, Calibrated)
+            rtts[type(mode).__name__] = _min_rtt_ms(lab, dp)
+        finally:
+            mode.teardown(lab, dp)
+    assert rtts["Calibrated"] >= 4 * 0.5, rtts
+    assert rtts["Sleeve"] < 4 * 0.5, rtts
