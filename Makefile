@@ -12,9 +12,12 @@ APT_RUN_BARE := wireguard-tools
 WIREGUARD_GO_MODULE  := golang.zx2c4.com/wireguard
 WIREGUARD_GO_VERSION := v0.0.0-20260522210424-ecfc5a8d5446
 SCENARIO ?= scenarios/quick.toml
+# Vagrant hosts and Docker containers: make test and the image targets need these, make bench does not.
+APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt
 
 .PHONY: setup setup-test bench test lint sleeve clean down
 .PHONY: wireguard-tools wireguard-go
+.PHONY: dockerd-up dockerd-down images vagrant-image tools-image
 
 setup: .venv/.stamp sleeve
 setup: wireguard-tools wireguard-go
@@ -33,6 +36,26 @@ setup: wireguard-tools wireguard-go
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+	@touch $@
+
+# A dockerd or vagrant already installed from elsewhere (docker-ce, HashiCorp's vagrant) is used as it is.
+# Installed here, no service starts (policy-rc.d), and docker.io's systemd units are disabled:
+# a dockerd on Docker's default 172.17/16 must not appear; make dockerd-up starts the lab's.
+.apt-hosts.stamp:
+	@missing=$$(for p in $(APT_HOSTS); do \
+	  case $$p in docker.io) command -v dockerd >/dev/null && continue;; \
+	    vagrant|vagrant-libvirt) command -v vagrant >/dev/null && ! dpkg -s vagrant >/dev/null 2>&1 && continue;; esac; \
+	  dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  held=; if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; \
+	    chmod 0755 /usr/sbin/policy-rc.d; held=1; fi; \
+	  rc=0; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing || rc=$$?; \
+	  [ -z "$$held" ] || rm -f /usr/sbin/policy-rc.d; \
+	  case " $$missing " in *" docker.io "*) if [ -d /run/systemd/system ]; then \
+	    systemctl disable --now docker.service docker.socket || true; fi;; esac; \
+	  [ $$rc -eq 0 ] || exit $$rc; \
 	fi
 	@touch $@
 
@@ -64,6 +87,7 @@ wireguard-go: .venv/.stamp
 	fi
 
 setup-test: setup .apt-test.stamp
+setup-test: .apt-hosts.stamp
 
 # The main job on the local lab: run the quick scenario, print its table, write a report.
 bench: setup
@@ -72,9 +96,30 @@ bench: setup
 	$(PY) -m harness.cli report $$run -o reports/$$(basename $$run).html
 
 # Unit and integration tests of harness/ and overlay/ (real namespaces, real tools).
+# A dockerd runs for them (the one started here, if none answered, is stopped afterwards).
 test: setup-test
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan netns; fi
-	$(PY) -m pytest -q tests
+	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
+	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
+	$(MAKE) -s images && $(PY) -m pytest -q tests
+
+# dockerd with its bridge in the benchmark range (198.19.254.1/24), started only when none
+# answers; dockerd-down stops only the one dockerd-up started.
+dockerd-up: .apt-hosts.stamp
+	@images/dockerd.sh up
+
+dockerd-down:
+	@images/dockerd.sh down
+
+# Local images from one cached debootstrap of Debian bookworm (no registry needed); a no-op
+# while the image carries its recipe's current hash. They leave dockerd running.
+vagrant-image: dockerd-up
+	@images/build.sh vagrant-host
+
+tools-image: dockerd-up
+	@images/build.sh tools
+
+images: vagrant-image tools-image
 
 # The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
 lint:
@@ -87,4 +132,5 @@ down:
 
 clean:
 	rm -rf .venv .apt-run.stamp .apt-test.stamp
+	rm -f .apt-hosts.stamp
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve clean; fi

@@ -43,7 +43,7 @@ def open_ssh(sc, opts: Options) -> Testbed:
     from harness.hosts.ssh import SshHost
     from harness.remote import RemoteTestbed
     hosts = tuple(SshHost(ssh_settings(spec, opts)) for spec in pair)
-    return RemoteTestbed(pair, hosts, opts, backend="ssh")
+    return RemoteTestbed(pair, hosts, opts, backend="ssh", containers=sc.containers)
 
 
 BACKENDS: dict[str, str | Callable] = {

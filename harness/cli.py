@@ -49,7 +49,7 @@ def _overrides(a: argparse.Namespace) -> dict:
     if a.rate is not None:
         raw["underlay"] = {"rate": a.rate}
     backend = a.backend or ("ssh" if a.inventory else None)
-    tb = {k: v for k, v in (("backend", backend), ("pair", a.pair),
+    tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
                             ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
     if tb:
         raw["testbed"] = tb
@@ -58,8 +58,12 @@ def _overrides(a: argparse.Namespace) -> dict:
 
 def _options(a: argparse.Namespace):
     from harness.testbed import Options
+    vdir = getattr(a, "vagrant_dir", None)
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
-                   concurrent=getattr(a, "concurrent", False))
+                   concurrent=getattr(a, "concurrent", False),
+                   vagrant_dir=os.path.abspath(vdir) if vdir else None,
+                   vagrant_destroy=getattr(a, "vagrant_destroy", False),
+                   vagrant_provider=getattr(a, "vagrant_provider", None))
 
 
 def _inventory_hosts(a: argparse.Namespace) -> list:
@@ -78,6 +82,9 @@ def cmd_doctor(a) -> int:
     if a.inventory:
         checks += doctor.remote_checks(_inventory_hosts(a))
     print(doctor.render(checks))
+    if not a.inventory:
+        print("backends: netns (this machine, checked above); ssh: real hosts, checked with "
+              "`overlaybench doctor --inventory FILE`")
     return 0 if all(c.ok for c in checks if c.required) else 1
 
 
@@ -93,7 +100,10 @@ def cmd_up(a) -> int:
 
 
 def cmd_down(a) -> int:
-    if a.inventory:
+    if a.backend == "vagrant":
+        from harness.vagrant_backend import destroy
+        removed, kept = destroy(_options(a)), []
+    elif a.inventory:
         from harness.remote import down as remote_down
         hosts = _inventory_hosts(a)
         try:
@@ -195,6 +205,9 @@ def parser() -> argparse.ArgumentParser:
     dn.add_argument("--force", action="store_true",
                     help="also remove what a running overlaybench (or another machine's) owns")
     dn.add_argument("--inventory", metavar="FILE", help="remove leftovers on this inventory's hosts over SSH")
+    dn.add_argument("--backend", choices=["netns", "ssh", "vagrant"],
+                    help="vagrant: destroy the Vagrantfile's machines (vagrant destroy -f)")
+    dn.add_argument("--vagrant-dir", metavar="DIR", help="where the Vagrantfile is (default: the repository)")
     dn.add_argument("--accept-new-host-keys", action="store_true", help=argparse.SUPPRESS)
     dn.set_defaults(func=cmd_down)
 
@@ -215,9 +228,16 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--duration", type=float, metavar="S", help="seconds per test")
     r.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
     r.add_argument("--backend", choices=["netns", "ssh", "vagrant"],
-                   help="netns: a local lab of namespaces (default); ssh: two hosts of --inventory")
+                   help="netns: a local lab of namespaces (default); ssh: two hosts of --inventory; "
+                        "vagrant: the two machines of a Vagrantfile (brought up if needed)")
+    r.add_argument("--vagrant-dir", metavar="DIR", help="where the Vagrantfile is (default: the repository)")
+    r.add_argument("--vagrant-destroy", action="store_true", help="vagrant destroy -f the machines after the run")
+    r.add_argument("--vagrant-provider", metavar="NAME",
+                   help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
     r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
     r.add_argument("--pair", type=_csv(str), metavar="A,B", help="which two inventory hosts (default: the first two)")
+    r.add_argument("--containers", choices=["netns", "docker"],
+                   help="container endpoints: network namespaces (default) or real Docker containers")
     r.add_argument("--accept-new-host-keys", action="store_true",
                    help="trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
     r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")

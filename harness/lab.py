@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from harness import failpoints, sleeve_build
+from harness import containers as containers_mod, failpoints, sleeve_build
 from harness.cpu import MachineMeter
 from harness.errors import HarnessError
 from harness.hosts import LocalHost, NetnsHost
@@ -70,7 +70,7 @@ def _pid_alive(pid: int | None) -> bool:
 
 def open_testbed(sc, opts: Options) -> "Lab":
     """The netns backend: a lab allocated (its prefix and state directory), not yet built."""
-    return Lab.allocate(run_id=opts.run_id)
+    return Lab.allocate(run_id=opts.run_id, containers=sc.containers)
 
 
 class Lab(Testbed):
@@ -79,7 +79,7 @@ class Lab(Testbed):
     backend = "netns"
     measures_here = True
 
-    def __init__(self, prefix: str, index: int, persistent: bool = False):
+    def __init__(self, prefix: str, index: int, persistent: bool = False, containers: str = "netns"):
         self.prefix = prefix
         self.index = index
         self.persistent = persistent
@@ -99,6 +99,7 @@ class Lab(Testbed):
         self.sides = (sides[0], sides[1])
         self.root = LocalHost("root")
         self.meter = MachineMeter(self.root)
+        self.containers = containers_mod.get(containers)
         self._sleeves: dict[tuple, pathlib.Path] = {}
 
     # names -----------------------------------------------------------------
@@ -124,7 +125,7 @@ class Lab(Testbed):
         return lab
 
     @classmethod
-    def allocate(cls, persistent: bool = False, run_id: str = "") -> "Lab":
+    def allocate(cls, persistent: bool = False, run_id: str = "", containers: str = "netns") -> "Lab":
         """Claim a prefix, an index (its management addresses) and a state directory."""
         require_root()
         if not shutil.which("ip"):
@@ -135,11 +136,11 @@ class Lab(Testbed):
         if index is None:
             raise HarnessError(f"{MAX_LABS} labs exist already: run `overlaybench down`")
         prefix = "ob" + secrets.token_hex(2)
-        lab = cls(prefix, index, persistent)
+        lab = cls(prefix, index, persistent, containers)
         lab.state_dir.mkdir(parents=True)
         (lab.state_dir / "state.json").write_text(json.dumps(
             {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
-             "run_id": run_id, "created": time.time()}))
+             "run_id": run_id, "containers": containers, "created": time.time()}))
         return lab
 
     def build(self, underlay_mtu: int = 1500, rate: str | None = None) -> None:
@@ -153,6 +154,9 @@ class Lab(Testbed):
 
     def preflight(self, sc) -> None:
         """The lab's hosts share this machine's file system: its tools are theirs."""
+        problems = self.containers.check(self.root, "this machine")
+        if problems:
+            raise HarnessError("; ".join(problems))
         from harness.preflight import needed_binaries
         missing = [b for b in needed_binaries(sc, base=LAB_BINARIES) if not shutil.which(b)]
         if missing:
@@ -179,8 +183,9 @@ class Lab(Testbed):
 
     def _build(self) -> None:
         for s in self.sides:
+            _ip("netns", "add", s.host.netns)
+            self.containers.create(self.root, s.container.netns, {"overlaybench.prefix": self.prefix})
             for h in (s.host, s.container):
-                _ip("netns", "add", h.netns)
                 _ip("-n", h.netns, "link", "set", "lo", "up")
                 # No IPv6 chatter (DAD, router solicitations) in the measurements.
                 h.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
@@ -221,7 +226,7 @@ class Lab(Testbed):
 
     def facts(self) -> dict:
         return {"backend": "netns", "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
-                "rate": self.rate,
+                "rate": self.rate, **self.containers.facts(),
                 "addresses": {f"h{s.index}": {"underlay": s.underlay_ip, "overlay": s.overlay_ip,
                                               "container": s.container_ip,
                                               "mgmt": self.mgmt_addrs(s.index)[1]} for s in self.sides}}
@@ -289,6 +294,7 @@ def remove_lab(prefix: str) -> list[str]:
     for link in _lab_links().get(prefix, []):
         _ip("link", "del", link, check=False)
         removed.append(f"link {link}")
+    removed += containers_mod.remove_prefix_everywhere(LocalHost("root"), prefix)
     d = STATE_ROOT / prefix
     if d.exists():
         shutil.rmtree(d, ignore_errors=True)

@@ -23,6 +23,8 @@ MODE_FEATURES = {"fastdp": ("vxlan",), "auto": ("vxlan", "tun"), "sleeve": ("tun
 SCRIPT = r"""
 [ "$(id -u)" = 0 ] || echo "notroot $(id -un)"
 ip netns list >/dev/null 2>&1 || echo "nonetns"
+ip netns add "obchk$$" >/dev/null 2>&1 && ip netns del "obchk$$" || echo "nonetnsadd"
+[ -w /proc/sys/net/ipv4/conf/all/forwarding ] || echo "nosysctl"
 for t in $TOOLS; do command -v "$t" >/dev/null 2>&1 || echo "missing $t"; done
 for f in $FEATURES; do
   eval "probe=\$probe_$f"
@@ -67,6 +69,12 @@ def host_problems(host: Host, name: str, sc) -> list[str]:
         elif word == "nonetns":
             problems.append(f"{name}: `ip netns` does not work (iproute2 missing or not root): "
                             f"apt-get install -y iproute2")
+        elif word == "nonetnsadd":
+            problems.append(f"{name}: cannot make network namespaces (`ip netns add` mounts: it needs "
+                            f"CAP_SYS_ADMIN; in a container, --cap-add SYS_ADMIN)")
+        elif word == "nosysctl":
+            problems.append(f"{name}: /proc/sys is read-only (per-device sysctls such as forwarding cannot "
+                            f"be set; in a container, --security-opt systempaths=unconfined)")
         elif word == "missing":
             missing.append(rest)
         elif word == "nofeature":

@@ -27,7 +27,7 @@ import socket
 import tempfile
 import time
 
-from harness import failpoints, sleeve_build
+from harness import containers as containers_mod, failpoints, sleeve_build
 from harness.cpu import PerHostMeter
 from harness.errors import HarnessError
 from harness.hosts import NetnsHost
@@ -80,7 +80,7 @@ class RemoteTestbed(Testbed):
     """A pair of remote hosts. Construct (nothing is made), preflight(), build(), teardown()."""
 
     def __init__(self, specs: tuple[HostSpec, HostSpec], hosts: tuple[Host, Host], opts: Options,
-                 backend: str = "ssh", facts: dict | None = None):
+                 backend: str = "ssh", facts: dict | None = None, containers: str = "netns"):
         self.backend = backend
         self.specs = specs
         self.opts = opts
@@ -90,6 +90,7 @@ class RemoteTestbed(Testbed):
         self.underlay_mtu = 0
         self.rate: str | None = None
         self.meter = PerHostMeter()
+        self.containers = containers_mod.get(containers)
         self.extra_facts = facts or {}
         self._nic_mtu: dict[int, int] = {}
         self._capped = False
@@ -97,6 +98,7 @@ class RemoteTestbed(Testbed):
         self._torn_down = False
         self._sleeves: dict[tuple, str] = {}
         self._artifacts = pathlib.Path(tempfile.mkdtemp(prefix=f"overlaybench-{self.prefix}-"))
+        self.after_teardown: list = []      # what a backend removes once the hosts are clean
         sides = []
         for i, (spec, raw) in enumerate(zip(specs, hosts)):
             host = Tagged(raw, self.prefix)
@@ -105,7 +107,7 @@ class RemoteTestbed(Testbed):
                               underlay_ip=spec.underlay_address, overlay_ip=f"{OVERLAY_NET}.{i + 1}",
                               bridge=f"{p}-br0", container=NetnsHost(f"{p}-c{i}", name=f"{spec.name}/c{i}", host=host),
                               container_ip=f"{OVERLAY_NET}.{11 + i}", container_dev="eth0",
-                              container_port=f"{p}-vc{i}", workdir=self.state, prefix=p))
+                              container_port=f"{p}-vc{i}", workdir=f"{self.state}/h{i}", prefix=p))
         self.sides = (sides[0], sides[1])
 
     @property
@@ -118,6 +120,7 @@ class RemoteTestbed(Testbed):
         problems = []
         for s, spec in zip(self.sides, self.specs):
             problems += preflight.host_problems(s.host, spec.name, sc)
+            problems += self.containers.check(s.host, spec.name)
             used = s.host.run(["ip", "-o", "-4", "route", "show", "root", f"{OVERLAY_NET}.0/24"],
                               check=False, timeout=10).stdout.split("\n")
             clash = [ln.split()[ln.split().index("dev") + 1] for ln in used
@@ -193,11 +196,11 @@ class RemoteTestbed(Testbed):
         self._built = True
         try:
             for s, spec in zip(self.sides, self.specs):
-                state = {**owner, "host": spec.name, "underlay": {
-                    "dev": s.underlay_dev, "mtu": self._nic_mtu[s.index], "managed": spec.manage_underlay}}
-                s.host.run(["mkdir", "-p", "-m", "0700", self.state])
-                s.host.run(["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", f"{self.state}/state.json"],
-                           input=json.dumps(state))
+                underlay = {"host": spec.name, "dev": s.underlay_dev, "mtu": self._nic_mtu[s.index],
+                            "managed": spec.manage_underlay}
+                s.host.run(["mkdir", "-p", "-m", "0700", self.state, s.workdir])
+                for path, doc in ((f"{self.state}/state.json", owner), (f"{s.workdir}/underlay.json", underlay)):
+                    s.host.run(["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", path], input=json.dumps(doc))
                 self._build_side(s)
             self.set_underlay(underlay_mtu, rate)
         except BaseException:
@@ -214,7 +217,11 @@ class RemoteTestbed(Testbed):
             ["sysctl", "-q", "-w", f"net.ipv4.conf.{br}.forwarding=1"],
             ["ip", "addr", "add", f"{s.overlay_ip}/{self.overlay_prefix}", "dev", br],
             ["ip", "link", "set", br, "up"],
-            ["ip", "netns", "add", ns],
+        ]
+        for argv in cmds:
+            h.run(argv)
+        self.containers.create(h, ns, {"overlaybench.prefix": self.prefix, "overlaybench.run": self.opts.run_id})
+        cmds = [
             ["ip", "link", "add", port, "type", "veth", "peer", "name", peer_end],
             ["sysctl", "-q", "-w", f"net.ipv6.conf.{port}.disable_ipv6=1"],
             ["ip", "link", "set", peer_end, "netns", ns],
@@ -245,7 +252,7 @@ class RemoteTestbed(Testbed):
         key = (side.index, str(source.path) if source else None, source.label if source else None)
         if key not in self._sleeves:
             label = source.label if source else "shipped"
-            self._sleeves[key] = sleeve_build.install_remote(side.host, f"{self.state}/sleeve-{label}", source)
+            self._sleeves[key] = sleeve_build.install_remote(side.host, f"{side.workdir}/sleeve-{label}", source)
         return self._sleeves[key]
 
     # ------------------------------------------------------------- teardown
@@ -257,7 +264,7 @@ class RemoteTestbed(Testbed):
             if not self._built:
                 continue
             try:
-                remove_remote(s.host, self.prefix)
+                remove_remote(s.host, self.prefix, s.index)
             except HarnessError as e:
                 log.warning("%s: teardown of %s incomplete: %s", spec.name, self.prefix, e)
             failpoints.reached("teardown")
@@ -266,12 +273,14 @@ class RemoteTestbed(Testbed):
         for f in self._artifacts.glob("*"):
             f.unlink(missing_ok=True)
         self._artifacts.rmdir()
+        for step in self.after_teardown:
+            step()
         log.info("remote testbed %s removed", self.prefix)
 
     # ------------------------------------------------------------- facts
     def facts(self) -> dict:
         return {"backend": self.backend, "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
-                "rate": self.rate, **self.extra_facts,
+                "rate": self.rate, **self.extra_facts, **self.containers.facts(),
                 "hosts": {f"h{s.index}": {"name": spec.name, "address": spec.address, "user": spec.user,
                                           "sudo": spec.sudo, "underlay_dev": s.underlay_dev,
                                           "underlay": s.underlay_ip, "nic_mtu": self._nic_mtu.get(s.index),
@@ -317,7 +326,7 @@ def _dev_holding(host: Host, ip: str, who: str) -> str:
 
 
 REMOVE_SCRIPT = r"""
-P=$1; S=/run/overlaybench/$P
+P=$1; SIDE=$2; S=/run/overlaybench/$P
 # processes: in the prefix's namespaces, and any carrying the prefix in their environment
 for sig in TERM KILL; do
   pids=""
@@ -335,27 +344,37 @@ for sig in TERM KILL; do
   sleep 0.3
 done
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do ip netns del "$ns"; echo "netns $ns"; done
+if command -v docker >/dev/null 2>&1; then
+  for c in $(docker ps -aq --filter "label=overlaybench.prefix=$P" 2>/dev/null); do docker rm -f "$c" >/dev/null 2>&1 && echo "container $c"; done
+fi
 for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$P-"); do ip link del "$l" 2>/dev/null && echo "link $l"; done
-if [ -f "$S/state.json" ]; then
-  dev=$(sed -n 's/.*"dev": "\([^"]*\)".*/\1/p' "$S/state.json")
-  mtu=$(sed -n 's/.*"mtu": \([0-9]*\).*/\1/p' "$S/state.json")
-  if grep -q '"managed": true' "$S/state.json" && [ -n "$dev" ] && [ -n "$mtu" ]; then
+# the side's directory (all of them when no side is named): a managed underlay back as it was
+for d in "$S"/h$SIDE*; do
+  [ -d "$d" ] || continue
+  f=$d/underlay.json
+  dev=$(sed -n 's/.*"dev": "\([^"]*\)".*/\1/p' "$f" 2>/dev/null)
+  mtu=$(sed -n 's/.*"mtu": \([0-9]*\).*/\1/p' "$f" 2>/dev/null)
+  if grep -q '"managed": true' "$f" 2>/dev/null && [ -n "$dev" ] && [ -n "$mtu" ] && [ -e "/sys/class/net/$dev" ]; then
     ip link set "$dev" mtu "$mtu" && echo "underlay $dev mtu $mtu"
     tc qdisc show dev "$dev" root | grep -q '^qdisc tbf' && tc qdisc del dev "$dev" root && echo "underlay $dev tbf"
   fi
-fi
-[ -d "$S" ] && rm -rf "$S" && echo "dir $S"
+  rm -rf "$d" && echo "dir $d"
+done
+# the testbed's directory, once no side is left in it
+if [ -d "$S" ] && ! ls -d "$S"/h[0-9]* >/dev/null 2>&1; then rm -rf "$S" && echo "dir $S"; fi
 exit 0
 """
 
 
-def remove_remote(host: Host, prefix: str) -> list[str]:
-    """Kill a prefix's processes on a host, delete its namespaces, links and state directory,
-    and restore a managed underlay. Returns what went."""
+def remove_remote(host: Host, prefix: str, side: int | None = None) -> list[str]:
+    """Kill a prefix's processes on a host, delete its namespaces and links, restore a managed
+    underlay and remove the state directory of `side` (every side's when None, as `down`
+    does: a real host holds one). Returns what went."""
     if not PREFIX_RE.match(prefix):
         raise HarnessError(f"{prefix!r} is not a testbed prefix (ob + 4 hex digits)")
     inner = host.inner if isinstance(host, Tagged) else host   # the script must not mark itself
-    done = inner.run(["sh", "-c", REMOVE_SCRIPT, "sh", prefix], check=False, timeout=60)
+    done = inner.run(["sh", "-c", REMOVE_SCRIPT, "sh", prefix, "" if side is None else str(side)],
+                     check=False, timeout=60)
     if not done.ok:
         raise HarnessError(f"{host.name}: removing {prefix} failed: {(done.stderr.strip() or 'no output')[-200:]}")
     return [f"{host.name}: {ln}" for ln in done.stdout.splitlines() if ln.strip()]

@@ -55,6 +55,7 @@ class Options:
     accept_new_host_keys: bool = False
     vagrant_dir: str | None = None
     vagrant_destroy: bool = False
+    vagrant_provider: str | None = None   # None: $VAGRANT_DEFAULT_PROVIDER, else docker
     run_id: str = ""
     concurrent: bool = False        # measure even while another run measures on this machine
 

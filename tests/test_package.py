@@ -1,6 +1,7 @@
 """overlaybench outside its checkout: a wheel carries the sleeve's source and builds it."""
 
 import pathlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -12,9 +13,17 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory):
+    """Built from a copy of the checkout's files (setuptools writes build/ where it builds)."""
     out = tmp_path_factory.mktemp("wheel")
+    src = tmp_path_factory.mktemp("src")
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT, capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    for f in files:
+        if (ROOT / f).is_file():
+            (src / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / f, src / f)
     p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                        "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=300)
+                        "-w", str(out), str(src)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     whl, = out.glob("overlaybench-*.whl")
     return whl

@@ -86,6 +86,12 @@ def _snmp(host) -> dict[tuple[str, str], int]:
 
 @pytest.mark.parametrize("name", SLEEVES)
 def test_a_flood_of_hostile_datagrams_is_dropped_and_counted(lab, name, flood_binary):
+    flood_case(lab, name, flood_binary)
+
+
+def flood_case(lab, name, flood_binary) -> None:
+    """Deploy mode `name` on testbed `lab` (the local lab, or remote hosts), flood h1's sleeve
+    from h0 while TCP crosses, and check what h1 counted and that nothing came back."""
     mode = modes.get(name)
     a, b = lab.sides
     dp = mode.deploy(lab, MTU)

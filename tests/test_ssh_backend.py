@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -16,6 +17,7 @@ import time
 import pytest
 
 import sshd as sshd_mod
+from test_sleeve_flood import flood_binary, flood_case  # noqa: F401 - the fixture
 from conftest import needs_root
 from harness import lab as labmod, results
 
@@ -248,3 +250,88 @@ def test_an_unknown_host_key_is_accepted_only_with_the_flag_and_then_remembered(
     assert all(d.address in known for d in sl.sshds)
     again = ob("doctor", "--inventory", str(inv), env=env, timeout=120)       # remembered: no flag needed
     assert again.stdout.count("reachable, root, tools and kernel features present") == 2, again.stdout[-1500:]
+
+
+# --------------------------------------------------------------------------- faults
+
+def _procs(comm: str) -> list[int]:
+    out = []
+    for d in pathlib.Path("/proc").glob("[0-9]*"):
+        try:
+            if (d / "comm").read_text().strip() == comm:
+                out.append(int(d.name))
+        except OSError:
+            pass
+    return out
+
+
+def test_a_connection_dropped_mid_case_loses_nothing_and_the_run_reconnects(ssh_lab, tmp_path):
+    """The sshd processes serving h0's connection are killed while a client runs there."""
+    ssh_lab.bare()
+    inv = ssh_lab.inventory()
+    run = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--modes", "native,fastdp", "--tests",
+                            "iperf3.tcp", "--repeats", "2", "--duration", "3", "--inventory", inv,
+                            "--results", str(tmp_path), "-q"], cwd=ROOT, env=ssh_lab.env(),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    killed = None
+    deadline = time.monotonic() + 120
+    listener = ssh_lab.sshds[0].pid
+    seen: dict[int, float] = {}
+    try:
+        while killed is None and time.monotonic() < deadline and run.poll() is None:
+            jsonl = next(tmp_path.glob("*/measurements.jsonl"), None)
+            clients = [pid for pid in _procs("iperf3")
+                       if b"-c" in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+            for pid in clients:
+                seen.setdefault(pid, time.monotonic())
+            # a client of the second case or later that has run for a second: mid-test
+            if any(time.monotonic() - seen[pid] > 1.0 for pid in clients) and jsonl is not None \
+                    and jsonl.read_text().count("\n") >= 2:
+                # Every sshd process serving a connection to h0 (the orchestrator's only one).
+                killed = [pid for pid in sshd_mod.descendants(listener)
+                          if pathlib.Path(f"/proc/{pid}/comm").read_text().strip() == "sshd"]
+                for pid in killed:
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.05)
+        out, err = run.communicate(timeout=600)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert killed, "no client was seen running under h0's connection"
+    # What the drop interrupted decides the outcome: a client the orchestrator was waiting on
+    # keeps running on h0 and its result is collected after the reconnect (the case is
+    # measured); a command whose fate the drop hid fails its case (or its deployment's
+    # cases) with a reason naming h0. Either way the run reconnects and goes on, and
+    # nothing is left on the hosts.
+    assert "h0: reconnected" in err, err[-2000:]
+    recs = results.read_records(next(tmp_path.iterdir()))
+    failed = {(r["case"], r["repeat"]) for r in recs if not r["ok"]}
+    for r in recs:
+        if not r["ok"]:
+            assert "h0: connection lost" in r["error"], r["error"]
+    assert len(failed) <= 2, failed                      # one case, or one deployment's two
+    measured = {(r["case"], r["repeat"]) for r in recs if r["metric"] == "throughput_bps" and r["ok"]}
+    assert len(measured) + len(failed) == 6 and measured.isdisjoint(failed)
+    assert run.returncode == (3 if failed else 0), (run.returncode, err[-2000:])
+    assert ssh_lab.leftovers() == []
+
+
+# --------------------------------------------------------------------------- hostile traffic
+
+@pytest.mark.parametrize("name", ["sleeve", "sleeve-crypto"])
+def test_a_flood_against_a_sleeve_deployed_over_ssh_is_dropped_and_counted(ssh_lab, name, flood_binary,
+                                                                            monkeypatch):
+    """The sleeve's flood test, on a sleeve the ssh backend deployed on its hosts."""
+    from harness import backends, scenario as S
+    from harness.testbed import Options
+    ssh_lab.bare()
+    monkeypatch.setenv("HOME", str(ssh_lab.tmp))
+    sc = S.build({"matrix": {"modes": [name]}, "testbed": {"backend": "ssh", "inventory": ssh_lab.inventory()}})
+    tb = backends.open_testbed(sc, Options())
+    try:
+        tb.preflight(sc)
+        tb.build(1500, None)
+        flood_case(tb, name, flood_binary)
+    finally:
+        tb.teardown()
+    assert ssh_lab.leftovers() == []

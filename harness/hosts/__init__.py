@@ -1,4 +1,8 @@
-"""Where commands run: one transport per module behind the Host base class."""
+"""Where commands run: one transport per module behind the Host base class.
+
+The SSH transport (harness.hosts.ssh: SshHost, SshSettings) is imported where it is used:
+paramiko takes ~140 ms to import, which `overlaybench --help` should not pay.
+"""
 
 from harness.hosts.base import Completed, Host, Process
 from harness.hosts.local import LocalHost

@@ -194,7 +194,10 @@ class Sleeve(Mode):
                 continue
             path = self.stats_path(s)
             s.host.run(["rm", "-f", path], check=False)
-            s.host.run(["kill", "-USR1", str(proc.pid)], check=False)
+            try:
+                proc.signal(signal.SIGUSR1)
+            except ProcessLookupError:
+                continue
             deadline = time.monotonic() + 2
             snap = None
             while snap is None and time.monotonic() < deadline:

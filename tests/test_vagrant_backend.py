@@ -1,0 +1,114 @@
+"""--backend vagrant for real: the repository's Vagrantfile, its docker provider (the hosts
+are containers of the locally built image), the quick matrix through the SSH backend, and
+`vagrant destroy` afterwards, also when the test fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import needs_root
+from harness import results
+
+pytestmark = [needs_root(), pytest.mark.slow]
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _require_docker() -> None:
+    """make test starts dockerd and builds the image; without them this is a broken set-up."""
+    for tool in ("vagrant", "docker"):
+        if not shutil.which(tool):
+            pytest.fail(f"{tool} not installed: make test installs it (APT_HOSTS)")
+    if subprocess.run(["docker", "info"], capture_output=True, timeout=30).returncode != 0:
+        pytest.fail("no dockerd answers: make dockerd-up (make test starts one)")
+    if subprocess.run(["docker", "image", "inspect", "overlaybench/vagrant-host:bookworm"],
+                      capture_output=True, timeout=30).returncode != 0:
+        pytest.fail("the Vagrant host image is missing: make vagrant-image")
+
+
+@pytest.fixture
+def vagrant_env(tmp_path):
+    """Vagrant's state for this test in a temp dir (the repository's .vagrant/ stays untouched);
+    whatever happens, the machines are destroyed afterwards."""
+    _require_docker()
+    env = dict(os.environ, VAGRANT_DOTFILE_PATH=str(tmp_path / "dot"), VAGRANT_HOME=str(tmp_path / "home"),
+               HOME=str(tmp_path))
+    try:
+        yield env
+    finally:
+        subprocess.run(["vagrant", "destroy", "-f"], cwd=ROOT, env=env, capture_output=True, timeout=300)
+
+
+def ob(*args, env, timeout=900):
+    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def _vagrant_containers() -> list[str]:
+    out = subprocess.run(["docker", "ps", "-a", "--format", "{{.Names}} {{.Image}}"], capture_output=True,
+                         text=True, timeout=30).stdout
+    return [ln for ln in out.splitlines() if "vagrant-host" in ln]
+
+
+def test_quick_matrix_on_two_vagrant_hosts_then_destroyed(vagrant_env, tmp_path):
+    p = ob("run", str(ROOT / "scenarios" / "quick.toml"), "--backend", "vagrant", "--vagrant-destroy",
+           "--underlay-mtu", "auto", "--repeats", "1", "--duration", "2", "-q", "--results", str(tmp_path / "r"),
+           env=vagrant_env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    run_dir = pathlib.Path(p.stdout.splitlines()[0])
+    recs = results.read_records(run_dir)
+    assert recs and all(r["ok"] for r in recs), [r for r in recs if not r["ok"]][:3]
+    assert {r["mode"] for r in recs} == {"native", "fastdp", "sleeve"}
+    assert {r["placement"] for r in recs} == {"host-host", "container-container"}
+    meta = json.loads((run_dir / "run.json").read_text())
+    assert meta["backend"] == "vagrant"
+    tb = meta["testbed"]
+    assert tb["vagrant"]["machines"] == ["h1", "h2"] and "accepted" in tb["vagrant"]["host_keys"]
+    assert {h["underlay_dev"] for h in tb["hosts"].values()} == {"eth1"}
+    assert all(h["underlay"].startswith("198.19.253.") for h in tb["hosts"].values())
+    # --vagrant-destroy: no machine, no container, no network left
+    assert _vagrant_containers() == []
+    nets = subprocess.run(["docker", "network", "ls", "--format", "{{.Name}}"], capture_output=True, text=True,
+                          timeout=30).stdout.split()
+    assert not [n for n in nets if n.startswith("vagrant_network")], nets
+
+
+def _one_line(p) -> str:
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2, (p.returncode, p.stderr[-1500:])
+    assert len(lines) == 1 and "Traceback" not in p.stderr, p.stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize("case, needle", [
+    ("no-vagrant", "vagrant"),
+    ("no-vagrantfile", "no Vagrantfile there"),
+    ("dead-dockerd", "dockerd"),
+    ("image-missing", "overlaybench/nope"),
+])
+def test_bad_vagrant_input_is_one_line_exit_2_and_leaves_nothing(vagrant_env, tmp_path, case, needle):
+    env = dict(vagrant_env)
+    args = ["run", "--backend", "vagrant", "--modes", "native", "--tests", "iperf3.tcp", "--repeats", "1",
+            "--duration", "1", "--results", str(tmp_path / "r")]
+    if case == "no-vagrant":
+        bindir = tmp_path / "bin"
+        bindir.mkdir()
+        for tool in ("ip", "docker", "ping"):
+            os.symlink(shutil.which(tool), bindir / tool)
+        env["PATH"] = str(bindir)
+    elif case == "no-vagrantfile":
+        args += ["--vagrant-dir", str(tmp_path)]
+    elif case == "dead-dockerd":
+        env["DOCKER_HOST"] = f"unix://{tmp_path}/no-docker.sock"
+    elif case == "image-missing":
+        env["OVERLAYBENCH_HOST_IMAGE"] = "overlaybench/nope:missing"
+    line = _one_line(ob(*args, env=env, timeout=300))
+    assert needle in line, line
+    assert not (tmp_path / "r").exists()
+    assert _vagrant_containers() == []
