@@ -83,9 +83,9 @@ def tool_checks() -> list[Check]:
         path = shutil.which(tool)
         out.append(Check("tools", tool, path is not None, path or "not found",
                          "" if path else f"apt-get install -y {PACKAGES.get(tool, tool)}", required))
-    sodium = os.path.exists("/usr/include/sodium.h")
-    out.append(Check("tools", "libsodium", sodium, "sodium.h" if sodium else "headers not found",
-                     "" if sodium else "apt-get install -y libsodium-dev"))
+    ssl = os.path.exists("/usr/include/openssl/evp.h")
+    out.append(Check("tools", "libssl-dev", ssl, "openssl/evp.h" if ssl else "headers not found",
+                     "" if ssl else "apt-get install -y libssl-dev"))
     return out
 
 
@@ -107,7 +107,7 @@ def sleeve_checks() -> list[Check]:
     try:
         binary = sleeve_build.build_local()
     except HarnessError as e:
-        return [Check("overlay", "sleeve", False, str(e), "apt-get install -y make gcc libsodium-dev pkg-config")]
+        return [Check("overlay", "sleeve", False, str(e), "apt-get install -y make gcc libssl-dev pkg-config")]
     v = _run([str(binary), "--version"])
     first = (v.stdout.strip() or v.stderr.strip()).splitlines()[:1]  # one line per check
     return [Check("overlay", "sleeve", v.returncode == 0,

@@ -36,7 +36,7 @@ REMOTE_CACHE = "/var/cache/overlaybench/sleeve"
 BUILD_TIMEOUT = 300
 # What the sleeve needs to build, per tool: the Debian package that provides it.
 BUILD_NEEDS = {"make": "make", "gcc": "gcc", "pkg-config": "pkg-config"}
-BUILD_HEADERS = {"/usr/include/sodium.h": "libsodium-dev"}
+BUILD_HEADERS = {"/usr/include/openssl/evp.h": "libssl-dev"}
 
 
 def _shipped_dir() -> pathlib.Path:
@@ -120,7 +120,7 @@ def build_local(source: Source | None = None) -> pathlib.Path:
         try:
             p = subprocess.run(["make", "-s", "-C", tmp], capture_output=True, text=True, timeout=BUILD_TIMEOUT)
         except FileNotFoundError as e:
-            raise HarnessError("building the sleeve needs make: apt-get install -y make gcc libsodium-dev") from e
+            raise HarnessError("building the sleeve needs make: apt-get install -y make gcc libssl-dev") from e
         if p.returncode != 0 or not (pathlib.Path(tmp) / "build" / "sleeve").is_file():
             tail = (p.stderr.strip() or p.stdout.strip()).splitlines()[-1:] or ["no output"]
             raise HarnessError(f"building the sleeve ({source.label}, {source.path}) failed: {tail[0]}")
@@ -176,11 +176,11 @@ def install_remote(host: Host, dest: str, source: Source | None = None) -> str:
     if arch != platform.machine():
         raise HarnessError(f"{host.name}: cannot build the sleeve (missing {', '.join(build_problems(host))}) "
                            f"and this machine's binary is for {platform.machine()}, the host is {arch}: "
-                           f"apt-get install -y make gcc libsodium-dev pkg-config on {host.name}")
+                           f"apt-get install -y make gcc libssl-dev pkg-config on {host.name}")
     host.put(str(local), dest, 0o755)
     libs = host.run(["ldd", dest], check=False, timeout=10)
     if "not found" in libs.stdout:
         lost = [ln.split()[0] for ln in libs.stdout.splitlines() if "not found" in ln]
         raise HarnessError(f"{host.name}: the shipped sleeve binary needs {', '.join(lost)}: "
-                           f"apt-get install -y libsodium23 on {host.name}, or make gcc libsodium-dev to build it there")
+                           f"apt-get install -y libssl3 on {host.name}, or make gcc libssl-dev to build it there")
     return dest

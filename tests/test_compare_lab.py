@@ -51,7 +51,7 @@ def compare(repo, tmp_path, *args):
 
 
 def test_compare_catches_a_commit_that_slows_the_sleeve(clone, tmp_path):
-    main_c = clone / "overlay" / "sleeve" / "src" / "main.c"
+    main_c = clone / "overlay" / "sleeve" / "src" / "opts.c"
     text = main_c.read_text()
     marker = "\to->hb_ms = 1000;\n"
     assert marker in text, "the option defaults moved: update this test's slowing change"

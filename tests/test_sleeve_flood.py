@@ -34,7 +34,7 @@ from harness.runner import wait_listening
 pytestmark = [needs_root(), pytest.mark.lab]
 SLEEVE_DIR = PROJECT / "overlay" / "sleeve"
 
-SLEEVES = ["sleeve", "sleeve-basic", "sleeve-l3", "sleeve-crypto", "sleeve-seg"]
+SLEEVES = ["sleeve", "sleeve-basic", "sleeve-l3", "sleeve-crypto", "sleeve-crypto-chacha", "sleeve-seg"]
 MTU = 1410
 FLOOD_SECONDS = 4
 RATE = 2000
@@ -112,7 +112,8 @@ def flood_case(lab, name, flood_binary) -> None:
                                "--peer", f"{a.underlay_ip}:{PORT}", "--stranger", STRANGER,
                                "--spoof-port", str(SPOOF_PORT), "--seconds", str(FLOOD_SECONDS),
                                "--rate", str(RATE), "--capture", a.underlay_dev, "--capture-seconds", "0.8",
-                               *(["--l3"] if mode.l3 else []), *(["--keyed"] if mode.crypto else [])],
+                               *(["--l3"] if mode.l3 else []),
+                               *(["--keyed", "--cipher", dp.info["cipher"]] if mode.crypto else [])],
                               timeout=FLOOD_SECONDS + 30, check=False)
             try:
                 tcp = cli.wait(FLOOD_SECONDS + 15)

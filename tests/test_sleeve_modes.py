@@ -1,5 +1,6 @@
 """The sleeve modes and auto through the real lab: ping and TCP across each, at a
-standard and a jumbo MTU; auto's fallback; keys that differ do not talk."""
+standard and a jumbo MTU; auto's fallback; keys that differ do not talk, nor do
+forced AEADs that differ."""
 
 import secrets
 
@@ -13,7 +14,19 @@ from harness.runner import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
 
-SLEEVES = ["sleeve", "sleeve-seg", "sleeve-basic", "sleeve-l3", "sleeve-crypto"]
+SLEEVES = ["sleeve", "sleeve-seg", "sleeve-basic", "sleeve-l3", "sleeve-crypto", "sleeve-crypto-chacha"]
+
+
+def cpu_has_fast_aes() -> bool:
+    """AES-NI and carry-less multiply: where `--cipher auto` picks AES-256-GCM."""
+    flags = next((ln.split(":", 1)[1].split() for ln in open("/proc/cpuinfo") if ln.startswith("flags")), [])
+    return "aes" in flags and "pclmulqdq" in flags
+
+
+def expected_cipher(name: str) -> str | None:
+    if name == "sleeve-crypto":
+        return "aes-256-gcm" if cpu_has_fast_aes() else "chacha20-poly1305"
+    return "chacha20-poly1305" if name == "sleeve-crypto-chacha" else None
 
 
 def drop_vxlan(host):
@@ -57,7 +70,10 @@ def test_ping_and_tcp_across_each_sleeve_mode(lab, name, underlay, overlay):
         assert bps > 50e6, f"{name} at {overlay}: only {bps / 1e6:.0f} Mbit/s"
         counters = mode.counters(lab, dp)
         h1 = counters["h1"]
-        assert h1["rx"]["frames"] > 1000 and h1["crypto"] is (name == "sleeve-crypto")
+        assert h1["rx"]["frames"] > 1000 and h1["crypto"] is mode.crypto
+        # the AEAD both daemons agreed on, as the deployment records it for run.json
+        assert dp.info.get("cipher") == expected_cipher(name), dp.info
+        assert h1["cipher"] == counters["h0"]["cipher"] == expected_cipher(name)
         assert h1["basic"] is (name == "sleeve-basic")
         assert h1["segment"] is (name == "sleeve-seg")
         if name == "sleeve-seg":
@@ -89,6 +105,51 @@ def test_sleeves_with_different_keys_do_not_talk(lab):
         assert drops["auth_fail"] > 0
     finally:
         mode.teardown(lab, dp)
+
+
+class ForcedCiphersDiffer(SleeveCrypto):
+    """h0 with --cipher aes-256-gcm, h1 with --cipher chacha20-poly1305."""
+
+    name = "sleeve-crypto-differ"
+
+    def _start(self, testbed, s, binary, mtu, key):
+        self.cipher = ("aes-256-gcm", "chacha20-poly1305")[s.index]
+        return super()._start(testbed, s, binary, mtu, key)
+
+
+def test_sleeves_with_different_forced_ciphers_refuse_each_other(lab):
+    mode = ForcedCiphersDiffer()
+    dp = mode.deploy(lab, 1410)
+    try:
+        assert dp.info["cipher"] == "none", dp.info
+        c, s = endpoints(lab, dp, "container-container")
+        out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "1", s.addr], check=False)
+        assert out.returncode != 0 and "100% packet loss" in out.stdout
+        counters = mode.counters(lab, dp)
+        for side in ("h0", "h1"):
+            snap = counters[side]
+            # refused and counted, never sent in plaintext nor opened
+            assert snap["peers"][0]["heard"] and snap["peers"][0]["cipher"] == "none", snap["peers"]
+            assert snap["drops"]["cipher_mismatch"] > 0 and snap["rx"]["frames"] == 0, snap["drops"]
+            assert snap["drops"]["crypto_mismatch"] == 0
+    finally:
+        mode.teardown(lab, dp)
+    outs = [p.stop() for p in dp.processes.values()]  # idempotent: what each printed
+    # one line each, not one per datagram
+    assert [o.stderr.count("accepts only") for o in outs] == [1, 1], [o.stderr for o in outs]
+
+
+def test_run_json_names_the_cipher(lab, tmp_path):
+    from harness import results, scenario as S
+    from harness.runner import Runner
+    sc = S.build({"matrix": {"modes": ["sleeve-crypto", "sleeve-crypto-chacha"], "tests": ["qperf.tcp_lat"],
+                             "placements": ["container-container"], "repeats": 1, "duration": 1}})
+    store = results.RunStore.create(tmp_path, {"scenario": sc.to_dict()})
+    Runner(sc, lab, store).run(S.expand(sc))
+    assert all(r["ok"] for r in store.records())
+    dps = store.read_meta()["datapaths"]
+    assert {d["mode"]: d["info"]["cipher"] for d in dps} == {m: expected_cipher(m) for m in
+                                                             ("sleeve-crypto", "sleeve-crypto-chacha")}
 
 
 def test_auto_picks_fastdp_when_vxlan_passes(lab):

@@ -6,11 +6,11 @@ from harness.errors import HarnessError
 from harness.modes.base import ALL_PLACEMENTS, Datapath, Mode
 from harness.modes.fastdp import FastDP
 from harness.modes.native import Native
-from harness.modes.sleeve import Auto, Sleeve, SleeveBasic, SleeveCrypto, SleeveL3, SleeveSeg
+from harness.modes.sleeve import Auto, Sleeve, SleeveBasic, SleeveCrypto, SleeveCryptoChacha, SleeveL3, SleeveSeg
 from harness.modes.wireguard import WireGuard, WireGuardGo
 
 MODES: dict[str, Mode] = {m.name: m for m in (Native(), FastDP(), Sleeve(), SleeveSeg(), SleeveBasic(), SleeveL3(),
-                                                SleeveCrypto(), Auto())}
+                                                SleeveCrypto(), SleeveCryptoChacha(), Auto())}
 MODES.update({m.name: m for m in (WireGuardGo(), WireGuard())})
 
 

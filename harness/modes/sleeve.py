@@ -1,9 +1,15 @@
-"""The userspace UDP sleeve (overlay/sleeve) as four modes, and `auto`.
+"""The userspace UDP sleeve (overlay/sleeve) as its modes, and `auto`.
 
-    sleeve         TAP on the overlay bridge, every speed feature on (offloads, batching)
-    sleeve-basic   the same binary, one frame per datagram, one syscall per packet (2015)
-    sleeve-l3      TUN, IP packets over UDP, routed (Flannel's UDP backend design)
-    sleeve-crypto  sleeve with ChaCha20-Poly1305 (libsodium), a key shared by both hosts
+    sleeve                TAP on the overlay bridge, every speed feature on (offloads, batching)
+    sleeve-seg            sleeve cutting TCP super-frames into segments in userspace
+    sleeve-basic          the same binary, one frame per datagram, one syscall per packet (2015)
+    sleeve-l3             TUN, IP packets over UDP, routed (Flannel's UDP backend design)
+    sleeve-crypto         sleeve with an AEAD from OpenSSL, a fresh key shared by both hosts:
+                          `--cipher auto`, AES-256-GCM where both have AES-NI, else ChaCha20-Poly1305
+    sleeve-crypto-chacha  the same with ChaCha20-Poly1305 forced on both sides
+
+A keyed deployment records the AEAD the two daemons agreed on in Datapath.info["cipher"]
+(from their counters: "none" if they refused each other).
 
 The testbed puts a binary on each host (built once per run from the shipped source:
 harness/sleeve_build.py), the mode starts one daemon per host, waits for its device
@@ -31,6 +37,7 @@ log = logging.getLogger(__name__)
 PORT = 6784
 DEV = "sv0"
 READY_TIMEOUT = 10.0
+AGREE_TIMEOUT = 3.0   # for the daemons' first heartbeats: the AEAD they agree on
 
 # Overhead from overlay/README.md (wire v2): outer IPv4 20 + UDP 8 + header 8
 # (+ Ethernet 14 for L2) (+ 32 with a key: session 8, counter 8, tag 16).
@@ -44,6 +51,7 @@ class Sleeve(Mode):
     flags: tuple[str, ...] = ()
     l3 = False
     crypto = False
+    cipher = "auto"       # --cipher, with a key
     # A harness.builds.Build to deploy instead of the project's own build (the arms of
     # `overlaybench compare`, e.g. sleeve@base and sleeve@head; see builds.variant).
     sleeve_build = None
@@ -84,6 +92,8 @@ class Sleeve(Mode):
             for s in testbed.sides:
                 self._wire(testbed, s, overlay_mtu)
             dp.info["version"] = self.version(testbed.sides[0].host, binary)
+            if self.crypto:
+                dp.info["cipher"] = self.agreed_cipher(testbed, dp)
         except BaseException:
             self.teardown(testbed, dp)
             raise
@@ -100,7 +110,24 @@ class Sleeve(Mode):
 
     def argv_flags(self) -> tuple[str, ...]:
         extra = self.sleeve_build.flags if self.sleeve_build is not None else ()
-        return (("--l3",) if self.l3 else ()) + self.flags + extra
+        return ((("--l3",) if self.l3 else ()) + self.flags + (("--cipher", self.cipher) if self.crypto else ())
+                + extra)
+
+    def agreed_cipher(self, testbed: Testbed, dp: Datapath) -> str | None:
+        """The AEAD both daemons seal with towards each other, once each has heard the
+        other: a name, "none" (they refuse each other), "mismatch: A/B" (they do not
+        agree, which the daemons' rule rules out), or None (not heard in time)."""
+        deadline = time.monotonic() + AGREE_TIMEOUT
+        while True:
+            snaps = self.counters(testbed, dp) or {}
+            seen = [((snap or {}).get("peers") or [{}])[0].get("cipher") for snap in snaps.values()]
+            if len(seen) == len(testbed.sides) and all(seen):
+                return seen[0] if len(set(seen)) == 1 else "mismatch: " + "/".join(seen)
+            if time.monotonic() > deadline:
+                log.warning("sleeve: the daemons did not report an agreed AEAD within %.0fs: %s",
+                            AGREE_TIMEOUT, seen)
+                return None
+            time.sleep(0.1)
 
     def _start(self, testbed: Testbed, s: Side, binary: str, mtu: int, key: bytes | None) -> Process:
         peer = testbed.peer(s)
@@ -220,8 +247,16 @@ class SleeveL3(Sleeve):
 
 class SleeveCrypto(Sleeve):
     name = "sleeve-crypto"
-    description = "sleeve with ChaCha20-Poly1305 (libsodium)"
+    description = "sleeve with AEAD (OpenSSL): AES-256-GCM where both have AES-NI, else ChaCha20-Poly1305"
     crypto = True
+
+
+class SleeveCryptoChacha(SleeveCrypto):
+    """sleeve-crypto with ChaCha20-Poly1305 forced, so one run compares both AEADs."""
+
+    name = "sleeve-crypto-chacha"
+    description = "sleeve with ChaCha20-Poly1305 (OpenSSL) forced on both sides"
+    cipher = "chacha20-poly1305"
 
 
 class Auto(Mode):

@@ -1,11 +1,13 @@
 /* fuzz_sock.c - libFuzzer entry at the socket: what recvmmsg returns, handed to
  * sv_rx_batch, the entry the daemon's receive loops use. Source addresses
  * (peers, a peer's address on another port, strangers), empty and oversize
- * reads, the UDP_GRO segment size and everything behind them.
+ * reads, the UDP_GRO segment size and everything behind them: both AEADs, the
+ * cipher the peers' heartbeats agree on, reflected datagrams.
  *
  * Input: a cfg byte, bit0 keyed, bit1 L3, bit2 vnet device, bit3 --segment,
  * bit4 IPv6 underlay, bit5 a second peer, bit6 --basic (one read per batch and
- * no control messages, as rx_basic); then reads, each
+ * no control messages, as rx_basic), bit7 the receiver accepts only
+ * ChaCha20-Poly1305; then reads, each
  *
  *   how u8    bits 0-1 source: 0 the peer, 1 the peer's address on another
  *                      port, 2 a stranger, 3 the second peer (or the first)
@@ -26,8 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
 #include "sleeve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -37,6 +37,7 @@ int sv_spin_yield(uint64_t now) { (void)now; return 0; }
 int sv_overhead(const struct sv *s) { (void)s; return 0; }
 uint32_t sv_min_pmtu(struct sv *s) { return s->peers[0].pmtu; }
 void sv_log(const struct sv *s, const char *fmt, ...) { (void)s; (void)fmt; }
+void sv_warn(const char *fmt, ...) { (void)fmt; }
 
 #define MSGS 32          /* RX_MSGS in rx.c */
 #define BUF (65536 + 64) /* RX_BUF in rx.c */
@@ -138,20 +139,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char b[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} cm[MSGS];
-	static int init;
 	uint64_t now = 1000000000ull, want_dgrams = 0, want_strange = 0;
 	int v6, basic, nmsg = 0, only_strangers = 1;
+	struct sockaddr_storage local;
+	struct sv_ident me;
 
-	if (!init) {
-		if (sodium_init() < 0)
-			abort();
-		init = 1;
-	}
 	if (size < 1)
 		return 0;
-	for (int i = 0; i < s.npeers; i++)
+	for (int i = 0; i < s.npeers; i++) {
 		sv_reasm_free(&s.peers[i].reasm);
+		sv_open_free(&s.peers[i].open);
+	}
+	sv_seal_free(&s.seal);
 	memset(&s, 0, sizeof(s));
+	pthread_mutex_init(&s.lock, NULL);
 	s.enc = data[0] & 1;
 	s.l3 = (data[0] >> 1) & 1;
 	s.vnet = (data[0] >> 2) & 1;
@@ -165,12 +166,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	s.send_ctl = send_ctl;
 	s.tap_fd = s.udp_fd = -1;
 	memset(s.master, 0x42, sizeof(s.master));
-	if (s.enc)
-		sv_seal_init(&s.seal, s.master, 0x2222, 1);
+	/* the peers 198.18.0.1 and .2 (the two sides of the captures), this side .9 */
 	for (int i = 0; i < s.npeers; i++) {
-		set_addr(&s.peers[i].addr, v6, (uint8_t)(1 + 2 * i), 6784);
+		struct sv_ident id;
+
+		set_addr(&s.peers[i].addr, v6, (uint8_t)(1 + i), 6784);
 		s.peers[i].alen = addr_len(v6);
 		s.peers[i].pmtu = 1472;
+		sv_ident_of(&id, &s.peers[i].addr);
+		sv_open_init(&s.peers[i].open, &id);
+	}
+	set_addr(&local, v6, 9, 6784);
+	sv_ident_of(&me, &local);
+	if (s.enc) {
+		s.cipher_flag = (data[0] & 0x80) ? SV_AEAD_CHACHA20POLY1305 : 0;
+		s.aead_acc = s.cipher_flag ? SV_AEAD_BIT(s.cipher_flag) : SV_AEAD_ALL;
+		s.aead_fast = SV_AEAD_ALL;
+		if (sv_seal_init(&s.seal, s.master, 0x2222, 1, &me,
+				 s.cipher_flag ? s.cipher_flag : SV_AEAD_AES256GCM) < 0)
+			abort();
 	}
 	data++;
 	size--;
@@ -208,7 +222,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			set_addr(&src[nmsg], v6, 77, 6784);
 			break;
 		default:
-			set_addr(&src[nmsg], v6, s.npeers > 1 ? 3 : 1, 6784);
+			set_addr(&src[nmsg], v6, s.npeers > 1 ? 2 : 1, 6784);
 		}
 		peer = (from == 0 || from == 3) && !short_addr;
 		iov[nmsg] = (struct iovec){bufs[nmsg], BUF};

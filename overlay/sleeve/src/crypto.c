@@ -1,22 +1,16 @@
-/* crypto.c - ChaCha20-Poly1305 (IETF) per datagram or per unit, per-session keys,
- * replay window */
+/* crypto.c - per-session keys bound to their sender (HKDF-SHA256), sealing and
+ * opening datagrams and units with reused contexts */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
 #include "crypto.h"
 
-#define KDF_CTX "sleeve01"
-
-int sv_crypto_init(void)
-{
-	return sodium_init() < 0 ? -EIO : 0;
-}
+#define KDF_LABEL "sleeve4"
 
 int sv_key_load(const char *path, uint8_t key[SV_KEY_LEN], char *err, size_t errlen)
 {
@@ -54,80 +48,226 @@ int sv_key_load(const char *path, uint8_t key[SV_KEY_LEN], char *err, size_t err
 	memcpy(key, buf, SV_KEY_LEN);
 	ret = 0;
 out:
-	sodium_memzero(buf, sizeof(buf));
+	sv_wipe(buf, sizeof(buf));
 	close(fd);
 	return ret;
 }
 
-static void derive(uint8_t out[SV_KEY_LEN], const uint8_t master[SV_KEY_LEN], uint64_t session)
+int sv_ident_of(struct sv_ident *id, const struct sockaddr_storage *a)
 {
-	crypto_kdf_derive_from_key(out, SV_KEY_LEN, session, KDF_CTX, master);
+	memset(id, 0, sizeof(*id));
+	if (a->ss_family == AF_INET) {
+		const struct sockaddr_in *v = (const void *)a;
+
+		id->b[0] = 4;
+		memcpy(id->b + 1, &v->sin_addr, 4);
+		memcpy(id->b + 5, &v->sin_port, 2); /* network order */
+		id->len = 7;
+	} else if (a->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *v = (const void *)a;
+
+		id->b[0] = 6;
+		memcpy(id->b + 1, &v->sin6_addr, 16);
+		memcpy(id->b + 17, &v->sin6_port, 2);
+		id->len = 19;
+	} else {
+		return -EINVAL;
+	}
+	return 0;
 }
 
-void sv_seal_init(struct sv_seal *s, const uint8_t master[SV_KEY_LEN], uint64_t session,
-		  uint64_t counter0)
+/* info = "sleeve4" ‖ aead u8 ‖ session u64 ‖ sender identity */
+int sv_derive(uint8_t out[SV_KEY_LEN], const uint8_t master[SV_KEY_LEN], int cipher,
+	      uint64_t session, const struct sv_ident *sender)
 {
+	uint8_t info[sizeof(KDF_LABEL) - 1 + 1 + 8 + sizeof(sender->b)];
+	size_t n = sizeof(KDF_LABEL) - 1;
+
+	memcpy(info, KDF_LABEL, n);
+	info[n++] = (uint8_t)cipher;
+	sv_put64(info + n, session);
+	n += 8;
+	memcpy(info + n, sender->b, sender->len);
+	n += sender->len;
+	return sv_hkdf_sha256(out, SV_KEY_LEN, master, SV_KEY_LEN, NULL, 0, info, n);
+}
+
+void sv_aead_set_free(struct sv_aead_set *t)
+{
+	for (int c = 0; c < SV_AEAD__MAX; c++)
+		sv_aead_free(&t->a[c]);
+}
+
+/* the context for cipher in t, made on first use */
+static struct sv_aead *ctx_of(struct sv_aead_set *t, int cipher)
+{
+	struct sv_aead *a;
+
+	if (cipher <= SV_AEAD_NONE || cipher >= SV_AEAD__MAX)
+		return NULL;
+	a = &t->a[cipher];
+	if (!a->ctx && sv_aead_init(a, cipher) < 0)
+		return NULL;
+	return a;
+}
+
+int sv_seal_init(struct sv_seal *s, const uint8_t master[SV_KEY_LEN], uint64_t session,
+		 uint64_t counter0, const struct sv_ident *me, int cipher)
+{
+	int ret = 0;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->lock, NULL);
 	s->session = session;
 	s->counter = counter0;
-	derive(s->key, master, session);
+	s->cipher = cipher;
+	for (int c = SV_AEAD_NONE + 1; c < SV_AEAD__MAX && !ret; c++)
+		ret = sv_derive(s->key[c], master, c, session, me);
+	if (!ret)
+		ret = sv_seal_set_init(&s->ctl, s);
+	return ret;
 }
 
-static void nonce_of(uint8_t n[12], uint64_t ctr)
+void sv_seal_free(struct sv_seal *s)
+{
+	sv_aead_set_free(&s->ctl);
+	sv_wipe(s->key, sizeof(s->key));
+}
+
+int sv_seal_set_init(struct sv_aead_set *t, const struct sv_seal *s)
+{
+	for (int c = SV_AEAD_NONE + 1; c < SV_AEAD__MAX; c++) {
+		struct sv_aead *a = ctx_of(t, c);
+
+		if (!a || sv_aead_setkey(a, s->key[c]) < 0)
+			return -EIO;
+	}
+	return 0;
+}
+
+int sv_seal_next(struct sv_seal *s, uint64_t *ctr)
+{
+	*ctr = __atomic_fetch_add(&s->counter, 1, __ATOMIC_RELAXED);
+	return *ctr >= SV_CTR_LIMIT ? -ERANGE : 0;
+}
+
+static void nonce_of(uint8_t n[SV_AEAD_NONCE_LEN], uint64_t ctr)
 {
 	memset(n, 0, 4);
 	for (int i = 0; i < 8; i++)
 		n[4 + i] = (uint8_t)(ctr >> (8 * i));
 }
 
-uint64_t sv_seal_next(struct sv_seal *s)
+int sv_seal_buf(struct sv_aead_set *t, int cipher, uint64_t ctr, uint8_t *m, size_t len,
+		const uint8_t *ad, size_t adlen)
 {
-	return __atomic_fetch_add(&s->counter, 1, __ATOMIC_RELAXED);
-}
+	struct sv_aead *a = ctx_of(t, cipher);
+	uint8_t nonce[SV_AEAD_NONCE_LEN];
 
-void sv_seal_buf(const struct sv_seal *s, uint64_t ctr, uint8_t *m, size_t len, const uint8_t *ad,
-		 size_t adlen)
-{
-	uint8_t nonce[12];
-
+	if (!a)
+		return -EINVAL;
 	nonce_of(nonce, ctr);
-	crypto_aead_chacha20poly1305_ietf_encrypt_detached(m, m + len, NULL, m, len, ad, adlen, NULL,
-							   nonce, s->key);
+	return sv_aead_seal(a, nonce, m, len, ad, adlen, m + len);
 }
 
-size_t sv_seal_dgram(struct sv_seal *s, uint8_t *dgram, size_t len)
+int sv_open_raw(struct sv_aead_set *t, int cipher, uint64_t ctr, uint8_t *c, size_t len,
+		const uint8_t *ad, size_t adlen)
 {
-	uint64_t ctr = sv_seal_next(s);
+	struct sv_aead *a = ctx_of(t, cipher);
+	uint8_t nonce[SV_AEAD_NONCE_LEN];
 
-	sv_put64(dgram + SV_HDR_LEN, s->session);
-	sv_put64(dgram + SV_HDR_LEN + 8, ctr);
-	sv_seal_buf(s, ctr, dgram + SV_HDR_LEN + SV_CRYPTO_PRE, len, dgram, SV_HDR_LEN + SV_CRYPTO_PRE);
-	return SV_HDR_LEN + SV_CRYPTO_OVER + len;
+	if (!a || len < SV_AEAD_TAG_LEN)
+		return -EBADMSG;
+	nonce_of(nonce, ctr);
+	return sv_aead_open(a, nonce, c, len - SV_AEAD_TAG_LEN, ad, adlen, c + len - SV_AEAD_TAG_LEN);
 }
 
-enum sv_drop sv_open_buf(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint64_t session,
-			 uint64_t ctr, uint8_t *c, size_t len, const uint8_t *ad, size_t adlen)
+size_t sv_seal_dgram(struct sv_seal *s, struct sv_aead_set *t, uint8_t *dgram, size_t len)
 {
-	uint8_t nonce[12], newkey[SV_KEY_LEN];
-	const uint8_t *key = o->key;
+	int cipher = sv_seal_cipher(s);
+	uint64_t ctr;
+
+	if (sv_seal_next(s, &ctr) == 0) {
+		dgram[5] = (uint8_t)cipher;
+		sv_put64(dgram + SV_HDR_LEN, s->session);
+		sv_put64(dgram + SV_HDR_LEN + 8, ctr);
+		if (sv_seal_buf(t, cipher, ctr, dgram + SV_HDR_LEN + SV_CRYPTO_PRE, len, dgram,
+				SV_HDR_LEN + SV_CRYPTO_PRE) == 0)
+			return SV_HDR_LEN + SV_CRYPTO_OVER + len;
+	}
+	/* never let a plain or half-sealed body out */
+	sv_wipe(dgram, SV_HDR_LEN + SV_CRYPTO_OVER + len);
+	return 0;
+}
+
+size_t sv_seal_ctl(struct sv_seal *s, uint8_t *dgram, size_t len)
+{
+	size_t n;
+
+	pthread_mutex_lock(&s->lock);
+	n = sv_seal_dgram(s, &s->ctl, dgram, len);
+	pthread_mutex_unlock(&s->lock);
+	return n;
+}
+
+void sv_open_init(struct sv_open *o, const struct sv_ident *id)
+{
+	memset(o, 0, sizeof(*o));
+	o->id = *id;
+}
+
+void sv_open_free(struct sv_open *o)
+{
+	sv_aead_set_free(&o->cur);
+	sv_aead_set_free(&o->trial);
+	o->keyed = 0;
+	o->have = 0;
+}
+
+/* Keys a with the peer's key for (session, cipher). */
+static int key_for(struct sv_open *o, struct sv_aead *a, const uint8_t master[SV_KEY_LEN], int cipher,
+		   uint64_t session)
+{
+	uint8_t k[SV_KEY_LEN];
+	int ret = sv_derive(k, master, cipher, session, &o->id);
+
+	if (!ret)
+		ret = sv_aead_setkey(a, k);
+	sv_wipe(k, sizeof(k));
+	return ret;
+}
+
+enum sv_drop sv_open_buf(struct sv_open *o, const uint8_t master[SV_KEY_LEN], int cipher,
+			 uint64_t session, uint64_t ctr, uint8_t *c, size_t len, const uint8_t *ad,
+			 size_t adlen)
+{
+	int same = o->have && session == o->session;
+	struct sv_aead_set *t = same ? &o->cur : &o->trial;
+	struct sv_aead *a;
 
 	if (len < SV_TAG_LEN)
 		return SV_D_BAD_LENGTH;
-	len -= SV_TAG_LEN;
 	if (sv_replay_check(&o->win, ctr) < 0)
 		return SV_D_REPLAY;
-	if (!o->have || session != o->session) {
-		derive(newkey, master, session);
-		key = newkey;
-	}
-	nonce_of(nonce, ctr);
-	if (crypto_aead_chacha20poly1305_ietf_decrypt_detached(c, NULL, c, len, c + len, ad, adlen,
-							       nonce, key) != 0)
+	/* the current session's key is derived once per AEAD; a new session's is
+	 * tried in its own context and kept only when its tag verifies */
+	a = ctx_of(t, cipher);
+	if (!a)
 		return SV_D_AUTH_FAIL;
-	if (key == newkey) {
-		memcpy(o->key, newkey, SV_KEY_LEN);
+	if ((!same || !(o->keyed & SV_AEAD_BIT(cipher))) && key_for(o, a, master, cipher, session) < 0)
+		return SV_D_AUTH_FAIL;
+	if (same)
+		o->keyed |= SV_AEAD_BIT(cipher);
+	if (sv_open_raw(t, cipher, ctr, c, len, ad, adlen) < 0)
+		return SV_D_AUTH_FAIL;
+	if (!same) {
+		struct sv_aead t = o->cur.a[cipher];
+
+		o->cur.a[cipher] = *a;
+		*a = t;
+		o->keyed = SV_AEAD_BIT(cipher);
 		o->session = session;
 		o->have = 1;
-		sodium_memzero(newkey, sizeof(newkey));
 	}
 	sv_replay_update(&o->win, ctr);
 	return SV_OK;
@@ -136,7 +276,7 @@ enum sv_drop sv_open_buf(struct sv_open *o, const uint8_t master[SV_KEY_LEN], ui
 enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,
 			   const struct sv_hdr *h)
 {
-	return sv_open_buf(o, master, sv_get64(dgram + SV_HDR_LEN),
+	return sv_open_buf(o, master, h->aead, sv_get64(dgram + SV_HDR_LEN),
 			   sv_get64(dgram + SV_HDR_LEN + 8), dgram + SV_HDR_LEN + SV_CRYPTO_PRE,
 			   (size_t)h->len + SV_TAG_LEN, dgram, SV_HDR_LEN + SV_CRYPTO_PRE);
 }

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "aead.h"
 #include "frame.h"
 
 const char *const sv_drop_names[SV_D__MAX] = {
@@ -15,6 +16,7 @@ const char *const sv_drop_names[SV_D__MAX] = {
 	[SV_D_AUTH_FAIL] = "auth_fail",
 	[SV_D_REPLAY] = "replay",
 	[SV_D_CRYPTO_MISMATCH] = "crypto_mismatch",
+	[SV_D_CIPHER_MISMATCH] = "cipher_mismatch",
 	[SV_D_MODE_MISMATCH] = "mode_mismatch",
 	[SV_D_OVERSIZE] = "oversize",
 	[SV_D_NO_PEER] = "no_peer",
@@ -49,7 +51,10 @@ enum sv_drop sv_hdr_parse(const uint8_t *p, size_t n, struct sv_hdr *h)
 		return SV_D_BAD_VERSION;
 	if (p[3] < SV_T_DATA || p[3] > SV_T_PROBE_ACK)
 		return SV_D_BAD_TYPE;
-	if ((p[4] & ~SV_F_KNOWN) || p[5] != 0)
+	if (p[4] & ~SV_F_KNOWN)
+		return SV_D_BAD_FLAGS;
+	/* the aead byte: an AEAD's id exactly when sealed */
+	if ((p[4] & SV_F_ENC) ? !(p[5] > SV_AEAD_NONE && p[5] < SV_AEAD__MAX) : p[5] != 0)
 		return SV_D_BAD_FLAGS;
 	if ((p[4] & SV_F_VNET) && p[3] != SV_T_FRAG)
 		return SV_D_BAD_FLAGS;
@@ -57,6 +62,7 @@ enum sv_drop sv_hdr_parse(const uint8_t *p, size_t n, struct sv_hdr *h)
 		return SV_D_BAD_FLAGS;
 	h->type = p[3];
 	h->flags = p[4];
+	h->aead = p[5];
 	h->len = sv_get16(p + 6);
 	if (h->type == SV_T_DATA && h->len == 0)
 		return SV_D_BAD_LENGTH;
@@ -193,19 +199,21 @@ enum sv_drop sv_frag_parse(const uint8_t *body, size_t len, struct sv_frag *f)
 	f->chunk = body + SV_FRAG_HDR;
 	f->clen = len - SV_FRAG_HDR;
 	f->session = f->ctr = 0;
+	f->aead = 0;
 	if (f->total == 0 || f->total > SV_MAX_STREAM || f->count == 0 ||
 	    f->count > SV_MAX_FRAGS || f->index >= f->count || f->clen > f->total)
 		return SV_D_BAD_LENGTH;
 	return SV_OK;
 }
 
-void sv_piece_put(uint8_t *p, uint8_t flags, uint64_t session, uint64_t ctr, uint32_t id,
-		  uint32_t total, uint16_t index, uint16_t count, size_t clen)
+void sv_piece_put(uint8_t *p, uint8_t flags, uint8_t aead, uint64_t session, uint64_t ctr,
+		  uint32_t id, uint32_t total, uint16_t index, uint16_t count, size_t clen)
 {
 	uint8_t *f = p + SV_HDR_LEN;
 
 	sv_hdr_put(p, SV_T_FRAG, flags, (uint16_t)(SV_FRAG_HDR + clen));
 	if (flags & SV_F_ENC) {
+		p[5] = aead;
 		sv_put64(f, session);
 		sv_put64(f + 8, ctr);
 		f += SV_CRYPTO_PRE;
@@ -213,10 +221,11 @@ void sv_piece_put(uint8_t *p, uint8_t flags, uint64_t session, uint64_t ctr, uin
 	sv_frag_put(f, id, total, index, count);
 }
 
-void sv_frag_ad(uint8_t *ad, uint8_t flags, uint64_t session, uint64_t ctr, uint32_t id,
-		uint32_t total, uint16_t count)
+void sv_frag_ad(uint8_t *ad, uint8_t flags, uint8_t aead, uint64_t session, uint64_t ctr,
+		uint32_t id, uint32_t total, uint16_t count)
 {
 	sv_hdr_put(ad, SV_T_FRAG, flags, 0);
+	ad[5] = aead;
 	sv_put64(ad + 8, session);
 	sv_put64(ad + 16, ctr);
 	sv_put32(ad + 24, id);

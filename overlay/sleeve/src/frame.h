@@ -19,6 +19,7 @@ enum sv_drop {
 	SV_D_AUTH_FAIL,
 	SV_D_REPLAY,
 	SV_D_CRYPTO_MISMATCH,
+	SV_D_CIPHER_MISMATCH,
 	SV_D_MODE_MISMATCH,
 	SV_D_OVERSIZE,
 	SV_D_NO_PEER,
@@ -37,6 +38,7 @@ extern const char *const sv_drop_names[SV_D__MAX];
 struct sv_hdr {
 	uint8_t type;
 	uint8_t flags;
+	uint8_t aead; /* with ENC: the AEAD that sealed it (enum sv_cipher) */
 	uint16_t len; /* plaintext body length */
 };
 
@@ -81,6 +83,7 @@ static inline size_t sv_body_off(int enc)
 	return SV_HDR_LEN + (enc ? SV_CRYPTO_PRE : 0);
 }
 
+/* writes a header with aead 0 (sealing sets it) */
 void sv_hdr_put(uint8_t *p, uint8_t type, uint8_t flags, uint16_t len);
 /* Check a whole received datagram of n bytes; fills h on SV_OK. */
 enum sv_drop sv_hdr_parse(const uint8_t *p, size_t n, struct sv_hdr *h);
@@ -137,6 +140,7 @@ struct sv_frag {
 	const uint8_t *chunk;
 	size_t clen;
 	uint64_t session, ctr; /* ENC: the unit's (from every piece), else 0 */
+	uint8_t aead;          /* ENC: the unit's AEAD, else 0 */
 };
 void sv_frag_put(uint8_t *p, uint32_t id, uint32_t total, uint16_t index, uint16_t count);
 enum sv_drop sv_frag_parse(const uint8_t *body, size_t len, struct sv_frag *f);
@@ -145,12 +149,13 @@ static inline size_t sv_frag_over(int enc)
 {
 	return SV_HDR_LEN + (enc ? SV_CRYPTO_PRE : 0) + SV_FRAG_HDR;
 }
-/* Writes everything in front of a chunk of clen bytes (sv_frag_over(enc) bytes). */
-void sv_piece_put(uint8_t *p, uint8_t flags, uint64_t session, uint64_t ctr, uint32_t id,
-		  uint32_t total, uint16_t index, uint16_t count, size_t clen);
+/* Writes everything in front of a chunk of clen bytes (sv_frag_over(enc) bytes);
+ * aead, session and ctr only with ENC in flags. */
+void sv_piece_put(uint8_t *p, uint8_t flags, uint8_t aead, uint64_t session, uint64_t ctr,
+		  uint32_t id, uint32_t total, uint16_t index, uint16_t count, size_t clen);
 /* The associated data of a sealed unit (SV_FRAG_AD_LEN bytes). */
-void sv_frag_ad(uint8_t *ad, uint8_t flags, uint64_t session, uint64_t ctr, uint32_t id,
-		uint32_t total, uint16_t count);
+void sv_frag_ad(uint8_t *ad, uint8_t flags, uint8_t aead, uint64_t session, uint64_t ctr,
+		uint32_t id, uint32_t total, uint16_t count);
 /* How to cut a stream of len bytes for datagrams of at most dgram bytes: returns
  * the piece count (0 if it cannot be done) and the chunk size in *chunk. */
 unsigned sv_frag_plan(size_t len, size_t dgram, int enc, size_t *chunk);

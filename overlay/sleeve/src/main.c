@@ -1,6 +1,5 @@
-/* main.c - flags, setup, the signal loop; the only place that prints errors */
+/* main.c - setup, the signal loop; the only place that prints errors */
 #include <errno.h>
-#include <getopt.h>
 #include <net/if.h>
 #include <pthread.h>
 #include <sched.h>
@@ -9,11 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
+#include "opts.h"
 #include "sleeve.h"
 #include "tap.h"
 #include "udp.h"
@@ -70,8 +69,7 @@ void sv_log(const struct sv *s, const char *fmt, ...)
 	va_end(ap);
 }
 
-static void warnx_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warnx_(const char *fmt, ...)
+void sv_warn(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -80,201 +78,6 @@ static void warnx_(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	fputc('\n', stderr);
 	va_end(ap);
-}
-
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: " PROG " --dev NAME --local ADDR[:PORT] --peer ADDR[:PORT] [--peer ...]\n"
-		"              [--l3] [--mtu N|auto] [--basic] [--no-batch] [--no-offload] [--segment]\n"
-		"              [--key-file FILE] [--stats-file FILE] [--heartbeat-ms N]\n"
-		"              [--calibrate-ns N] [-v]\n"
-		"              [--version] [--help]\n"
-		"\n"
-		"Moves frames between a TAP (or TUN with --l3) device and UDP (port %d).\n"
-		"  --dev NAME          device to create (removed on exit)\n"
-		"  --local ADDR[:PORT] underlay address to bind\n"
-		"  --peer ADDR[:PORT]  peer sleeve (repeatable)\n"
-		"  --l3                TUN: IP packets instead of Ethernet frames\n"
-		"  --mtu N|auto        device MTU; auto (default) = path MTU - overhead\n"
-		"  --basic             one frame per datagram, one syscall per packet, no offloads\n"
-		"  --no-batch          one frame per datagram\n"
-		"  --no-offload        no vnet header/TSO on the device, no UDP GSO/GRO\n"
-		"  --segment           cut TCP super-frames into MSS-sized frames here instead of\n"
-		"                      carrying them whole (they still leave in UDP GSO trains)\n"
-		"  --key-file FILE     32 raw bytes, mode 0600: ChaCha20-Poly1305 on every datagram\n"
-		"  --stats-file FILE   counters JSON on SIGUSR1 and at exit\n"
-		"  --heartbeat-ms N    heartbeat interval (default 1000)\n"
-		"  --calibrate-ns N    busy-wait N ns per frame read from or written to the device:\n"
-		"                      a known slowdown for measuring benchmarks (default 0)\n"
-		"  -v                  log decisions to stderr\n"
-		"Prints 'ready dev=NAME mtu=N' on stdout when the device is up.\n",
-		SV_DEFAULT_PORT);
-}
-
-static void version(void)
-{
-	printf(PROG " " SV_VERSION_STR "\n");
-	printf("features: tap tun vnet_hdr tso uso udp_gso udp_gro mmsg batching segment pmtu "
-	       "aead=chacha20poly1305-ietf libsodium=%s\n",
-	       sodium_version_string());
-}
-
-enum {
-	O_DEV = 256,
-	O_LOCAL,
-	O_PEER,
-	O_L3,
-	O_MTU,
-	O_BASIC,
-	O_NOBATCH,
-	O_SEGMENT,
-	O_NOOFFLOAD,
-	O_KEY,
-	O_STATS,
-	O_HB,
-	O_CALIBRATE,
-	O_VERSION,
-	O_HELP,
-};
-
-struct opts {
-	const char *dev, *local, *key_file, *stats_file;
-	const char *peer[SV_MAX_PEERS];
-	int npeers;
-	int l3, basic, nobatch, nooffload, segment, verbose, hb_ms;
-	int mtu; /* 0 = auto */
-	int calibrate_ns;
-};
-
-static int parse_int(const char *s, long lo, long hi, int *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || !*s || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = (int)v;
-	return 0;
-}
-
-/* Returns 0, 1 (printed help/version: exit 0) or 2 (bad usage, message printed). */
-static int parse_args(int argc, char **argv, struct opts *o)
-{
-	static const struct option lo[] = {
-		{"dev", required_argument, NULL, O_DEV},
-		{"local", required_argument, NULL, O_LOCAL},
-		{"peer", required_argument, NULL, O_PEER},
-		{"l3", no_argument, NULL, O_L3},
-		{"mtu", required_argument, NULL, O_MTU},
-		{"basic", no_argument, NULL, O_BASIC},
-		{"no-batch", no_argument, NULL, O_NOBATCH},
-		{"segment", no_argument, NULL, O_SEGMENT},
-		{"no-offload", no_argument, NULL, O_NOOFFLOAD},
-		{"key-file", required_argument, NULL, O_KEY},
-		{"stats-file", required_argument, NULL, O_STATS},
-		{"heartbeat-ms", required_argument, NULL, O_HB},
-		{"calibrate-ns", required_argument, NULL, O_CALIBRATE},
-		{"version", no_argument, NULL, O_VERSION},
-		{"help", no_argument, NULL, O_HELP},
-		{NULL, 0, NULL, 0},
-	};
-	int c;
-
-	memset(o, 0, sizeof(*o));
-	o->hb_ms = 1000;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", lo, NULL)) != -1) {
-		switch (c) {
-		case O_DEV:
-			if (!*optarg || strlen(optarg) >= IFNAMSIZ || strchr(optarg, '/') ||
-			    strchr(optarg, ' ')) {
-				warnx_("--dev: bad device name '%s' (1-%d characters)", optarg,
-				       IFNAMSIZ - 1);
-				return 2;
-			}
-			o->dev = optarg;
-			break;
-		case O_LOCAL:
-			o->local = optarg;
-			break;
-		case O_PEER:
-			if (o->npeers == SV_MAX_PEERS) {
-				warnx_("--peer: at most %d peers", SV_MAX_PEERS);
-				return 2;
-			}
-			o->peer[o->npeers++] = optarg;
-			break;
-		case O_L3:
-			o->l3 = 1;
-			break;
-		case O_MTU:
-			if (!strcmp(optarg, "auto"))
-				o->mtu = 0;
-			else if (parse_int(optarg, 68, 65535, &o->mtu) < 0) {
-				warnx_("--mtu: expected 68..65535 or 'auto', got '%s'", optarg);
-				return 2;
-			}
-			break;
-		case O_BASIC:
-			o->basic = 1;
-			break;
-		case O_SEGMENT:
-			o->segment = 1;
-			break;
-		case O_NOBATCH:
-			o->nobatch = 1;
-			break;
-		case O_NOOFFLOAD:
-			o->nooffload = 1;
-			break;
-		case O_KEY:
-			o->key_file = optarg;
-			break;
-		case O_STATS:
-			o->stats_file = optarg;
-			break;
-		case O_HB:
-			if (parse_int(optarg, 10, 600000, &o->hb_ms) < 0) {
-				warnx_("--heartbeat-ms: expected 10..600000, got '%s'", optarg);
-				return 2;
-			}
-			break;
-		case O_CALIBRATE:
-			if (parse_int(optarg, 0, 10000000, &o->calibrate_ns) < 0) {
-				warnx_("--calibrate-ns: expected 0..10000000, got '%s'", optarg);
-				return 2;
-			}
-			break;
-		case 'v':
-			o->verbose = 1;
-			break;
-		case O_VERSION:
-			version();
-			return 1;
-		case 'h':
-		case O_HELP:
-			usage(stdout);
-			return 1;
-		case ':':
-			warnx_("%s needs a value", argv[optind - 1]);
-			return 2;
-		default:
-			warnx_("unknown option '%s' (see --help)", argv[optind - 1]);
-			return 2;
-		}
-	}
-	if (optind < argc) {
-		warnx_("unexpected argument '%s' (see --help)", argv[optind]);
-		return 2;
-	}
-	if (!o->dev || !o->local || !o->npeers) {
-		warnx_("--dev, --local and --peer are required (see --help)");
-		return 2;
-	}
-	return 0;
 }
 
 static int udp_send_ctl(struct sv *s, struct sv_peer *p, const uint8_t *d, size_t len)
@@ -289,6 +92,63 @@ static int udp_send_ctl(struct sv *s, struct sv_peer *p, const uint8_t *d, size_
 	return 0;
 }
 
+/* 1 if a is the wildcard address of its family */
+static int wildcard(const struct sockaddr_storage *a)
+{
+	static const struct in6_addr any6 = IN6ADDR_ANY_INIT;
+
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr == htonl(INADDR_ANY);
+	return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr, &any6, sizeof(any6));
+}
+
+/* The key, our AEADs, a session sealed under our own address; exit code. */
+static int setup_crypto(struct sv *s, const struct opts *o, const struct sockaddr_storage *local)
+{
+	struct sv_ident me;
+	struct timespec ts;
+	uint64_t session;
+	char err[512];
+	int ret, pick, heard[SV_MAX_PEERS] = {0}, skip[SV_MAX_PEERS];
+	unsigned none[SV_MAX_PEERS] = {0};
+
+	if (wildcard(local) || sv_ident_of(&me, local) < 0) {
+		sv_warn("--key-file: --local must be a specific address (it names this side in "
+			"the key derivation), not '%s'", o->local);
+		return 2;
+	}
+	if (sv_key_load(o->key_file, s->master, err, sizeof(err)) < 0) {
+		sv_warn("%s", err);
+		return 2;
+	}
+	s->enc = 1;
+	s->cipher_flag = o->cipher;
+	s->aead_acc = o->cipher ? SV_AEAD_BIT(o->cipher) : SV_AEAD_ALL;
+	s->aead_fast = sv_aead_fast();
+	/* before any peer is heard: our preferred one */
+	pick = sv_aead_pick(s->aead_acc, s->aead_fast, s->npeers, heard, none, none, skip);
+	if (getrandom(&session, sizeof(session), 0) != sizeof(session)) {
+		sv_warn("getrandom: %s", strerror(errno));
+		return 1;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ret = sv_seal_init(&s->seal, s->master, session,
+			   (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &me, pick);
+	for (int i = 0; i < s->npeers && !ret; i++) {
+		struct sv_ident id;
+
+		ret = sv_ident_of(&id, &s->peers[i].addr);
+		sv_open_init(&s->peers[i].open, &id);
+	}
+	if (ret) {
+		sv_warn("cannot set up the AEAD contexts (OpenSSL): %s", strerror(-ret));
+		return 1;
+	}
+	sv_log(s, "AEADs accepted 0x%x, fast here 0x%x, sealing with %s until peers are heard",
+	       s->aead_acc, s->aead_fast, sv_aead_name(pick));
+	return 0;
+}
+
 /* Everything set up before the device comes up; exit code on failure. */
 static int setup(struct sv *s, const struct opts *o)
 {
@@ -296,10 +156,9 @@ static int setup(struct sv *s, const struct opts *o)
 	socklen_t llen;
 	struct sv_udp_opts uo = {.gro = !o->basic && !o->nooffload, .bufsz = 8 << 20};
 	int ret, gso_ok = 0;
-	char err[512];
 
 	if (sv_addr_parse(o->local, SV_DEFAULT_PORT, &local, &llen) < 0) {
-		warnx_("--local: bad address '%s' (ADDR[:PORT], numeric)", o->local);
+		sv_warn("--local: bad address '%s' (ADDR[:PORT], numeric)", o->local);
 		return 2;
 	}
 	s->family = local.ss_family;
@@ -308,47 +167,32 @@ static int setup(struct sv *s, const struct opts *o)
 		struct sv_peer *p = &s->peers[i];
 
 		if (sv_addr_parse(o->peer[i], SV_DEFAULT_PORT, &p->addr, &p->alen) < 0) {
-			warnx_("--peer: bad address '%s' (ADDR[:PORT], numeric)", o->peer[i]);
+			sv_warn("--peer: bad address '%s' (ADDR[:PORT], numeric)", o->peer[i]);
 			return 2;
 		}
 		if (p->addr.ss_family != s->family) {
-			warnx_("--peer %s: address family differs from --local", o->peer[i]);
+			sv_warn("--peer %s: address family differs from --local", o->peer[i]);
 			return 2;
 		}
 		for (int j = 0; j < i; j++)
 			if (sv_addr_equal(&s->peers[j].addr, &p->addr)) {
-				warnx_("--peer %s given twice", o->peer[i]);
+				sv_warn("--peer %s given twice", o->peer[i]);
 				return 2;
 			}
 		sv_addr_str(&p->addr, p->name, sizeof(p->name));
 		s->npeers++;
 	}
-	if (sv_crypto_init() < 0) {
-		warnx_("libsodium initialisation failed");
-		return 1;
-	}
 	if (o->key_file) {
-		if (sv_key_load(o->key_file, s->master, err, sizeof(err)) < 0) {
-			warnx_("%s", err);
-			return 2;
-		}
-		s->enc = 1;
-		{
-			uint64_t session;
-			struct timespec ts;
-
-			randombytes_buf(&session, sizeof(session));
-			clock_gettime(CLOCK_REALTIME, &ts);
-			sv_seal_init(&s->seal, s->master, session,
-				     (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
-		}
+		ret = setup_crypto(s, o, &local);
+		if (ret)
+			return ret;
 	}
 
 	/* device */
 	s->vnet = !o->basic && !o->nooffload;
 	ret = sv_tap_open(o->dev, o->l3, s->vnet);
 	if (ret < 0) {
-		warnx_("cannot create %s device %s: %s", o->l3 ? "TUN" : "TAP", o->dev,
+		sv_warn("cannot create %s device %s: %s", o->l3 ? "TUN" : "TAP", o->dev,
 		       strerror(-ret));
 		return 1;
 	}
@@ -371,14 +215,14 @@ static int setup(struct sv *s, const struct opts *o)
 			sv_log(s, "gso_max_size %u on %s: %s", GSO_MAX_SIZE, o->dev, strerror(-ret));
 	}
 	if (!o->basic && sv_tap_set_nonblock(s->tap_fd, 1) < 0) {
-		warnx_("%s: cannot make non-blocking: %s", o->dev, strerror(errno));
+		sv_warn("%s: cannot make non-blocking: %s", o->dev, strerror(errno));
 		return 1;
 	}
 
 	/* socket */
 	ret = sv_udp_open(&local, llen, &uo, &s->udp_gro, &gso_ok);
 	if (ret < 0) {
-		warnx_("cannot bind UDP %s: %s", o->local, strerror(-ret));
+		sv_warn("cannot bind UDP %s: %s", o->local, strerror(-ret));
 		return 1;
 	}
 	s->udp_fd = ret;
@@ -389,7 +233,7 @@ static int setup(struct sv *s, const struct opts *o)
 		int mtu = sv_udp_route_mtu(&local, &p->addr, llen);
 
 		if (mtu < 0) {
-			warnx_("no route to peer %s: %s", p->name, strerror(-mtu));
+			sv_warn("no route to peer %s: %s", p->name, strerror(-mtu));
 			return 1;
 		}
 		p->pmtu = (uint32_t)(mtu - s->ip_over - 8);
@@ -411,7 +255,7 @@ static int choose_mtu(struct sv *s, const struct opts *o)
 		uint32_t found = sv_pmtu_discover(s, p, route, AUTO_TIMEOUT_MS);
 
 		if (!found) {
-			warnx_("peer %s did not answer probes within %d ms; using the route MTU",
+			sv_warn("peer %s did not answer probes within %d ms; using the route MTU",
 			       p->name, AUTO_TIMEOUT_MS);
 			found = route;
 		}
@@ -419,7 +263,7 @@ static int choose_mtu(struct sv *s, const struct opts *o)
 	}
 	s->mtu = (int)sv_min_pmtu(s) - payload;
 	if (s->mtu < 68) {
-		warnx_("path MTU too small for an overlay (%d)", s->mtu);
+		sv_warn("path MTU too small for an overlay (%d)", s->mtu);
 		return 1;
 	}
 	return 0;
@@ -445,7 +289,7 @@ int main(int argc, char **argv)
 	int ret, rx_up = 0, tx_up = 0, code = 0;
 	uint64_t next_hb;
 
-	ret = parse_args(argc, argv, &o);
+	ret = sv_opts_parse(argc, argv, &o);
 	if (ret)
 		return ret == 1 ? 0 : 2;
 
@@ -470,7 +314,7 @@ int main(int argc, char **argv)
 		const char *e = getenv("SLEEVE_SPIN_US");
 		int us = SPIN_US_DEFAULT;
 
-		if (e && parse_int(e, 0, 1000000, &us) < 0)
+		if (e && sv_parse_int(e, 0, 1000000, &us) < 0)
 			us = SPIN_US_DEFAULT;
 		s->spin_ns = o.basic ? 0 : (uint64_t)us * 1000u;
 	}
@@ -489,7 +333,7 @@ int main(int argc, char **argv)
 	if (code)
 		goto out;
 	if (pthread_create(&rx, NULL, sv_rx_thread, s) != 0) {
-		warnx_("cannot start the receive thread");
+		sv_warn("cannot start the receive thread");
 		code = 1;
 		goto out;
 	}
@@ -501,22 +345,22 @@ int main(int argc, char **argv)
 		goto out;
 	ret = sv_link_set_mtu(o.dev, s->mtu);
 	if (ret < 0) {
-		warnx_("cannot set MTU %d on %s: %s", s->mtu, o.dev, strerror(-ret));
+		sv_warn("cannot set MTU %d on %s: %s", s->mtu, o.dev, strerror(-ret));
 		code = 1;
 		goto out;
 	}
 	ret = sv_link_up(o.dev);
 	if (ret < 0) {
-		warnx_("cannot bring %s up: %s", o.dev, strerror(-ret));
+		sv_warn("cannot bring %s up: %s", o.dev, strerror(-ret));
 		code = 1;
 		goto out;
 	}
-	warnx_("%s %s mtu %d (path mtu %u to %s, overhead %d%s%s%s)", o.l3 ? "TUN" : "TAP", o.dev,
+	sv_warn("%s %s mtu %d (path mtu %u to %s, overhead %d%s%s%s)", o.l3 ? "TUN" : "TAP", o.dev,
 	       s->mtu, sv_min_pmtu(s) + (unsigned)s->ip_over + 8, s->peers[0].name, sv_overhead(s),
 	       s->mtu_auto ? ", discovered" : ", given", s->enc ? ", crypto" : "",
 	       s->basic ? ", basic" : "");
 	if (pthread_create(&tx, NULL, sv_tx_thread, s) != 0) {
-		warnx_("cannot start the send thread");
+		sv_warn("cannot start the send thread");
 		code = 1;
 		goto out;
 	}
@@ -539,7 +383,7 @@ int main(int argc, char **argv)
 		if (sig == SIGUSR1 && s->stats_file) {
 			ret = sv_stats_write(s, s->stats_file);
 			if (ret < 0)
-				warnx_("cannot write %s: %s", s->stats_file, strerror(-ret));
+				sv_warn("cannot write %s: %s", s->stats_file, strerror(-ret));
 		}
 		if (sv_now_ns() >= next_hb) {
 			sv_heartbeat_all(s);
@@ -560,18 +404,20 @@ out:
 	if (s->stats_file && s->udp_fd >= 0) {
 		ret = sv_stats_write(s, s->stats_file);
 		if (ret < 0)
-			warnx_("cannot write %s: %s", s->stats_file, strerror(-ret));
+			sv_warn("cannot write %s: %s", s->stats_file, strerror(-ret));
 	}
 	if (s->udp_fd >= 0)
 		close(s->udp_fd);
 	if (s->tap_fd >= 0) {
 		close(s->tap_fd);
 		if (!device_gone(o.dev))
-			warnx_("device %s still present after close", o.dev);
+			sv_warn("device %s still present after close", o.dev);
 	}
-	for (int i = 0; i < s->npeers; i++)
+	for (int i = 0; i < s->npeers; i++) {
 		sv_reasm_free(&s->peers[i].reasm);
-	sodium_memzero(s->master, sizeof(s->master));
-	sodium_memzero(&s->seal, sizeof(s->seal));
+		sv_open_free(&s->peers[i].open);
+	}
+	sv_seal_free(&s->seal);
+	sv_wipe(s->master, sizeof(s->master));
 	return code;
 }

@@ -11,12 +11,13 @@ static uint8_t hdr_flags(const struct sv *s)
 	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
 }
 
-/* Writes the header and seals: returns the datagram length. */
+/* Writes the header and seals: returns the datagram length, 0 if it could not
+ * be sealed (then nothing may be sent). */
 static size_t finish(struct sv *s, uint8_t *buf, uint8_t type, size_t body_len)
 {
 	sv_hdr_put(buf, type, hdr_flags(s), (uint16_t)body_len);
 	if (s->enc)
-		return sv_seal_dgram(&s->seal, buf, body_len);
+		return sv_seal_ctl(&s->seal, buf, body_len);
 	return SV_HDR_LEN + body_len;
 }
 
@@ -40,6 +41,8 @@ size_t sv_build_heartbeat(struct sv *s, struct sv_peer *p, uint8_t *buf, int wan
 	sv_put16(body, (uint16_t)(my_caps(s) | (want_reply ? SV_CAP_WANT_REPLY : 0)));
 	sv_put16(body + 2, (uint16_t)s->mtu);
 	sv_put32(body + 4, seq);
+	body[8] = s->enc ? (uint8_t)s->aead_acc : 0;
+	body[9] = s->enc ? (uint8_t)s->aead_fast : 0;
 	return finish(s, buf, SV_T_HEARTBEAT, SV_HB_LEN);
 }
 
@@ -51,7 +54,7 @@ void sv_heartbeat_all(struct sv *s)
 		struct sv_peer *p = &s->peers[i];
 		size_t n = sv_build_heartbeat(s, p, buf, !__atomic_load_n(&p->heard, __ATOMIC_RELAXED));
 
-		if (s->send_ctl(s, p, buf, n) == 0)
+		if (n && s->send_ctl(s, p, buf, n) == 0)
 			sv_count(&s->ctr_main, SV_C_HB_SENT, 1);
 	}
 }
@@ -92,7 +95,7 @@ static int try_size(struct sv *s, struct sv_peer *p, uint8_t *buf, uint32_t size
 		uint32_t id = next_id++;
 		size_t n = sv_build_probe(s, buf, id, size);
 
-		if (s->send_ctl(s, p, buf, n) == -EMSGSIZE)
+		if (!n || s->send_ctl(s, p, buf, n) == -EMSGSIZE)
 			return 0;
 		sv_count(&s->ctr_main, SV_C_PROBE_SENT, 1);
 		for (int w = 0; w < 100; w++) {

@@ -53,6 +53,7 @@ static struct sv_reasm_slot *slot_for(struct sv_reasm *r, const struct sv_frag *
 	free_s->flags = flags;
 	free_s->session = f->session;
 	free_s->ctr = f->ctr;
+	free_s->aead = f->aead;
 	free_s->t0 = now;
 	return free_s;
 }
@@ -103,7 +104,7 @@ enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t f
 	if (!s)
 		return SV_D_REASM_EVICTED;
 	if (s->total != f->total || s->count != f->count || s->flags != flags ||
-	    s->session != f->session || s->ctr != f->ctr)
+	    s->session != f->session || s->ctr != f->ctr || s->aead != f->aead)
 		goto bad;
 	if (s->seen[f->index / 64] & (1ull << (f->index % 64)))
 		return SV_D_REASM_BAD; /* duplicate piece: drop it, keep the unit */

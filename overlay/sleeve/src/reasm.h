@@ -29,6 +29,7 @@ struct sv_reasm_slot {
 	uint8_t flags;
 	uint32_t id, total;
 	uint64_t session, ctr; /* of a sealed unit; every piece must agree */
+	uint8_t aead;
 	uint16_t count, got;
 	uint32_t csize; /* chunk size of the non-last pieces, 0 = not seen yet */
 	uint32_t sum;   /* bytes received */

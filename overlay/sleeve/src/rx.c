@@ -162,8 +162,8 @@ static enum sv_drop open_unit(struct sv *s, struct sv_peer *p, const struct sv_f
 	c = sv_reasm_flatten(&p->reasm, u);
 	if (!c)
 		return SV_D_REASM_EVICTED;
-	sv_frag_ad(ad, flags, f->session, f->ctr, f->id, f->total, f->count);
-	r = sv_open_buf(&p->open, s->master, f->session, f->ctr, c, u->len, ad, sizeof(ad));
+	sv_frag_ad(ad, flags, f->aead, f->session, f->ctr, f->id, f->total, f->count);
+	r = sv_open_buf(&p->open, s->master, f->aead, f->session, f->ctr, c, u->len, ad, sizeof(ad));
 	if (r)
 		return r;
 	*out = (struct iovec){c, u->len - SV_TAG_LEN};
@@ -193,6 +193,7 @@ static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *d, c
 		 * unit already opened, or too old) is dropped now */
 		f.session = sv_get64(d + SV_HDR_LEN);
 		f.ctr = sv_get64(d + SV_HDR_LEN + 8);
+		f.aead = h->aead;
 		if (sv_replay_check(&p->open.win, f.ctr) < 0)
 			return SV_D_REPLAY;
 	}
@@ -219,30 +220,37 @@ static enum sv_drop rx_ctl(struct sv *s, struct sv_peer *p, const struct sv_hdr 
 
 	switch (h->type) {
 	case SV_T_HEARTBEAT: {
-		uint32_t caps, old;
-		int was;
+		uint32_t caps, old, acc, fast;
+		int was, aead_new;
 
 		if (h->len < SV_HB_LEN)
 			return SV_D_BAD_LENGTH;
+		acc = body[8];
+		fast = body[9];
 		caps = sv_get16(body) & ~SV_CAP_WANT_REPLY;
 		old = __atomic_exchange_n(&p->caps, caps, __ATOMIC_RELAXED);
+		aead_new = __atomic_exchange_n(&p->aead_acc, acc, __ATOMIC_RELAXED) != acc;
+		aead_new |= __atomic_exchange_n(&p->aead_fast, fast, __ATOMIC_RELAXED) != fast;
 		was = __atomic_exchange_n(&p->heard, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&p->last_heard_ns, now, __ATOMIC_RELAXED);
 		sv_count(&s->ctr_rx, SV_C_HB_RECV, 1);
 		if (sv_get16(body) & SV_CAP_WANT_REPLY) {
 			len = sv_build_heartbeat(s, p, out, 0);
-			if (s->send_ctl(s, p, out, len) == 0)
+			if (len && s->send_ctl(s, p, out, len) == 0)
 				sv_count(&s->ctr_rx, SV_C_HB_SENT, 1);
 		}
 		if (!was || old != caps)
 			sv_update_tso(s);
+		if (s->enc && (!was || aead_new))
+			sv_update_cipher(s);
 		return SV_OK;
 	}
 	case SV_T_PROBE:
 		if (h->len < SV_PROBE_MIN)
 			return SV_D_BAD_LENGTH;
 		len = sv_build_probe_ack(s, out, sv_get32(body), (uint32_t)n);
-		s->send_ctl(s, p, out, len);
+		if (len)
+			s->send_ctl(s, p, out, len);
 		return SV_OK;
 	case SV_T_PROBE_ACK:
 		if (h->len < SV_PROBE_ACK_LEN)
@@ -267,6 +275,13 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 		goto drop;
 	if (!(h.flags & SV_F_ENC) != !s->enc) {
 		r = SV_D_CRYPTO_MISMATCH;
+		goto drop;
+	}
+	/* frames only under an AEAD we accept; control under either, so that
+	 * peers with different forced ciphers still hear why they do not talk */
+	if (s->enc && (h.type == SV_T_DATA || h.type == SV_T_FRAG) &&
+	    !(s->aead_acc & SV_AEAD_BIT(h.aead))) {
+		r = SV_D_CIPHER_MISMATCH;
 		goto drop;
 	}
 	/* sealed per datagram, except FRAG pieces: their unit is sealed once */

@@ -14,7 +14,7 @@
 #include "gro.h"
 #include "reasm.h"
 
-#define SV_VERSION_STR "0.4.0"
+#define SV_VERSION_STR "0.5.0"
 #define SV_MAX_PEERS 16
 
 enum sv_ctr {
@@ -68,6 +68,10 @@ struct sv_peer {
 	int heard;
 	uint32_t probe_ack_id, probe_ack_size;
 	uint32_t pmtu; /* largest UDP payload to this peer */
+	/* AEADs it advertised (heartbeat); sv_update_cipher decides aead_skip */
+	uint32_t aead_acc, aead_fast;
+	int aead_skip; /* accepts none of ours: no DATA or FRAG to it */
+	int aead_told; /* the refusal was logged */
 };
 
 struct sv;
@@ -88,6 +92,8 @@ struct sv {
 	int enc;
 	uint8_t master[SV_KEY_LEN];
 	struct sv_seal seal;
+	int cipher_flag;         /* --cipher: 0 auto, else the only AEAD accepted */
+	unsigned aead_acc, aead_fast; /* our masks (SV_AEAD_BIT) */
 	int family;
 	int ip_over; /* outer IP header: 20 or 40 */
 
@@ -104,7 +110,7 @@ struct sv {
 	sv_send_fn send_ctl;
 	uint64_t start_ns;
 	uint32_t hb_seq;
-	pthread_mutex_t lock; /* offload changes */
+	pthread_mutex_t lock; /* offload and cipher changes */
 	struct sv_gro gro; /* owned by the rx thread */
 };
 
@@ -128,6 +134,8 @@ int sv_overhead(const struct sv *s);
 /* Largest UDP payload allowed towards every peer. */
 uint32_t sv_min_pmtu(struct sv *s);
 void sv_log(const struct sv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Always printed (a condition the operator must see, e.g. a refused peer). */
+void sv_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* stats.c */
 int sv_stats_write(struct sv *s, const char *path);
@@ -145,6 +153,13 @@ void sv_rx_batch(struct sv *s, struct mmsghdr *msg, unsigned n, uint64_t now);
 struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen);
 void *sv_rx_thread(void *arg);
 void sv_update_tso(struct sv *s);
+/* Recomputes the AEAD to seal with and the peers refused, from the heartbeats. */
+void sv_update_cipher(struct sv *s);
+/* 1 if no DATA or FRAG may go to p (it accepts none of our AEADs) */
+static inline int sv_peer_skipped(const struct sv_peer *p)
+{
+	return __atomic_load_n(&p->aead_skip, __ATOMIC_RELAXED);
+}
 int sv_tap_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet);
 /* after a receive batch, before its buffers are reused */
 void sv_rx_settle(struct sv *s);

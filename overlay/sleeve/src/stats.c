@@ -66,6 +66,12 @@ static int write_json(FILE *f, struct sv *s)
 		s->dev, s->l3 ? "l3" : "l2");
 	fprintf(f, "  \"basic\": %s, \"batch\": %s, \"segment\": %s, \"crypto\": %s,\n",
 		tf(s->basic), tf(s->batch), tf(s->segment), tf(s->enc));
+	if (s->enc)
+		fprintf(f, "  \"cipher\": \"%s\", \"cipher_flag\": \"%s\",\n",
+			sv_aead_name(sv_seal_cipher(&s->seal)),
+			s->cipher_flag ? sv_aead_name(s->cipher_flag) : "auto");
+	else
+		fprintf(f, "  \"cipher\": null, \"cipher_flag\": null,\n");
 	fprintf(f, "  \"mtu\": %d, \"path_mtu\": %u, \"overhead\": %d, \"uptime_s\": %.3f,\n", s->mtu,
 		sv_min_pmtu(s) + (unsigned)s->ip_over + 8, sv_overhead(s),
 		(double)(now - s->start_ns) / 1e9);
@@ -89,12 +95,17 @@ static int write_json(FILE *f, struct sv *s)
 		uint64_t lh = __atomic_load_n(&p->last_heard_ns, __ATOMIC_RELAXED);
 		int heard = __atomic_load_n(&p->heard, __ATOMIC_RELAXED);
 
+		char cipher[32] = "null";
+
+		if (s->enc && heard)
+			snprintf(cipher, sizeof(cipher), "\"%s\"",
+				 sv_peer_skipped(p) ? "none" : sv_aead_name(sv_seal_cipher(&s->seal)));
 		fprintf(f, "%s{\"addr\": \"%s\", \"heard\": %s, \"gso_rx\": %s, \"pmtu\": %u, "
-			"\"last_heard_ms\": %lld}",
+			"\"last_heard_ms\": %lld, \"cipher\": %s}",
 			i ? ", " : "", p->name, tf(heard),
 			tf(__atomic_load_n(&p->caps, __ATOMIC_RELAXED) & SV_CAP_GSO_RX),
 			__atomic_load_n(&p->pmtu, __ATOMIC_RELAXED) + (unsigned)s->ip_over + 8,
-			heard ? (long long)((now - lh) / 1000000) : -1LL);
+			heard ? (long long)((now - lh) / 1000000) : -1LL, cipher);
 	}
 	fprintf(f, "]\n}\n");
 	return ferror(f) ? -EIO : 0;

@@ -12,13 +12,12 @@
 
 #include "seg.h"
 #include "sleeve.h"
+#include "tx.h"
 
 #define TX_MSGS 256
 #define TX_IOVS 4096
 #define TX_ARENA (2u << 20)
 #define TX_RBUFS 16
-#define RBUF_SZ (SV_MAX_UNIT + 64)
-#define TAILROOM SV_TAG_LEN /* after a read unit: its tag when sealed in place */
 #define GSO_MAX_SEGS 64 /* UDP_MAX_SEGMENTS on older kernels */
 
 struct txq {
@@ -42,14 +41,15 @@ struct txq {
 	struct sv_packer pk;
 	int pk_open;
 	uint32_t frame_id;
+	struct sv_aead_set aead; /* this thread's sealing contexts */
 };
 
-static uint8_t base_flags(const struct sv *s)
+uint8_t sv_base_flags(const struct sv *s)
 {
 	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
 }
 
-static int send_one(struct sv *s, struct sv_peer *p, struct iovec *iov, size_t n)
+int sv_send_one(struct sv *s, struct sv_peer *p, struct iovec *iov, size_t n)
 {
 	struct msghdr m = {.msg_name = &p->addr, .msg_namelen = p->alen, .msg_iov = iov,
 			   .msg_iovlen = n};
@@ -70,7 +70,7 @@ static void send_train_split(struct txq *q, struct mmsghdr *mm, unsigned per)
 	for (size_t i = 0; p && i < m->msg_iovlen; i += per) {
 		size_t k = m->msg_iovlen - i < per ? m->msg_iovlen - i : per;
 
-		if (send_one(q->s, p, m->msg_iov + i, k) < 0)
+		if (sv_send_one(q->s, p, m->msg_iov + i, k) < 0)
 			sv_count_drop(&q->s->ctr_tx, SV_D_SEND_ERR, 1);
 	}
 }
@@ -131,14 +131,21 @@ static void set_segment(struct msghdr *m, void *cbuf, size_t cbuflen, uint16_t s
 	memcpy(CMSG_DATA(c), &seg, sizeof(seg));
 }
 
-/* Queues iov[first .. first+n) as one message to every peer. */
-static void push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, unsigned per)
+/* Queues iov[first .. first+n) as one message to every peer that takes frames
+ * from us; returns how many were queued. */
+static int push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, unsigned per)
 {
 	struct sv *s = q->s;
+	int queued = 0;
 
 	for (int i = 0; i < s->npeers; i++) {
 		struct mmsghdr *mm = &q->msg[q->nmsg];
 		struct msghdr *m = &mm->msg_hdr;
+
+		if (s->enc && sv_peer_skipped(&s->peers[i])) {
+			sv_count_drop(&s->ctr_tx, SV_D_CIPHER_MISMATCH, ndgrams);
+			continue;
+		}
 
 		memset(m, 0, sizeof(*m));
 		m->msg_name = &s->peers[i].addr;
@@ -152,9 +159,11 @@ static void push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, 
 			q->dgram_iovs[q->nmsg] = (uint16_t)per;
 		}
 		q->nmsg++;
+		queued++;
 		sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, ndgrams);
 	}
 	q->train_seg = 0;
+	return queued;
 }
 
 /* Queues one DATA datagram (iov[first], len bytes). Consecutive datagrams of one
@@ -181,8 +190,8 @@ static void push_dgram(struct txq *q, int first, size_t len)
 			q->train_seg = 0; /* a shorter datagram ends a train */
 		return;
 	}
-	push(q, first, 1, 1, 0, 0);
-	if (s->npeers == 1 && __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED) && len <= UINT16_MAX)
+	if (push(q, first, 1, 1, 0, 0) && s->npeers == 1 &&
+	    __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED) && len <= UINT16_MAX)
 		q->train_seg = (uint16_t)len;
 }
 
@@ -202,7 +211,11 @@ static void pk_close(struct txq *q)
 	if (q->pk.nrec > 1)
 		sv_count(&q->s->ctr_tx, SV_C_TX_BATCHES, 1);
 	len = sv_pack_finish(&q->pk);
-	len = q->s->enc ? sv_seal_dgram(&q->s->seal, q->pk.dgram, q->pk.blen) : len;
+	len = q->s->enc ? sv_seal_dgram(&q->s->seal, &q->aead, q->pk.dgram, q->pk.blen) : len;
+	if (!len) {
+		sv_count_drop(&q->s->ctr_tx, SV_D_SEND_ERR, 1);
+		return;
+	}
 	q->iov[q->niov].iov_base = q->pk.dgram;
 	q->iov[q->niov].iov_len = len;
 	q->aused += (size_t)(q->pk.dgram - q->pk.buf) + len;
@@ -210,22 +223,31 @@ static void pk_close(struct txq *q)
 	push_dgram(q, q->niov - 1, len);
 }
 
-/* Seals data[0..len) in place as one unit (the tag goes to data + len) and
- * returns its stream length; plain units are their own stream. */
-static size_t seal_unit(struct sv *s, uint8_t *data, size_t len, uint8_t flags, uint32_t id,
-			uint32_t dgram, uint64_t *ctr, unsigned *cnt, size_t *chunk)
+enum sv_drop sv_seal_unit(struct sv *s, struct sv_aead_set *t, uint8_t *data, size_t len,
+			  uint8_t flags, uint32_t id, uint32_t dgram, struct sv_txunit *u)
 {
-	size_t stream = len + (s->enc ? SV_TAG_LEN : 0);
 	uint8_t ad[SV_FRAG_AD_LEN];
 
-	*cnt = sv_frag_plan(stream, dgram, s->enc, chunk);
-	*ctr = 0;
-	if (!*cnt || !s->enc)
-		return stream;
-	*ctr = sv_seal_next(&s->seal);
-	sv_frag_ad(ad, flags, s->seal.session, *ctr, id, (uint32_t)stream, (uint16_t)*cnt);
-	sv_seal_buf(&s->seal, *ctr, data, len, ad, sizeof(ad));
-	return stream;
+	u->stream = len + (s->enc ? SV_TAG_LEN : 0);
+	u->cnt = sv_frag_plan(u->stream, dgram, s->enc, &u->chunk);
+	u->ctr = 0;
+	u->aead = 0;
+	if (!u->cnt)
+		return SV_D_OVERSIZE;
+	if (!s->enc)
+		return SV_OK;
+	u->aead = (uint8_t)sv_seal_cipher(&s->seal);
+	if (sv_seal_next(&s->seal, &u->ctr) < 0) {
+		sv_wipe(data, len);
+		return SV_D_SEND_ERR;
+	}
+	sv_frag_ad(ad, flags, u->aead, s->seal.session, u->ctr, id, (uint32_t)u->stream,
+		   (uint16_t)u->cnt);
+	if (sv_seal_buf(t, u->aead, u->ctr, data, len, ad, sizeof(ad)) < 0) {
+		sv_wipe(data, u->stream); /* never let a half-sealed unit out */
+		return SV_D_SEND_ERR;
+	}
+	return SV_OK;
 }
 
 /* A unit too big for one DATA datagram: sealed once (with a key), then cut into
@@ -235,10 +257,11 @@ static size_t seal_unit(struct sv *s, uint8_t *data, size_t len, uint8_t flags, 
 static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint32_t dgram)
 {
 	struct sv *s = q->s;
-	size_t chunk, full, hlen = sv_frag_over(s->enc), stream;
+	size_t chunk, full, hlen = sv_frag_over(s->enc);
 	unsigned cnt, per, trains;
 	int gso = __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED);
-	uint64_t ctr;
+	struct sv_txunit u;
+	enum sv_drop r;
 	uint32_t id;
 
 	pk_close(q);
@@ -257,7 +280,12 @@ static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint
 	if (!room(q, (int)trains, (int)cnt * 2, (size_t)cnt * hlen))
 		flush(q);
 	id = q->frame_id++;
-	stream = seal_unit(s, data, len, flags, id, dgram, &ctr, &cnt, &chunk);
+	r = sv_seal_unit(s, &q->aead, data, len, flags, id, dgram, &u);
+	if (r) {
+		sv_count_drop(&s->ctr_tx, r, 1);
+		return 0;
+	}
+	cnt = u.cnt;
 	trains = (cnt + per - 1) / per;
 	for (unsigned t = 0; t < trains; t++) {
 		int first;
@@ -269,11 +297,12 @@ static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint
 			flush(q);
 		first = q->niov;
 		for (unsigned i = from; i < to; i++) {
-			size_t off = (size_t)i * chunk, clen = stream - off < chunk ? stream - off : chunk;
+			size_t off = (size_t)i * chunk;
+			size_t clen = u.stream - off < chunk ? u.stream - off : chunk;
 			uint8_t *h = q->arena + q->aused;
 
-			sv_piece_put(h, flags, s->seal.session, ctr, id, (uint32_t)stream, (uint16_t)i,
-				     (uint16_t)cnt, clen);
+			sv_piece_put(h, flags, u.aead, s->seal.session, u.ctr, id, (uint32_t)u.stream,
+				     (uint16_t)i, (uint16_t)cnt, clen);
 			q->iov[q->niov++] = (struct iovec){h, hlen};
 			q->iov[q->niov++] = (struct iovec){data + off, clen};
 			q->aused += hlen;
@@ -295,7 +324,7 @@ static uint8_t *pk_reserve(struct txq *q, size_t len, uint32_t dgram)
 	pk_close(q);
 	if (!room(q, 1, 1, (size_t)dgram + SV_PACK_SLACK))
 		flush(q);
-	sv_pack_begin(&q->pk, q->arena + q->aused, dgram, base_flags(q->s));
+	sv_pack_begin(&q->pk, q->arena + q->aused, dgram, sv_base_flags(q->s));
 	q->pk_open = 1;
 	return sv_pack_reserve(&q->pk, len);
 }
@@ -347,7 +376,7 @@ static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 			sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
 			sv_count(&s->ctr_tx, SV_C_TX_BYTES, flen);
 			sv_count(&s->ctr_tx, SV_C_TX_SUPER, 1);
-			return tx_unit(q, buf, n, base_flags(s) | SV_F_VNET, dgram);
+			return tx_unit(q, buf, n, sv_base_flags(s) | SV_F_VNET, dgram);
 		}
 		if ((vh.flags & VIRTIO_NET_HDR_F_NEEDS_CSUM) &&
 		    sv_csum_complete(frame, flen, vh.csum_start, vh.csum_offset) < 0)
@@ -356,78 +385,11 @@ static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 	sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
 	sv_count(&s->ctr_tx, SV_C_TX_BYTES, flen);
 	if (flen > sv_pack_max_frame(dgram, s->enc))
-		return tx_unit(q, frame, flen, base_flags(s), dgram);
+		return tx_unit(q, frame, flen, sv_base_flags(s), dgram);
 	memcpy(pk_reserve(q, flen, dgram), frame, flen);
 	if (!s->batch)
 		pk_close(q);
 	return 0;
-}
-
-/* The 2015 reference: one read and one sendto per frame, no offloads. */
-static void *tx_basic(struct sv *s)
-{
-	uint8_t *buf = malloc(RBUF_SZ + TAILROOM), *out = malloc(SV_MAX_DGRAM + 64);
-	uint32_t id = 0;
-
-	if (!buf || !out)
-		goto out;
-	for (;;) {
-		ssize_t n = read(s->tap_fd, buf, RBUF_SZ);
-		uint32_t dgram = sv_min_pmtu(s);
-		size_t chunk, stream;
-		unsigned cnt;
-		uint64_t ctr;
-
-		if (n <= 0) {
-			if (n < 0 && errno != EINTR && errno != EAGAIN)
-				usleep(1000);
-			continue;
-		}
-		sv_calibrate(s);
-		sv_count(&s->ctr_tx, SV_C_TX_FRAMES, 1);
-		sv_count(&s->ctr_tx, SV_C_TX_BYTES, (uint64_t)n);
-		if ((size_t)n <= sv_pack_max_frame(dgram, s->enc)) {
-			struct sv_packer pk;
-			size_t len;
-
-			sv_pack_begin(&pk, out, dgram, base_flags(s));
-			sv_pack_add(&pk, buf, (size_t)n);
-			len = sv_pack_finish(&pk);
-			len = s->enc ? sv_seal_dgram(&s->seal, pk.dgram, pk.blen) : len;
-			for (int i = 0; i < s->npeers; i++) {
-				struct iovec v = {pk.dgram, len};
-
-				sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
-				if (send_one(s, &s->peers[i], &v, 1) < 0)
-					sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, 1);
-			}
-			continue;
-		}
-		stream = seal_unit(s, buf, (size_t)n, base_flags(s), id, dgram, &ctr, &cnt, &chunk);
-		if (!cnt) {
-			sv_count_drop(&s->ctr_tx, SV_D_OVERSIZE, 1);
-			continue;
-		}
-		for (unsigned i = 0; i < cnt; i++) {
-			size_t off = (size_t)i * chunk, clen = stream - off < chunk ? stream - off : chunk;
-			size_t hlen = sv_frag_over(s->enc);
-			struct iovec v[2] = {{out, hlen}, {buf + off, clen}};
-
-			sv_piece_put(out, base_flags(s), s->seal.session, ctr, id, (uint32_t)stream,
-				     (uint16_t)i, (uint16_t)cnt, clen);
-			for (int p = 0; p < s->npeers; p++) {
-				sv_count(&s->ctr_tx, SV_C_TX_DGRAMS, 1);
-				sv_count(&s->ctr_tx, SV_C_TX_FRAGS, 1);
-				if (send_one(s, &s->peers[p], v, 2) < 0)
-					sv_count_drop(&s->ctr_tx, SV_D_SEND_ERR, 1);
-			}
-		}
-		id++;
-	}
-out:
-	free(buf);
-	free(out);
-	return NULL;
 }
 
 static void txq_free(void *arg)
@@ -437,6 +399,7 @@ static void txq_free(void *arg)
 	for (int i = 0; i < TX_RBUFS; i++)
 		free(q->rbuf[i]);
 	free(q->arena);
+	sv_aead_set_free(&q->aead);
 	free(q);
 }
 
@@ -488,8 +451,10 @@ void *sv_tx_thread(void *arg)
 	struct sv *s = arg;
 	struct txq *q;
 
-	if (s->basic)
-		return tx_basic(s);
+	if (s->basic) {
+		sv_tx_basic(s);
+		return NULL;
+	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return NULL;
@@ -498,7 +463,9 @@ void *sv_tx_thread(void *arg)
 	for (int i = 0; i < TX_RBUFS; i++)
 		q->rbuf[i] = malloc(RBUF_SZ + TAILROOM);
 	pthread_cleanup_push(txq_free, q); /* the thread ends by cancellation */
-	tx_loop(q);
+	/* without its contexts a keyed sleeve sends nothing, never plaintext */
+	if (!s->enc || sv_seal_set_init(&q->aead, &s->seal) == 0)
+		tx_loop(q);
 	pthread_cleanup_pop(1);
 	return NULL;
 }

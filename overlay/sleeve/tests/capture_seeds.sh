@@ -3,7 +3,8 @@
 # the sleeve between two namespaces carries a 2 s iperf3 TCP stream in each mode,
 # and tests/flood.c captures, on the underlay, what each sleeve sends the other
 # (a UDP GSO send is what the receiving socket reads as one GRO train). Keyed
-# modes use the fuzz targets' key (32 bytes of 0x42) so that the seeds open.
+# modes use the fuzz targets' key (32 bytes of 0x42) so that the seeds open:
+# a's (198.18.0.1) as fuzz_sock's first peer, b's (198.18.0.2) as its second.
 # Needs root; obs-* namespaces only, removed on every exit path.
 #   tests/capture_seeds.sh [DIR]      (default fuzz/corpus-sock)
 set -u
@@ -46,15 +47,17 @@ capture() {
 		--seed-prefix "capture-$name-data-" --seeds-max 3 | head -n1 &
 	x=$!
 	ns $HB "$FLOOD" --target 198.18.0.1:6784 --peer 198.18.0.2:6784 --seconds 0 "${fargs[@]}" \
-		--capture obs-u1 --capture-seconds 1 --seeds "$OUT" --seed-cfg "$cfg" \
+		--capture obs-u1 --capture-seconds 1 --seeds "$OUT" --seed-cfg $((cfg | 32)) --seed-from 3 \
 		--seed-prefix "capture-$name-acks-" --seeds-max 8 | head -n1
 	wait $x
 	sleeve_stop_all
 }
 
-# cfg bits: 1 keyed, 2 L3, 4 vnet device, 8 --segment, 64 --basic
+# cfg bits: 1 keyed, 2 L3, 4 vnet device, 8 --segment, 32 two peers (set for
+# b's), 64 --basic, 128 a receiver that accepts only ChaCha20-Poly1305
 capture sleeve 4 l2 --
 capture keyed 5 l2 --keyed -- --key-file "$KEY"
+capture keyed-chacha 133 l2 --keyed -- --key-file "$KEY" --cipher chacha20-poly1305
 capture l3 6 l3 --l3 -- --l3
 capture segment 12 l2 -- --segment
 capture basic 64 l2 -- --basic

@@ -14,13 +14,19 @@
  * Kinds: empty, one (1 byte), header (a header alone: DATA of length 0),
  * truncated (a header promising more than follows), oversized (65,507 bytes:
  * one frame far above the MTU, unsealed), random (8..1472 random bytes, not
- * starting with the magic), replayed (a captured datagram), wrongkey (a DATA
- * datagram sealed under a random key, with a fresh session and counter).
+ * starting with the magic), replayed (a captured datagram of the peer's),
+ * wrongkey (a DATA datagram sealed under a random key, with a fresh session and
+ * counter, under --cipher), reflected (--keyed only: a captured datagram the
+ * target itself sent to the peer, sent back to it from the peer's address).
  *
  * Prints one JSON object: what was captured, what was sent per source and
  * kind, and which drop counter of the target each should land in (--keyed:
  * the target has a key). Replayed datagrams from the spoofed source are not
- * drops without a key (plaintext has no replay protection): "accepted". */
+ * drops without a key (plaintext has no replay protection): "accepted".
+ * Reflected ones must fail the tag (auth_fail): their counters are the
+ * target's, and when those are ahead of every counter the peer has used, the
+ * replay window lets them through to the AEAD; when they are far behind they
+ * are replay; in between (the two started within ~2 ms) they are not sent. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -31,11 +37,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <sodium.h>
 
 #include "crypto.h"
 #include "frame.h"
@@ -44,25 +49,51 @@
 #define POOL_MAX 256
 #define POOL_PER_READ 8 /* a GSO send holds up to 64: keep the pool varied */
 
-enum kind { K_EMPTY, K_ONE, K_HEADER, K_TRUNCATED, K_OVERSIZED, K_RANDOM, K_REPLAYED, K_WRONGKEY, K__N };
-static const char *const kind_names[K__N] = {"empty",  "one",    "header",   "truncated",
-					     "oversized", "random", "replayed", "wrongkey"};
+enum kind {
+	K_EMPTY, K_ONE, K_HEADER, K_TRUNCATED, K_OVERSIZED, K_RANDOM, K_REPLAYED, K_WRONGKEY, K_REFLECTED,
+	K__N
+};
+static const char *const kind_names[K__N] = {"empty",  "one",    "header",   "truncated", "oversized",
+					     "random", "replayed", "wrongkey", "reflected"};
 enum source { S_OTHER_PORT, S_STRANGER, S_SPOOFED, S__N };
 static const char *const source_names[S__N] = {"other_port", "stranger", "spoofed"};
 
 struct opts {
 	struct sockaddr_in target, peer;
 	const char *stranger, *capture_dev, *seeds_dir, *seed_prefix;
-	int spoof_port, l3, keyed, seed_cfg, seeds_max;
+	int spoof_port, l3, keyed, seed_cfg, seeds_max, seed_from, cipher;
 	double seconds, capture_s;
 	long rate;
 };
 
-static struct {
+/* captured datagrams: the peer's to the target (replay), the target's to the
+ * peer (reflect); with a key, the lowest and highest counter in each */
+struct pool {
 	uint8_t *d[POOL_MAX];
 	size_t n[POOL_MAX];
 	int count, reads, seeds;
-} pool;
+	uint64_t ctr_min, ctr_max;
+};
+static struct pool pool = {.ctr_min = UINT64_MAX}, reflect = {.ctr_min = UINT64_MAX}, *const pools[2] = {&pool, &reflect};
+
+/* not cryptographic: the junk kinds only (xorshift64*, seeded by getrandom) */
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t rnd(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * 0x2545f4914f6cdd1dull;
+}
+
+static void rnd_buf(void *p, size_t n)
+{
+	uint8_t *b = p;
+
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(rnd() >> 56);
+}
 
 static void die(const char *what)
 {
@@ -122,7 +153,8 @@ static void write_seed(const struct opts *o, const uint8_t *p, size_t n, size_t 
 	if (!f)
 		die(path);
 	fputc(o->seed_cfg, f);
-	fputc(seg < n ? 0x50 : 0x40, f); /* the peer, [GRO size], the batch ends */
+	/* the peer (or fuzz_sock's second one), [GRO size], the batch ends */
+	fputc((seg < n ? 0x50 : 0x40) | (o->seed_from & 3), f);
 	if (seg < n) {
 		fputc((int)(seg >> 8), f);
 		fputc((int)(seg & 0xff), f);
@@ -134,8 +166,36 @@ static void write_seed(const struct opts *o, const uint8_t *p, size_t n, size_t 
 		die(path);
 }
 
-/* The peer's datagrams to the target, as they leave on dev: a UDP GSO send is
- * one packet here and is cut back into datagrams by their headers. */
+/* Keeps the datagrams of one captured read (a GSO send is one packet here:
+ * cut back into datagrams by their headers) in pl. */
+static void keep(struct pool *pl, const uint8_t *p, size_t n)
+{
+	size_t off = 0;
+
+	for (int taken = 0; off < n && pl->count < POOL_MAX && taken < POOL_PER_READ; taken++) {
+		size_t len = dgram_len(p + off, n - off);
+
+		if (!len)
+			break;
+		if (len <= 1472) {
+			pl->d[pl->count] = malloc(len);
+			if (!pl->d[pl->count])
+				die("malloc");
+			memcpy(pl->d[pl->count], p + off, len);
+			pl->n[pl->count++] = len;
+			if ((p[off + 4] & SV_F_ENC) && len >= SV_HDR_LEN + SV_CRYPTO_PRE) {
+				uint64_t c = sv_get64(p + off + SV_HDR_LEN + 8);
+
+				pl->ctr_min = c < pl->ctr_min ? c : pl->ctr_min;
+				pl->ctr_max = c > pl->ctr_max ? c : pl->ctr_max;
+			}
+		}
+		off += len;
+	}
+}
+
+/* On dev: the peer's datagrams to the target as they leave (the replay pool)
+ * and, with a key, the target's to the peer as they arrive (the reflect pool). */
 static void capture(const struct opts *o)
 {
 	/* ETH_P_ALL: only such a socket sees what leaves, not just what arrives */
@@ -151,43 +211,55 @@ static void capture(const struct opts *o)
 	if (!sll.sll_ifindex || bind(fd, (struct sockaddr *)&sll, sizeof(sll)) < 0)
 		die(o->capture_dev);
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	while (pool.count < POOL_MAX && now_s() < end) {
+	while ((pool.count < POOL_MAX || (o->keyed && reflect.count < POOL_MAX)) && now_s() < end) {
 		struct sockaddr_ll from;
 		socklen_t fl = sizeof(from);
 		ssize_t r = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &fl);
 		const uint8_t *ip = buf, *udp, *p;
-		size_t ihl, n, off = 0;
+		size_t ihl, n;
+		int out, back;
 
 		if (r < 28 || from.sll_protocol != htons(ETH_P_IP))
 			continue;
 		ihl = (size_t)(ip[0] & 0x0f) * 4;
-		if (ip[0] >> 4 != 4 || ip[9] != IPPROTO_UDP || (size_t)r < ihl + 8 ||
-		    (sv_get16(ip + 6) & 0x3fff) || memcmp(ip + 12, &o->peer.sin_addr, 4) ||
-		    memcmp(ip + 16, &o->target.sin_addr, 4))
+		if (ip[0] >> 4 != 4 || ip[9] != IPPROTO_UDP || (size_t)r < ihl + 8 || (sv_get16(ip + 6) & 0x3fff))
 			continue;
 		udp = ip + ihl;
-		if (sv_get16(udp) != ntohs(o->peer.sin_port) || sv_get16(udp + 2) != ntohs(o->target.sin_port))
+		out = !memcmp(ip + 12, &o->peer.sin_addr, 4) && !memcmp(ip + 16, &o->target.sin_addr, 4) &&
+		      sv_get16(udp) == ntohs(o->peer.sin_port) && sv_get16(udp + 2) == ntohs(o->target.sin_port);
+		back = o->keyed && !memcmp(ip + 12, &o->target.sin_addr, 4) &&
+		       !memcmp(ip + 16, &o->peer.sin_addr, 4) && sv_get16(udp) == ntohs(o->target.sin_port) &&
+		       sv_get16(udp + 2) == ntohs(o->peer.sin_port);
+		if (!out && !back)
 			continue;
 		p = udp + 8;
 		n = (size_t)r - ihl - 8;
+		if (back) {
+			reflect.reads++;
+			keep(&reflect, p, n);
+			continue;
+		}
 		pool.reads++;
 		write_seed(o, p, n, dgram_len(p, n));
-		for (int taken = 0; off < n && pool.count < POOL_MAX && taken < POOL_PER_READ; taken++) {
-			size_t len = dgram_len(p + off, n - off);
-
-			if (!len)
-				break;
-			if (len <= 1472) {
-				pool.d[pool.count] = malloc(len);
-				if (!pool.d[pool.count])
-					die("malloc");
-				memcpy(pool.d[pool.count], p + off, len);
-				pool.n[pool.count++] = len;
-			}
-			off += len;
-		}
+		keep(&pool, p, n);
 	}
 	close(fd);
+}
+
+/* Where the target's own datagrams, sent back as the peer's, must land: its
+ * counters ahead of the peer's by more than the peer can seal while the flood
+ * runs (2^21, two milliseconds of the clock they start from) reach the AEAD
+ * and fail the tag; far behind the peer's window they are replays. NULL: too
+ * close to tell, do not send them. */
+static const char *reflect_reason(void)
+{
+	if (!reflect.count || !pool.count || pool.ctr_max == 0)
+		return NULL;
+	if (reflect.ctr_min > pool.ctr_max + (1ull << 21))
+		return "auth_fail";
+	if (reflect.ctr_max + SV_REPLAY_BITS < pool.ctr_min)
+		return "replay";
+	return NULL;
 }
 
 static uint64_t realtime_ns(void)
@@ -209,22 +281,22 @@ static long build(const struct opts *o, enum kind k, unsigned long i, uint8_t *b
 	case K_EMPTY:
 		return 0;
 	case K_ONE:
-		buf[0] = (uint8_t)randombytes_uniform(256);
+		buf[0] = (uint8_t)rnd();
 		return 1;
 	case K_HEADER:
 		sv_hdr_put(buf, SV_T_DATA, l3, 0);
 		return SV_HDR_LEN;
 	case K_TRUNCATED:
 		sv_hdr_put(buf, SV_T_DATA, SV_F_SINGLE | l3, 200);
-		randombytes_buf(buf + SV_HDR_LEN, 100);
+		rnd_buf(buf + SV_HDR_LEN, 100);
 		return SV_HDR_LEN + 100;
 	case K_OVERSIZED:
 		sv_hdr_put(buf, SV_T_DATA, SV_F_SINGLE | l3, (uint16_t)(SV_MAX_DGRAM - SV_HDR_LEN));
 		memset(buf + SV_HDR_LEN, 0x4f, SV_MAX_DGRAM - SV_HDR_LEN);
 		return SV_MAX_DGRAM;
 	case K_RANDOM:
-		n = 8 + randombytes_uniform(1472 - 8 + 1);
-		randombytes_buf(buf, n);
+		n = 8 + rnd() % (1472 - 8 + 1);
+		rnd_buf(buf, n);
 		if (buf[0] == SV_MAGIC >> 8)
 			buf[0] ^= 0x80;
 		return (long)n;
@@ -235,18 +307,32 @@ static long build(const struct opts *o, enum kind k, unsigned long i, uint8_t *b
 		memcpy(buf, pool.d[i % (unsigned long)pool.count], n);
 		return (long)n;
 	case K_WRONGKEY: {
+		static struct sv_seal seal;
+		struct sockaddr_storage peer = {0};
 		uint8_t key[SV_KEY_LEN];
 		uint64_t session;
-		struct sv_seal seal;
+		struct sv_ident id;
 
-		randombytes_buf(key, sizeof(key));
-		randombytes_buf(&session, sizeof(session));
+		if (getrandom(key, sizeof(key), 0) != sizeof(key) ||
+		    getrandom(&session, sizeof(session), 0) != sizeof(session))
+			die("getrandom");
+		memcpy(&peer, &o->peer, sizeof(o->peer));
+		sv_ident_of(&id, &peer);
 		/* a counter no window has seen: the target must check the tag */
-		sv_seal_init(&seal, key, session, realtime_ns());
+		if (sv_seal_init(&seal, key, session, realtime_ns(), &id, o->cipher) < 0)
+			die("sv_seal_init");
 		sv_hdr_put(buf, SV_T_DATA, SV_F_ENC | SV_F_SINGLE | l3, 60);
-		randombytes_buf(buf + sv_body_off(1), 60);
-		return (long)sv_seal_dgram(&seal, buf, 60);
+		rnd_buf(buf + sv_body_off(1), 60);
+		n = sv_seal_ctl(&seal, buf, 60);
+		sv_seal_free(&seal);
+		return n ? (long)n : -1;
 	}
+	case K_REFLECTED:
+		if (!o->keyed || !reflect_reason())
+			return -1;
+		n = reflect.n[i % (unsigned long)reflect.count];
+		memcpy(buf, reflect.d[i % (unsigned long)reflect.count], n);
+		return (long)n;
 	default:
 		return -1;
 	}
@@ -274,6 +360,8 @@ static const char *expect(const struct opts *o, enum source src, enum kind k)
 		return o->keyed ? "replay" : "accepted";
 	case K_WRONGKEY:
 		return o->keyed ? "auth_fail" : "crypto_mismatch";
+	case K_REFLECTED:
+		return o->keyed && reflect_reason() ? reflect_reason() : "accepted";
 	default:
 		return "?";
 	}
@@ -299,9 +387,10 @@ static int src_socket(const char *addr, uint16_t port)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " --target ADDR:PORT --peer ADDR:PORT [--stranger ADDR] [--spoof-port N]\n"
-		   "             [--seconds S] [--rate N] [--l3] [--keyed]\n"
+		   "             [--seconds S] [--rate N] [--l3] [--keyed [--cipher AEAD]]\n"
 		   "             [--capture DEV [--capture-seconds S]\n"
-		   "              [--seeds DIR --seed-cfg N [--seed-prefix NAME] [--seeds-max N]]]\n");
+		   "              [--seeds DIR --seed-cfg N [--seed-prefix NAME] [--seeds-max N]\n"
+		   "               [--seed-from 0|3]]]\n");
 }
 
 static void parse(int argc, char **argv, struct opts *o)
@@ -314,6 +403,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{"capture", required_argument, NULL, 'c'},  {"capture-seconds", required_argument, NULL, 'C'},
 		{"seeds", required_argument, NULL, 'd'},    {"seed-cfg", required_argument, NULL, 'g'},
 		{"seed-prefix", required_argument, NULL, 'x'}, {"seeds-max", required_argument, NULL, 'm'},
+		{"seed-from", required_argument, NULL, 'f'}, {"cipher", required_argument, NULL, 'a'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 	};
 	int c, have_t = 0, have_p = 0;
@@ -324,6 +414,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->capture_s = 1.5;
 	o->seed_prefix = "capture-";
 	o->seeds_max = 8;
+	o->cipher = SV_AEAD_AES256GCM;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -349,6 +440,16 @@ static void parse(int argc, char **argv, struct opts *o)
 			break;
 		case 'k':
 			o->keyed = 1;
+			break;
+		case 'a':
+			o->cipher = sv_aead_by_name(optarg);
+			if (!o->cipher) {
+				usage(stderr);
+				exit(2);
+			}
+			break;
+		case 'f':
+			o->seed_from = atoi(optarg);
 			break;
 		case 'c':
 			o->capture_dev = optarg;
@@ -390,15 +491,14 @@ int main(int argc, char **argv)
 	static unsigned long sent[S__N][K__N], errs;
 	struct opts o;
 	char peer_ip[INET_ADDRSTRLEN];
-	int fd[S__N] = {-1, -1, -1}, nsrc = 0, srcs[S__N];
+	int fd[S__N] = {-1, -1, -1}, nsrc = 0, srcs[S__N], nkinds = 0;
+	enum kind kinds[K__N];
 	double t0, end;
 	unsigned long i;
 
 	parse(argc, argv, &o);
-	if (sodium_init() < 0) {
-		fprintf(stderr, PROG ": sodium_init failed\n");
-		return 1;
-	}
+	if (getrandom(&rng, sizeof(rng), 0) != sizeof(rng) || !rng)
+		rng = 0x9e3779b97f4a7c15ull;
 	inet_ntop(AF_INET, &o.peer.sin_addr, peer_ip, sizeof(peer_ip));
 	if (o.capture_dev)
 		capture(&o);
@@ -412,12 +512,16 @@ int main(int argc, char **argv)
 		fd[S_SPOOFED] = src_socket(peer_ip, (uint16_t)o.spoof_port);
 		srcs[nsrc++] = S_SPOOFED;
 	}
+	/* the kinds there is something to send of, in turn */
+	for (int k = 0; k < K__N; k++)
+		if ((k != K_REPLAYED || pool.count) && (k != K_REFLECTED || (o.keyed && reflect_reason())))
+			kinds[nkinds++] = (enum kind)k;
 	t0 = now_s();
 	end = t0 + o.seconds;
 	for (i = 0; o.seconds > 0 && now_s() < end; i++) {
 		enum source src = (enum source)srcs[i % (unsigned long)nsrc];
-		enum kind k = (enum kind)((i / (unsigned long)nsrc) % K__N);
-		long n = build(&o, k, i / (unsigned long)(nsrc * K__N), buf);
+		enum kind k = kinds[(i / (unsigned long)nsrc) % (unsigned long)nkinds];
+		long n = build(&o, k, i / (unsigned long)(nsrc * nkinds), buf);
 		double due = t0 + (double)i / (double)o.rate;
 
 		while (now_s() < due) {
@@ -432,9 +536,10 @@ int main(int argc, char **argv)
 		else
 			errs++;
 	}
-	printf("{\"captured\": {\"reads\": %d, \"datagrams\": %d, \"seeds\": %d}, \"seconds\": %.2f, "
+	printf("{\"captured\": {\"reads\": %d, \"datagrams\": %d, \"seeds\": %d, \"reflect\": %d}, "
+	       "\"seconds\": %.2f, "
 	       "\"send_errors\": %lu,\n \"sent\": {",
-	       pool.reads, pool.count, pool.seeds, now_s() - t0, errs);
+	       pool.reads, pool.count, pool.seeds, reflect.count, now_s() - t0, errs);
 	for (int j = 0; j < nsrc; j++) {
 		enum source src = (enum source)srcs[j];
 
@@ -456,7 +561,8 @@ int main(int argc, char **argv)
 	for (int j = 0; j < S__N; j++)
 		if (fd[j] >= 0)
 			close(fd[j]);
-	for (int j = 0; j < pool.count; j++)
-		free(pool.d[j]);
+	for (int k = 0; k < 2; k++)
+		for (int j = 0; j < pools[k]->count; j++)
+			free(pools[k]->d[j]);
 	return 0;
 }

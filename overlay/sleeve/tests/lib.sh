@@ -95,12 +95,14 @@ lab_containers() {
 	fi
 }
 
-# sleeve_start SIDE(a|b) ARGS... : waits for the ready line, sets READY_MTU_<side>
+# sleeve_start SIDE(a|b) ARGS... : starts the daemon (sleeve_wait waits for it);
+# SLEEVE_ENV_a / SLEEVE_ENV_b: VAR=VALUE words for that side's environment only
 sleeve_start() {
 	local side=$1; shift
-	local h=obs-h$side$LABID local_ip peer_ip i
+	local h=obs-h$side$LABID local_ip peer_ip i envs
 	if [ "$side" = a ]; then local_ip=198.18.0.1 peer_ip=198.18.0.2; else local_ip=198.18.0.2 peer_ip=198.18.0.1; fi
-	ip netns exec $h "$SLEEVE" --dev obs-sv --local $local_ip --peer $peer_ip \
+	eval "envs=(\${SLEEVE_ENV_$side:-})"
+	ip netns exec $h env "${envs[@]}" "$SLEEVE" --dev obs-sv --local $local_ip --peer $peer_ip \
 		--stats-file "$LAB_TMP/stats-$side$LABID.json" "$@" \
 		>"$LAB_TMP/out-$side$LABID" 2>"$LAB_TMP/err-$side$LABID" &
 	LAB_PIDS+=($!)

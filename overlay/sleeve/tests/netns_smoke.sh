@@ -48,9 +48,13 @@ head -c 32 /dev/urandom >"$LAB_TMP/key-open"; chmod 644 "$LAB_TMP/key-open"
 cli 2 "key file mode 0644 refused" --dev x --local 198.18.0.1 --peer 198.18.0.2 --key-file "$LAB_TMP/key-open"
 head -c 31 /dev/urandom >"$LAB_TMP/key-short"; chmod 600 "$LAB_TMP/key-short"
 cli 2 "key file of 31 bytes refused" --dev x --local 198.18.0.1 --peer 198.18.0.2 --key-file "$LAB_TMP/key-short"
+cli 2 "--cipher without a key" --dev x --local 198.18.0.1 --peer 198.18.0.2 --cipher aes-256-gcm
+cli 2 "unknown --cipher" --dev x --local 198.18.0.1 --peer 198.18.0.2 --key-file "$KEY1" --cipher aes-128-gcm
+cli 2 "a key with a wildcard --local" --dev x --local 0.0.0.0 --peer 198.18.0.2 --key-file "$KEY1"
 "$SLEEVE" --version | grep -q '^sleeve [0-9]' && ok "cli: --version says 'sleeve VERSION'" || bad "cli: --version format"
 
-# run_case NAME UNDERLAY OVERLAY l2|l3 EXPECT(pass|fail) ARGS_A -- ARGS_B
+# run_case NAME UNDERLAY OVERLAY l2|l3 EXPECT(pass|ping|fail) ARGS_A -- ARGS_B
+# (ping: the full-size ping must pass, no iperf3; for cases about agreement, not speed)
 run_case() {
 	local name=$1 umtu=$2 omtu=$3 mode=$4 expect=$5; shift 5
 	local a=() b=() seen=0 x mtu_a mtu_b gbps
@@ -68,7 +72,9 @@ run_case() {
 	sleeve_attach a "$mode"; sleeve_attach b "$mode"
 	# full-size ping with DF: the overlay MTU really holds
 	if ns $CA ping -c 3 -i 0.2 -W 2 -M do -s $((omtu - 28)) "$PEER_IP" >/dev/null 2>&1; then
-		if [ "$expect" = pass ]; then
+		if [ "$expect" = ping ]; then
+			ok "$name: ping -s $((omtu - 28)) -M do (mtu $mtu_a/$mtu_b)"
+		elif [ "$expect" = pass ]; then
 			gbps=$(iperf_gbps $CA $CB "$PEER_IP" 3)
 			if python3 -c "import sys; sys.exit(0 if float('$gbps') > 0.02 else 1)"; then
 				ok "$name: ping -s $((omtu - 28)) -M do, iperf3 $gbps Gbit/s (mtu $mtu_a/$mtu_b)"
@@ -95,7 +101,30 @@ run_case "L3 1500/1410" 1500 1410 l3 pass --l3 --mtu 1410 -- --l3 --mtu 1410
 run_case "L2 crypto 1500/1410" 1500 1410 l2 pass --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY1"
 stat_check b 'd["crypto"] and d["rx"]["frames"] > 0 and d["drops"]["auth_fail"] == 0' \
 	"L2 crypto: sealed frames received, no auth failures" "L2 crypto counters"
+stat_check a 'd["cipher"] == "aes-256-gcm" and d["peers"][0]["cipher"] == "aes-256-gcm" and d["cipher_flag"] == "auto"' \
+	"L2 crypto: both auto on AES-NI, AES-256-GCM agreed" "L2 crypto: cipher ($(stat_get a 'd["cipher"], d["peers"]'))"
 run_case "L3 crypto 1500/1410" 1500 1410 l3 pass --l3 --mtu 1410 --key-file "$KEY1" -- --l3 --mtu 1410 --key-file "$KEY1"
+# the AEADs: each forced on both sides, forced on one, a side without AES-NI
+# (OPENSSL_ia32cap masks it for OpenSSL and the sleeve alike), forced ones that differ
+for c in aes-256-gcm chacha20-poly1305; do
+	run_case "L2 crypto --cipher $c" 1500 1410 l2 ping --mtu 1410 --key-file "$KEY1" --cipher $c -- --mtu 1410 --key-file "$KEY1" --cipher $c
+	stat_check b "d['cipher'] == '$c' and d['peers'][0]['cipher'] == '$c' and d['rx']['frames'] > 0 and d['drops']['auth_fail'] == 0 and d['drops']['cipher_mismatch'] == 0" \
+		"--cipher $c: sealed with it, frames received, nothing refused" "--cipher $c: counters"
+done
+run_case "crypto auto vs chacha20-poly1305" 1500 1410 l2 ping --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY1" --cipher chacha20-poly1305
+stat_check a 'd["cipher"] == "chacha20-poly1305" and d["cipher_flag"] == "auto" and d["rx"]["frames"] > 0' \
+	"auto vs chacha20-poly1305: the auto side seals with ChaCha20-Poly1305" "auto vs chacha20-poly1305: counters"
+SLEEVE_ENV_a="OPENSSL_ia32cap=~0x200000200000000" run_case "crypto auto, one side without AES-NI" 1500 1410 l2 ping --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY1"
+stat_check b 'd["cipher"] == "chacha20-poly1305" and d["rx"]["frames"] > 0' \
+	"one side without AES-NI: both seal with ChaCha20-Poly1305" "one side without AES-NI: counters"
+stat_check a 'd["cipher"] == "chacha20-poly1305"' "one side without AES-NI: that side too" "one side without AES-NI: side a"
+run_case "crypto aes-256-gcm vs chacha20-poly1305" 1500 1410 l2 fail --mtu 1410 --key-file "$KEY1" --cipher aes-256-gcm -- --mtu 1410 --key-file "$KEY1" --cipher chacha20-poly1305
+for side in a b; do
+	stat_check $side 'd["drops"]["cipher_mismatch"] > 0 and d["rx"]["frames"] == 0 and d["peers"][0]["cipher"] == "none" and d["peers"][0]["heard"]' \
+		"forced ciphers differ: $side refuses its peer, counts it, receives no frame" "forced ciphers differ: $side counters"
+	n=$(grep -c 'accepts only' "$LAB_TMP/err-$side")
+	[ "$n" = 1 ] && ok "forced ciphers differ: $side said so once" || bad "forced ciphers differ: $side said so $n times"
+done
 run_case "different keys" 1500 1410 l2 fail --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY2"
 stat_check b 'd["drops"]["auth_fail"] > 0 and d["rx"]["frames"] == 0' \
 	"different keys: every datagram dropped as auth_fail" "different keys: counters"
@@ -186,6 +215,9 @@ flood_case() { # flood_case NAME l2|l3 FLOOD_ARGS -- SLEEVE_ARGS
 	lab_up 1500
 	lab_containers 1410 "$mode"
 	sleeve_start a --mtu 1410 "${args[@]}"
+	# b starts later, so its counters are ahead of a's: its own datagrams sent
+	# back to it (reflected) pass the replay window and must fail the tag
+	sleep 0.2
 	sleeve_start b --mtu 1410 "${args[@]}"
 	if ! sleeve_wait a >/dev/null || ! sleeve_wait b >/dev/null; then
 		bad "flood $name: daemon not ready"; sleeve_stop_all; return
@@ -233,7 +265,7 @@ flood_case() { # flood_case NAME l2|l3 FLOOD_ARGS -- SLEEVE_ARGS
 	# the checks print "ok   ..." / "FAIL ..." lines; counted here, in this shell
 	while read -r x; do
 		case $x in "ok   "*) ok "${x#ok   }" ;; "FAIL "*) bad "${x#FAIL }" ;; *) echo "$x" ;; esac
-	done < <(python3 - "$LAB_TMP" "$name" "$FLOOD_S" 2>&1 <<-'PY'
+	done < <(python3 - "$LAB_TMP" "$name" "$FLOOD_S" "${fargs[@]}" 2>&1 <<-'PY'
 	import json, re, sys
 	tmp, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
 	load = lambda f: json.load(open(f"{tmp}/{f}"))
@@ -259,6 +291,10 @@ flood_case() { # flood_case NAME l2|l3 FLOOD_ARGS -- SLEEVE_ARGS
 	    print(("ok   " if ok else "FAIL ") + f"flood {name}: {what}")
 	say(flood["captured"]["datagrams"] > 0 and sent >= 0.9 * 2000 * seconds,
 	    f"sent {sent} datagrams, {flood['captured']['datagrams']} of them captured for replay")
+	if "--keyed" in sys.argv[4:]:
+	    refl = flood["sent"]["spoofed"]["reflected"]
+	    say(refl > 0 and flood["expect"]["spoofed"]["reflected"] == "auth_fail",
+	        f"{refl} of b's own datagrams reflected from a's address, each must fail the tag")
 	say(not iperf.get("error") and bps > 20e6, f"TCP completed, {bps / 1e9:.2f} Gbit/s ({iperf.get('error', 'no error')})")
 	say(all(want[r] - lost <= got[r] <= want[r] for r in want),
 	    "drops by reason " + ", ".join(f"{r} {got[r]}/{want[r]}" for r in sorted(want)) + f" (kernel lost {lost})")
@@ -269,7 +305,8 @@ flood_case() { # flood_case NAME l2|l3 FLOOD_ARGS -- SLEEVE_ARGS
 flood_case "sleeve" l2 --
 flood_case "basic" l2 -- --basic
 flood_case "L3" l3 --l3 -- --l3
-flood_case "crypto" l2 --keyed -- --key-file "$KEY1"
+flood_case "crypto" l2 --keyed --cipher aes-256-gcm -- --key-file "$KEY1" --cipher aes-256-gcm
+flood_case "crypto chacha" l2 --keyed --cipher chacha20-poly1305 -- --key-file "$KEY1" --cipher chacha20-poly1305
 flood_case "segment" l2 -- --segment
 
 lab_down
