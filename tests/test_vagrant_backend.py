@@ -57,13 +57,18 @@ def _vagrant_containers() -> list[str]:
 
 
 def test_quick_matrix_on_two_vagrant_hosts_then_destroyed(vagrant_env, tmp_path):
+    # The private network's MTU from the environment, as a user sets it for VMs: the run's
+    # underlay (auto) is what the hosts' NICs then have.
+    env = dict(vagrant_env, OVERLAYBENCH_MTU="1400")
     p = ob("run", str(ROOT / "scenarios" / "quick.toml"), "--backend", "vagrant", "--vagrant-destroy",
            "--underlay-mtu", "auto", "--repeats", "1", "--duration", "2", "-q", "--results", str(tmp_path / "r"),
-           env=vagrant_env)
+           env=env)
     assert p.returncode == 0, p.stderr[-3000:]
     run_dir = pathlib.Path(p.stdout.splitlines()[0])
     recs = results.read_records(run_dir)
     assert recs and all(r["ok"] for r in recs), [r for r in recs if not r["ok"]][:3]
+    assert {r["underlay_mtu"] for r in recs} == {1400}
+    assert {r["overlay_mtu"] for r in recs if r["mode"] == "fastdp"} == {1350}
     assert {r["mode"] for r in recs} == {"native", "fastdp", "sleeve"}
     assert {r["placement"] for r in recs} == {"host-host", "container-container"}
     meta = json.loads((run_dir / "run.json").read_text())

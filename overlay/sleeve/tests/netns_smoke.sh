@@ -1,7 +1,8 @@
 #!/bin/bash
 # netns_smoke.sh - the sleeve carrying real traffic between two namespaces.
 # Needs root. Creates only obs-* namespaces (198.18.0.0/15) and removes them on
-# every exit path. Each case: ping across (full-size, DF) and a 3 s iperf3 TCP.
+# every exit path. Each case: ping across (full-size, DF) and an iperf3 TCP stream of
+# IPERF_S seconds (default 1: this checks that traffic flows, BENCHMARKS.md measures speed).
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -12,6 +13,7 @@ trap 'exit 130' INT TERM
 [ -x "$SLEEVE" ] || { echo "netns_smoke: build first (make)" >&2; exit 1; }
 
 PASS=0 FAIL=0
+IPERF_S=${IPERF_S:-1}
 ok() { echo "ok   $*"; PASS=$((PASS + 1)); }
 bad() { echo "FAIL $*"; FAIL=$((FAIL + 1)); }
 # stat_check SIDE EXPR OK BAD : ok OK if the python EXPR on SIDE's counters holds, else bad BAD
@@ -75,7 +77,7 @@ run_case() {
 		if [ "$expect" = ping ]; then
 			ok "$name: ping -s $((omtu - 28)) -M do (mtu $mtu_a/$mtu_b)"
 		elif [ "$expect" = pass ]; then
-			gbps=$(iperf_gbps $CA $CB "$PEER_IP" 3)
+			gbps=$(iperf_gbps $CA $CB "$PEER_IP" "$IPERF_S")
 			if python3 -c "import sys; sys.exit(0 if float('$gbps') > 0.02 else 1)"; then
 				ok "$name: ping -s $((omtu - 28)) -M do, iperf3 $gbps Gbit/s (mtu $mtu_a/$mtu_b)"
 			else
