@@ -231,7 +231,7 @@ class SleeveBasic(Sleeve):
 
 
 class SleeveSeg(Sleeve):
-    """The other way to carry a super-frame (issue 4: "measure both"): the sender cuts
+    """The other way to carry a super-frame ("measure both"): the sender cuts
     it into MSS-sized TCP segments in userspace and the receiver gathers them back."""
 
     name = "sleeve-seg"
