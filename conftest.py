@@ -21,6 +21,10 @@ def pytest_addoption(parser):
                 help="a regression against the stored baseline is a warning, not a failure (the "
                      "baseline came from another machine); a case that failed outright still fails")
     g.addoption("--scenario", default="scenarios/quick.toml", help="the regression scenario")
+    g.addoption("--repeats", type=int, default=None,
+                help="the regression scenario's repeats, overridden (a shorter trend run)")
+    g.addoption("--duration", type=int, default=None,
+                help="the regression scenario's seconds per test, overridden")
 
 
 def _netns_inode(path: str) -> int | None:

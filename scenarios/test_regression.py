@@ -56,8 +56,10 @@ def regression_run(request):
         pytest.fail("the regression run needs root (it builds a lab of network namespaces)")
     from harness import session
     cfg = request.config
+    matrix = {k: cfg.getoption(f"--{k}") for k in ("repeats", "duration") if cfg.getoption(f"--{k}") is not None}
     store = session.run(scenario_path=str(ROOT / cfg.getoption("--scenario")),
-                        overrides={"backend": {"kind": cfg.getoption("--backend")}},
+                        overrides={"backend": {"kind": cfg.getoption("--backend")},
+                                   **({"matrix": matrix} if matrix else {})},
                         results_dir=str(ROOT / "results"))
     yield store.path
     from harness.report import render
