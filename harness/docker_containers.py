@@ -52,7 +52,7 @@ class DockerContainers(Containers):
     def _client(self, host: Host):
         got = self._clients.get(host.name)
         if got is None:
-            got = self._clients[host.name] = _connect(host)
+            got = self._clients[host.name] = connect(host)
         return got[0]
 
     def close(self) -> None:
@@ -179,7 +179,7 @@ class DockerContainers(Containers):
         if isinstance(host, LocalHost) and not os.environ.get("DOCKER_HOST") and not os.path.exists(LOCAL_SOCKET):
             return []
         try:
-            client, tunnel = _connect(host)
+            client, tunnel = connect(host)
         except HarnessError as e:
             log.info("%s: no container of %s removed: %s", host.name, prefix, e)
             return []
@@ -199,7 +199,7 @@ class DockerContainers(Containers):
         return out
 
 
-def _connect(host: Host):
+def connect(host: Host):
     """(client, tunnel or None) for the dockerd that serves `host`; HarnessError with the fix
     when it does not answer."""
     import docker
@@ -217,10 +217,10 @@ def _connect(host: Host):
         client = make()
         client.ping()
     except (docker.errors.DockerException, requests.RequestException) as e:
-        said = f" ({tunnel.errors[-1]})" if tunnel is not None and tunnel.errors else f" ({_why(e)})"
+        said = tunnel.errors[-1] if tunnel is not None and tunnel.errors else _why(e)
         if tunnel is not None:
             tunnel.close()
-        raise HarnessError(f"dockerd does not answer at {where}{said}: start one with `make dockerd-up`") from e
+        raise HarnessError(f"dockerd does not answer at {where} ({said}; start one: make dockerd-up)") from e
     return client, tunnel
 
 
