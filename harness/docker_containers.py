@@ -72,7 +72,7 @@ class DockerContainers(Containers):
         except ImportError:
             return [f"{name}: the Docker SDK for Python is not installed (make setup)"]
         if not isinstance(host, LocalHost) and host.which("docker") is None:
-            return [f"{name}: no docker command there, which reaches its dockerd (apt-get install -y docker.io)"]
+            return [f"{name}: no `docker` command, through which its dockerd is reached (apt-get install -y docker.io)"]
         try:
             client = self._client(host)
         except HarnessError as e:
@@ -207,11 +207,12 @@ def connect(host: Host):
     tunnel = None
     if isinstance(host, LocalHost):
         where = os.environ.get("DOCKER_HOST") or f"unix://{LOCAL_SOCKET}"
+        fix = "start one: make dockerd-up"
         make = lambda: docker.from_env(timeout=API_TIMEOUT)    # noqa: E731
     else:
         from harness.hosts.tunnel import UnixTunnel
         tunnel = UnixTunnel(lambda: host.stream(["docker", "system", "dial-stdio"]), name=f"{host.name}-docker")
-        where = "its docker socket (docker system dial-stdio over SSH)"
+        where, fix = "its docker socket (docker system dial-stdio over SSH)", "start dockerd there"
         make = lambda: docker.DockerClient(base_url=tunnel.url, version="auto", timeout=API_TIMEOUT)  # noqa: E731
     try:
         client = make()
@@ -220,7 +221,7 @@ def connect(host: Host):
         said = tunnel.errors[-1] if tunnel is not None and tunnel.errors else _why(e)
         if tunnel is not None:
             tunnel.close()
-        raise HarnessError(f"dockerd does not answer at {where} ({said}; start one: make dockerd-up)") from e
+        raise HarnessError(f"dockerd does not answer at {where} ({said}; {fix})") from e
     return client, tunnel
 
 
