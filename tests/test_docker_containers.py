@@ -185,3 +185,16 @@ def test_down_removes_the_containers_of_a_killed_run(clean, tmp_path):
     assert f"removed container {prefix}-c0" in d.stdout and f"removed container {prefix}-c1" in d.stdout
     assert not [c for c in labelled() if c.startswith(prefix)]
     assert prefix not in labmod.leftovers()
+
+
+def test_the_docker_sdk_is_imported_only_when_docker_containers_are_used():
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "harness.cli", "run", "--help"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0
+    imported = {ln.split("|")[-1].strip() for ln in p.stderr.splitlines() if ln.startswith("import time:")}
+    assert "harness.errors" in imported and not [m for m in imported if m.split(".")[0] == "docker"]
+
+
+def test_seed003_asks_for_docker_containers():
+    from harness import scenario
+    assert scenario.load(ROOT / "scenarios" / "seed003-weave-docker-ping-iperf.toml").containers == "docker"
