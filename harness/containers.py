@@ -36,6 +36,9 @@ class Containers(abc.ABC):
     def facts(self) -> dict:
         return {"containers": self.kind}
 
+    def close(self) -> None:
+        """Release connections (after the testbed's containers are removed)."""
+
     @classmethod
     def remove_prefix(cls, host: Host, prefix: str) -> list[str]:
         """Remove every container of this kind that a testbed with `prefix` made on `host`
@@ -53,8 +56,11 @@ class NetnsContainers(Containers):
         host.run(["ip", "netns", "del", netns], check=False)
 
 
+# A string is "module:Class", imported only when that kind is used (the Docker SDK is slow
+# to import, and `overlaybench --help` must not wait for it).
 KINDS: dict[str, type[Containers] | str] = {
     "netns": NetnsContainers,
+    "docker": "harness.docker_containers:DockerContainers",
 }
 
 

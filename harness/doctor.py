@@ -149,11 +149,39 @@ def wireguard_go_checks() -> list[Check]:
     return [Check("overlay", "wireguard-go", True, detail, required=False)]
 
 
+def docker_checks() -> list[Check]:
+    """dockerd and the tools image, for --containers docker (optional: the default
+    container endpoints are bare namespaces)."""
+    if importlib.util.find_spec("docker") is None:
+        return [Check("docker", "dockerd", False, "the Docker SDK for Python is missing", "make setup", required=False)]
+    from harness import docker_containers as dc
+    from harness.hosts.local import LocalHost
+    try:
+        client, _ = dc.connect(LocalHost("local"))
+    except HarnessError as e:
+        return [Check("docker", "dockerd", False, str(e).split("; start one")[0] + ")", "make dockerd-up", required=False)]
+    import docker.errors
+    try:
+        v = client.version()
+        out = [Check("docker", "dockerd", True, f"{v.get('Version')} (API {v.get('ApiVersion')}): "
+                                               f"--containers docker", required=False)]
+        try:
+            img = client.images.get(dc.image_name())
+            out.append(Check("docker", "tools-image", True, f"{dc.image_name()} {img.short_id}", required=False))
+        except docker.errors.ImageNotFound:
+            out.append(Check("docker", "tools-image", False, f"{dc.image_name()} missing", "make tools-image",
+                             required=False))
+    finally:
+        client.close()
+    return out
+
+
 def all_checks() -> list[Check]:
     root = os.geteuid() == 0
     return ([Check("system", "root", root, "running as root" if root else "not root",
                    "" if root else "run as root (namespaces need CAP_NET_ADMIN)")]
-            + kernel_checks() + tool_checks() + python_checks() + sleeve_checks() + wireguard_go_checks())
+            + kernel_checks() + tool_checks() + python_checks() + sleeve_checks() + wireguard_go_checks()
+            + docker_checks())
 
 
 def render(checks: list[Check]) -> str:

@@ -79,8 +79,10 @@ class Lab(Testbed):
     backend = "netns"
     measures_here = True
 
-    def __init__(self, prefix: str, index: int, persistent: bool = False, containers: str = "netns"):
+    def __init__(self, prefix: str, index: int, persistent: bool = False, containers: str = "netns",
+                 run_id: str = ""):
         self.prefix = prefix
+        self.run_id = run_id
         self.index = index
         self.persistent = persistent
         self.underlay_mtu = 1500
@@ -136,7 +138,7 @@ class Lab(Testbed):
         if index is None:
             raise HarnessError(f"{MAX_LABS} labs exist already: run `overlaybench down`")
         prefix = "ob" + secrets.token_hex(2)
-        lab = cls(prefix, index, persistent, containers)
+        lab = cls(prefix, index, persistent, containers, run_id)
         lab.state_dir.mkdir(parents=True)
         (lab.state_dir / "state.json").write_text(json.dumps(
             {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
@@ -184,7 +186,8 @@ class Lab(Testbed):
     def _build(self) -> None:
         for s in self.sides:
             _ip("netns", "add", s.host.netns)
-            self.containers.create(self.root, s.container.netns, {"overlaybench.prefix": self.prefix})
+            self.containers.create(self.root, s.container.netns,
+                                   {"overlaybench.prefix": self.prefix, "overlaybench.run": self.run_id})
             for h in (s.host, s.container):
                 _ip("-n", h.netns, "link", "set", "lo", "up")
                 # No IPv6 chatter (DAD, router solicitations) in the measurements.
@@ -221,7 +224,10 @@ class Lab(Testbed):
         if self._torn_down:
             return
         self._torn_down = True
-        remove_lab(self.prefix)
+        try:
+            remove_lab(self.prefix)
+        finally:
+            self.containers.close()
         log.info("lab %s removed", self.prefix)
 
     def facts(self) -> dict:
@@ -267,10 +273,13 @@ def _lab_links() -> dict[str, list[str]]:
 
 
 def remove_lab(prefix: str) -> list[str]:
-    """Kill the lab's processes, delete its namespaces, links and files. Returns what went."""
+    """Remove the lab's containers, kill its processes, delete its namespaces, links and files.
+    Returns what went. Containers go first: their own process ends with them (a signal from
+    outside would be ignored by a container's init), and their namespaces stay attached
+    until the processes the lab started in them are gone."""
     if not PREFIX_RE.match(prefix):
         raise HarnessError(f"{prefix!r} is not a lab prefix (ob + 4 hex digits)")
-    removed = []
+    removed = containers_mod.remove_prefix_everywhere(LocalHost("root"), prefix)
     namespaces = _lab_namespaces().get(prefix, [])
     for sig in (signal.SIGTERM, signal.SIGKILL):
         pids = set()
@@ -294,7 +303,6 @@ def remove_lab(prefix: str) -> list[str]:
     for link in _lab_links().get(prefix, []):
         _ip("link", "del", link, check=False)
         removed.append(f"link {link}")
-    removed += containers_mod.remove_prefix_everywhere(LocalHost("root"), prefix)
     d = STATE_ROOT / prefix
     if d.exists():
         shutil.rmtree(d, ignore_errors=True)

@@ -72,6 +72,9 @@ class Tagged(Host):
     def get(self, remote_path, local_path) -> None:
         self.inner.get(remote_path, local_path)
 
+    def stream(self, argv):
+        return self.inner.stream(argv)    # not marked: it ends with the connection
+
     def close(self) -> None:
         self.inner.close()
 
@@ -264,10 +267,15 @@ class RemoteTestbed(Testbed):
             if not self._built:
                 continue
             try:
+                self.containers.remove(s.host, s.container.netns)
+            except HarnessError as e:
+                log.warning("%s: container %s not removed: %s", spec.name, s.container.netns, e)
+            try:
                 remove_remote(s.host, self.prefix, s.index)
             except HarnessError as e:
                 log.warning("%s: teardown of %s incomplete: %s", spec.name, self.prefix, e)
             failpoints.reached("teardown")
+        self.containers.close()
         for h in self.raw_hosts:
             h.close()
         for f in self._artifacts.glob("*"):

@@ -1,6 +1,8 @@
 """Runs last (file order): every test before it cleaned up after itself."""
 
+import json
 import os
+import pathlib
 
 from conftest import needs_root, stray_processes
 from harness.lab import leftovers
@@ -29,3 +31,36 @@ def test_the_check_sees_a_process_in_a_deleted_lab_namespace():
             proc.stop()
         lab.teardown()
     assert stray_processes() == []
+
+
+def _owner_alive(prefix: str) -> bool:
+    """A testbed (lab or remote) whose owning process lives: a run beside the tests."""
+    try:
+        pid = json.loads((pathlib.Path("/run/overlaybench") / prefix / "state.json").read_text()).get("pid")
+    except (OSError, ValueError):
+        return False
+    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def test_no_overlaybench_container_is_left():
+    from harness.docker_containers import PREFIX_LABEL, connect
+    from harness.errors import HarnessError
+    from harness.hosts import LocalHost
+    try:
+        client, _ = connect(LocalHost("local"))
+    except HarnessError:
+        return                  # no dockerd answers: no container of anyone's is running
+    try:
+        found = client.containers.list(all=True, filters={"label": PREFIX_LABEL})
+        left = [f"{c.name} ({c.status})" for c in found if not _owner_alive(c.labels.get(PREFIX_LABEL, ""))]
+    finally:
+        client.close()
+    assert left == []

@@ -77,6 +77,12 @@ class Host(abc.ABC):
     def close(self) -> None:
         """Release connections; the default has none."""
 
+    def stream(self, argv: list[str]):
+        """A socket-like byte stream to a command's stdin and stdout on the host (for a
+        client that speaks a protocol through it, like `docker system dial-stdio`); the
+        caller closes it. Hosts that are this machine have none: reach its sockets directly."""
+        raise NotImplementedError(f"{self.name}: no command streams on {type(self).__name__}")
+
     def which(self, tool: str) -> str | None:
         done = self.run(["sh", "-c", 'command -v "$1"', "sh", tool], check=False, timeout=10)
         path = done.stdout.strip()

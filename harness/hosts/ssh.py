@@ -276,6 +276,18 @@ class SshHost(Host):
         log.debug("%s: started %s pid %d", self.name, argv, pid)
         return SshProcess(self, argv, files, waiter, pid, pid if self.grouped else None)
 
+    def stream(self, argv) -> paramiko.Channel:
+        """A channel of its own whose stdin and stdout are the command's (as root with sudo);
+        its stderr stays apart (`recv_stderr`). The caller closes it."""
+        cmd = shlex.join(str(a) for a in argv)
+        chan = self._channel(self._transport())
+        try:
+            chan.exec_command(f"sudo -n {cmd}" if self.settings.sudo else cmd)
+        except (paramiko.SSHException, OSError, EOFError) as e:
+            chan.close()
+            raise SshConnectionLost(f"{self.name}: cannot start `{cmd}`: {e}") from e
+        return chan
+
     def put(self, local_path, remote_path, mode=0o644) -> None:
         tmp_name = f".overlaybench-{secrets.token_hex(6)}"
         with self._sftp_lock:
