@@ -110,7 +110,7 @@ def cmd_down(a) -> int:
         from harness.vagrant_backend import destroy
         removed, kept = destroy(_options(a)), []
     elif a.inventory:
-        from harness.remote import down as remote_down
+        from harness.remote_down import down as remote_down
         hosts = _inventory_hosts(a)
         try:
             removed, kept = remote_down(hosts, force=a.force)

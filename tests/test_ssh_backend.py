@@ -128,11 +128,12 @@ QUICK = [str(ROOT / "scenarios" / "quick.toml"), "--underlay-mtu", "1500", "--re
 
 @pytest.fixture
 def one_scheduler():
-    """Both "machines" share this kernel's scheduler. With autogroups on, what runs through
-    an SSH session shares one group per session, while the lab starts each process in a
-    session (and so a group) of its own: the CPU split between the sleeve and the tools,
-    and with it the ratios, would differ for a reason real machines (a scheduler each) do
-    not have. Both runs therefore go without autogroups; the setting is restored after."""
+    """Both "machines" share this kernel's scheduler. With autogroups on, the CPU is shared
+    per session: on the lab every tool and sleeve is in the orchestrator's session (one
+    group), over SSH each host's are in that host's SSH sessions (a group per host), so the
+    split between the sleeve and the tools, and with it the ratios, would differ for a
+    reason real machines (a scheduler each) do not have. Both runs therefore go without
+    autogroups; the setting is restored after."""
     knob = pathlib.Path("/proc/sys/kernel/sched_autogroup_enabled")
     if not knob.exists():
         yield

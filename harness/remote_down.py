@@ -1,0 +1,121 @@
+"""What a remote testbed leaves on a host, and how it goes: the removal script a testbed's
+teardown runs per side, the leftovers `overlaybench down --inventory` finds (a state
+directory per prefix under /run/overlaybench, processes marked with OVERLAYBENCH_PREFIX),
+and whether their owner still runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+
+from harness.errors import HarnessError
+from harness.hosts.base import Host
+
+STATE_ROOT = "/run/overlaybench"
+PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
+MARK = "OVERLAYBENCH_PREFIX"     # in the environment of every process a testbed starts
+
+
+REMOVE_SCRIPT = r"""
+P=$1; SIDE=$2; S=/run/overlaybench/$P
+# processes: in the prefix's namespaces, and any carrying the prefix in their environment
+for sig in TERM KILL; do
+  pids=""
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do
+    pids="$pids $(ip netns pids "$ns" 2>/dev/null)"
+  done
+  for e in /proc/[0-9]*/environ; do
+    pid=${e#/proc/}; pid=${pid%/environ}
+    [ "$pid" = "$$" ] && continue
+    tr '\0' '\n' < "$e" 2>/dev/null | grep -qx "OVERLAYBENCH_PREFIX=$P" && pids="$pids $pid"
+  done
+  pids=$(echo $pids)
+  [ -z "$pids" ] && break
+  kill -$sig $pids 2>/dev/null
+  sleep 0.3
+done
+for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do ip netns del "$ns"; echo "netns $ns"; done
+if command -v docker >/dev/null 2>&1; then
+  for c in $(docker ps -aq --filter "label=overlaybench.prefix=$P" 2>/dev/null); do docker rm -f "$c" >/dev/null 2>&1 && echo "container $c"; done
+fi
+for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$P-"); do ip link del "$l" 2>/dev/null && echo "link $l"; done
+# the side's directory (all of them when no side is named): a managed underlay back as it was
+for d in "$S"/h$SIDE*; do
+  [ -d "$d" ] || continue
+  f=$d/underlay.json
+  dev=$(sed -n 's/.*"dev": "\([^"]*\)".*/\1/p' "$f" 2>/dev/null)
+  mtu=$(sed -n 's/.*"mtu": \([0-9]*\).*/\1/p' "$f" 2>/dev/null)
+  if grep -q '"managed": true' "$f" 2>/dev/null && [ -n "$dev" ] && [ -n "$mtu" ] && [ -e "/sys/class/net/$dev" ]; then
+    ip link set "$dev" mtu "$mtu" && echo "underlay $dev mtu $mtu"
+    tc qdisc show dev "$dev" root | grep -q '^qdisc tbf' && tc qdisc del dev "$dev" root && echo "underlay $dev tbf"
+  fi
+  rm -rf "$d" && echo "dir $d"
+done
+# the testbed's directory, once no side is left in it
+if [ -d "$S" ] && ! ls -d "$S"/h[0-9]* >/dev/null 2>&1; then rm -rf "$S" && echo "dir $S"; fi
+exit 0
+"""
+
+
+def remove_remote(host: Host, prefix: str, side: int | None = None) -> list[str]:
+    """Kill a prefix's processes on a host, delete its namespaces and links, restore a managed
+    underlay and remove the state directory of `side` (every side's when None, as `down`
+    does: a real host holds one). Returns what went."""
+    if not PREFIX_RE.match(prefix):
+        raise HarnessError(f"{prefix!r} is not a testbed prefix (ob + 4 hex digits)")
+    inner = getattr(host, "inner", host)   # the script must not carry the mark itself
+    done = inner.run(["sh", "-c", REMOVE_SCRIPT, "sh", prefix, "" if side is None else str(side)],
+                     check=False, timeout=60)
+    if not done.ok:
+        raise HarnessError(f"{host.name}: removing {prefix} failed: {(done.stderr.strip() or 'no output')[-200:]}")
+    return [f"{host.name}: {ln}" for ln in done.stdout.splitlines() if ln.strip()]
+
+
+def remote_leftovers(host: Host) -> dict[str, dict]:
+    """Prefixes with a state directory on the host: prefix → its state.json (or {})."""
+    script = (f'for d in {STATE_ROOT}/ob????; do [ -d "$d" ] || continue; '
+              'printf "%s\\t" "${d##*/}"; tr -d "\\n" < "$d/state.json" 2>/dev/null; echo; done')
+    done = host.run(["sh", "-c", script], check=False, timeout=20)
+    out = {}
+    for ln in done.stdout.splitlines():
+        prefix, _, body = ln.partition("\t")
+        if PREFIX_RE.match(prefix):
+            try:
+                out[prefix] = json.loads(body) if body.strip() else {}
+            except ValueError:
+                out[prefix] = {}
+    return out
+
+
+def owner_alive(state: dict) -> bool | None:
+    """Is the run that made a testbed still alive? None: its orchestrator is another machine."""
+    if state.get("owner_host") != socket.gethostname():
+        return None
+    pid = state.get("pid")
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str], list[str]]:
+    """Remove, on each host, testbeds whose owner is gone (every one with force)."""
+    removed, kept = [], []
+    for name, host in hosts:
+        for prefix, state in remote_leftovers(host).items():
+            alive = owner_alive(state)
+            if alive and not force:
+                kept.append(f"{name}: {prefix} (owned by running pid {state.get('pid')})")
+            elif alive is None and not force:
+                kept.append(f"{name}: {prefix} (owned by {state.get('owner_host') or 'an unknown machine'}, "
+                            f"which this machine cannot check)")
+            else:
+                removed += remove_remote(host, prefix)
+    return removed, kept
