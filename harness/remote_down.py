@@ -108,8 +108,12 @@ def owner_alive(state: dict) -> bool | None:
 def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str], list[str]]:
     """Remove, on each host, testbeds whose owner is gone (every one with force)."""
     removed, kept = [], []
-    for name, host in hosts:
-        for prefix, state in remote_leftovers(host).items():
+    # Every host's leftovers first, then the removals: hosts that share a filesystem (host
+    # namespaces of one machine) see each other's state directories, which the first
+    # removal takes away with its own.
+    found = [(name, host, remote_leftovers(host)) for name, host in hosts]
+    for name, host, leftovers in found:
+        for prefix, state in leftovers.items():
             alive = owner_alive(state)
             if alive and not force:
                 kept.append(f"{name}: {prefix} (owned by running pid {state.get('pid')})")

@@ -187,6 +187,46 @@ def test_down_removes_the_containers_of_a_killed_run(clean, tmp_path):
     assert prefix not in labmod.leftovers()
 
 
+def test_killed_over_ssh_down_inventory_removes_everything_and_resume_completes(tools_image, tmp_path):
+    """The orchestrator SIGKILLed mid-test on two SSH hosts with Docker containers: every
+    finished line stays, `down --inventory` removes exactly that run's processes,
+    namespaces, links, containers and state directories on both hosts, and `--resume`
+    finishes the run with no (case, repeat) twice."""
+    from test_ssh_backend import SshLab
+    import shutil
+    import tempfile
+    before = labelled()
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="obsshlab-"))
+    sl = SshLab(tmp)
+    try:
+        sl.bare()
+        inv = sl.inventory()
+        p = ob("run", *TRIMMED, "--inventory", inv, "--results", str(tmp_path),
+               env=dict(sl.env(), OVERLAYBENCH_FAILPOINT="mid-test:2"))
+        assert p.returncode == -9, (p.returncode, p.stderr[-2000:])
+        run_dir, = tmp_path.iterdir()
+        prefix = results.read_meta(run_dir)["testbed"]["prefix"]
+        finished = results.read_records(run_dir)
+        assert finished, "the kill came after the first case"
+        assert {f"{prefix}-c0", f"{prefix}-c1"} <= labelled()
+        assert [x for x in sl.leftovers() if prefix in x or x.startswith("process ") and _marked(x, prefix)]
+        d = ob("down", "--inventory", inv, env=sl.env())
+        assert d.returncode == 0, d.stderr
+        assert "container" in d.stdout and f"netns {prefix}-c0" in d.stdout, d.stdout
+        assert [x for x in sl.leftovers() if prefix in x or x.startswith("process ") and _marked(x, prefix)] == []
+        assert not [c for c in labelled() if c.startswith(prefix)]
+        r = ob("run", "--resume", str(run_dir), "-q", env=sl.env())
+        assert r.returncode == 0, r.stderr[-2000:]
+        recs = results.read_records(run_dir)
+        keys = [(x["case"], x["repeat"], x["metric"]) for x in recs]
+        assert len(keys) == len(set(keys)) and all(x in recs for x in finished)
+        assert len({(x["case"], x["repeat"]) for x in recs if x["ok"]}) == 2 * 2 * 2   # modes × placements × tests
+    finally:
+        sl.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    assert labelled() - before == set()
+
+
 def test_the_docker_sdk_is_imported_only_when_docker_containers_are_used():
     p = subprocess.run([sys.executable, "-X", "importtime", "-m", "harness.cli", "run", "--help"], cwd=ROOT,
                        capture_output=True, text=True, timeout=60)
