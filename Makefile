@@ -101,7 +101,7 @@ test: setup-test
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan netns; fi
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
-	$(MAKE) -s images && $(PY) -m pytest -q tests
+	$(MAKE) -s images && $(PY) -m pytest -q --durations=20 tests
 
 # dockerd with its bridge in the benchmark range (198.19.254.1/24), started only when none
 # answers; dockerd-down stops only the one dockerd-up started.

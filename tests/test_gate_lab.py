@@ -28,7 +28,7 @@ def _run(tmp, sc):
 
 def test_gate_fails_naming_the_case_that_really_got_slower(tmp_path, monkeypatch):
     sc = S.build({"matrix": {"modes": ["native", "sleeve"], "tests": ["iperf3.tcp"],
-                             "placements": ["container-container"], "repeats": 4, "duration": 2}})
+                             "placements": ["container-container"], "repeats": 4, "duration": 1}})
     good = _run(tmp_path, sc)
     monkeypatch.setitem(modes.MODES, "sleeve", SleeveWithoutOffloads())
     bad = _run(tmp_path, sc)

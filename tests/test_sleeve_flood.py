@@ -36,7 +36,7 @@ SLEEVE_DIR = PROJECT / "overlay" / "sleeve"
 
 SLEEVES = ["sleeve", "sleeve-basic", "sleeve-l3", "sleeve-crypto", "sleeve-crypto-chacha", "sleeve-seg"]
 MTU = 1410
-FLOOD_SECONDS = 4
+FLOOD_SECONDS = 2
 RATE = 2000
 STRANGER = "198.18.0.77"
 SPOOF_PORT = 46784

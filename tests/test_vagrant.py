@@ -378,19 +378,6 @@ def _left_behind(dotfile: pathlib.Path) -> list[str]:
 
 
 @real
-def test_image_missing(dockerd, tmp_path):
-    dotfile = tmp_path / ".vagrant"
-    missing = f"overlaybench/nope:{secrets.token_hex(3)}"
-    env = {"VAGRANT_DOTFILE_PATH": str(dotfile), "OVERLAYBENCH_HOST_IMAGE": missing}
-    with pytest.raises(HarnessError) as e:
-        vagrant.up(ROOT, provider="docker", env=env)
-    assert _one_line(e) == (f"vagrant up: docker image {missing} is missing and no registry has it "
-                            "(overlaybench's host image: make vagrant-image)")
-    assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
-    assert _left_behind(dotfile) == []
-
-
-@real
 def test_a_machine_that_does_not_come_up_is_destroyed_again(host_image, tmp_path):
     """A host whose container exits at once: Vagrant waits for SSH until its boot timeout
     (the container joins a network, so Vagrant starts it without watching it run), then

@@ -205,7 +205,7 @@ stat_check a 'd["tx"]["fragments"] == 0 and d["overhead"] == 82' \
 # the TCP stream must complete, b's drop counters must hold exactly what was sent
 # (less what b's kernel dropped), and nothing may come back to the strangers.
 FLOOD=${FLOOD:-$(dirname "$SLEEVE")/flood}
-FLOOD_S=${FLOOD_S:-4}
+FLOOD_S=${FLOOD_S:-2}
 SPOOF_PORT=46784
 flood_case() { # flood_case NAME l2|l3 FLOOD_ARGS -- SLEEVE_ARGS
 	local name=$1 mode=$2 fargs=() x seen=0 pid_ip rc; shift 2
