@@ -23,7 +23,7 @@ pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.slow]
 
 # One short case: the A/B gate's own test, iperf3 TCP container to container at 1500.
 SHORT = ["--tests", "iperf3.tcp", "--underlay-mtu", "1500", "--placements", "container-container",
-         "--repeats", "6", "--duration", "2", "-q"]
+         "--repeats", "6", "--duration", "1", "-q"]
 CASE = "sleeve at underlay MTU 1500 (overlay 1450), container-container, iperf3.tcp x1, throughput_bps"
 
 

@@ -123,8 +123,10 @@ def test_sleeves_with_different_forced_ciphers_refuse_each_other(lab):
     try:
         assert dp.info["cipher"] == "none", dp.info
         c, s = endpoints(lab, dp, "container-container")
-        out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "1", s.addr], check=False)
-        assert out.returncode != 0 and "100% packet loss" in out.stdout
+        # Both ways, so that each side has frames to send: its refusals are counted on send.
+        for a, b in ((c, s), (s, c)):
+            out = a.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "1", b.addr], check=False)
+            assert out.returncode != 0 and "100% packet loss" in out.stdout
         counters = mode.counters(lab, dp)
         for side in ("h0", "h1"):
             snap = counters[side]
