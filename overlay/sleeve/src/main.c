@@ -316,8 +316,6 @@ int main(int argc, char **argv)
 		if (e && sv_parse_int(e, 0, 1000000, &us) < 0)
 			us = SPIN_US_DEFAULT;
 		s->spin_ns = o.basic ? 0 : (uint64_t)us * 1000u;
-		e = getenv("SLEEVE_SPIN_ADAPT");
-		s->spin_adapt = e ? strcmp(e, "0") != 0 : 0;
 	}
 	pthread_mutex_init(&s->lock, NULL);
 

@@ -440,7 +440,7 @@ void *sv_rx_thread(void *arg)
 	bufs = malloc((size_t)RX_MSGS * RX_BUF);
 	if (!bufs)
 		return NULL;
-	sv_spin_init(&sp, s->spin_ns, s->spin_adapt);
+	sv_spin_init(&sp, s->spin_ns);
 	for (;;) {
 		int n;
 		uint64_t now;
@@ -469,6 +469,7 @@ void *sv_rx_thread(void *arg)
 		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
 		now = sv_now_ns();
 		sv_spin_work(&sp, &s->ctr_rx, now);
+		sv_spin_arm(&sp, now);
 		polling = sp.max != 0;
 		sv_rx_batch(s, msg, (unsigned)n, now);
 	}

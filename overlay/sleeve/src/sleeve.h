@@ -91,7 +91,6 @@ struct sv {
 	const char *dev;
 	int l3, basic, batch, offload, segment, verbose, hb_ms;
 	uint64_t spin_ns; /* busy-poll up to this long after traffic before sleeping */
-	int spin_adapt;   /* the window follows how long threads then sleep (spin.h) */
 	int mtu_auto, mtu; /* mtu: the device MTU in effect */
 	const char *stats_file;
 	int enc;

@@ -410,7 +410,7 @@ static void tx_loop(struct txq *q)
 	struct pollfd pfd = {.fd = s->tap_fd, .events = POLLIN};
 	struct sv_spin sp;
 
-	sv_spin_init(&sp, s->spin_ns, s->spin_adapt);
+	sv_spin_init(&sp, s->spin_ns);
 	for (;;) {
 		uint8_t *b = q->rbuf[q->rbused];
 		ssize_t n = read(s->tap_fd, b, RBUF_SZ);

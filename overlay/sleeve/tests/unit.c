@@ -1986,28 +1986,16 @@ static void test_tx_device(void)
 	sv_setup(&s, 0, 0, 0, 0);
 }
 
-/* Busy-polling: the window, what is counted, and the adaptive policy. */
+/* Busy-polling: the window and what is counted. */
 static void test_spin(void)
 {
-	const uint64_t max = 100000, start = max / 8;
+	const uint64_t max = 100000;
 	struct sv_counters k;
 	struct sv_spin p;
 
-	/* the policy: short sleeps grow the window to max, long ones shrink it to 0 */
-	CHECK_EQ(sv_spin_next(0, max, 5000), start);
-	CHECK_EQ(sv_spin_next(start, max, max), 2 * start);
-	CHECK_EQ(sv_spin_next(max, max, 1), max);
-	CHECK_EQ(sv_spin_next(60000, max, 1), max);
-	CHECK_EQ(sv_spin_next(max, max, max + 1), max / 2);
-	CHECK_EQ(sv_spin_next(2 * start, max, 1000000), start);
-	CHECK_EQ(sv_spin_next(start, max, 1000000), 0);
-	CHECK_EQ(sv_spin_next(0, max, 1000000), 0);
-	CHECK_EQ(sv_spin_next(0, 0, 1), 0); /* polling off stays off */
-	CHECK_EQ(sv_spin_next(max, 0, 1), 0);
-
-	/* fixed window: polls until it is over, counts the miss, the time, the sleep */
+	/* polls until the window is over, counts the miss, the time, the sleep */
 	memset(&k, 0, sizeof(k));
-	sv_spin_init(&p, max, 0);
+	sv_spin_init(&p, max);
 	fake_yield_quick = 1;
 	fake_now = 1000;
 	CHECK(sv_spin_again(&p, &k));
@@ -2017,44 +2005,33 @@ static void test_spin(void)
 	CHECK(!sv_spin_again(&p, &k));
 	CHECK_EQ(k.c[SV_C_SPIN_MISS], 1);
 	CHECK_EQ(k.c[SV_C_SPIN_NS], max);
-	fake_now += 10 * max; /* a long sleep: the fixed window does not move */
+	fake_now += 10 * max;
 	sv_spin_work(&p, &k, 0);
 	CHECK_EQ(k.c[SV_C_SLEEPS], 1);
-	CHECK_EQ(p.window, max);
-	/* work found while polling is a hit */
+	/* work found while polling is a hit, not a sleep */
 	CHECK(sv_spin_again(&p, &k));
 	fake_now += 500;
 	sv_spin_work(&p, &k, fake_now);
 	CHECK_EQ(k.c[SV_C_SPIN_HIT], 1);
 	CHECK_EQ(k.c[SV_C_SPIN_NS], max + 500);
+	CHECK_EQ(k.c[SV_C_SLEEPS], 1);
+	/* work right after work: neither */
+	sv_spin_work(&p, &k, fake_now);
+	CHECK_EQ(k.c[SV_C_SPIN_HIT] + k.c[SV_C_SLEEPS], 2);
 	/* a slow yield (someone else needed the CPU) ends polling at once */
 	fake_yield_quick = 0;
 	CHECK(!sv_spin_again(&p, &k));
 	CHECK_EQ(k.c[SV_C_SPIN_MISS], 2);
 	fake_yield_quick = 1;
 	sv_spin_work(&p, &k, 0);
-
-	/* adaptive: long sleeps turn polling off, a short one turns it back on */
-	sv_spin_init(&p, max, 1);
-	for (int i = 0; i < 8 && p.window; i++) {
-		while (sv_spin_again(&p, &k))
-			fake_now += 1000;
-		fake_now += 10 * max;
-		sv_spin_work(&p, &k, 0);
-	}
-	CHECK_EQ(p.window, 0);
+	CHECK_EQ(k.c[SV_C_SLEEPS], 2);
+	/* polling off: sleeps at once, nothing polled */
 	memset(&k, 0, sizeof(k));
-	CHECK(!sv_spin_again(&p, &k)); /* sleeps at once, nothing polled */
-	CHECK_EQ(k.c[SV_C_SPIN_NS], 0);
-	fake_now += 1000;
-	sv_spin_work(&p, &k, 0);
-	CHECK_EQ(p.window, start);
-	CHECK_EQ(k.c[SV_C_SLEEPS], 1);
-	/* polling off: never polls */
-	sv_spin_init(&p, 0, 1);
+	sv_spin_init(&p, 0);
 	CHECK(!sv_spin_again(&p, &k));
 	sv_spin_work(&p, &k, 0);
-	CHECK_EQ(p.window, 0);
+	CHECK_EQ(k.c[SV_C_SPIN_NS] + k.c[SV_C_SPIN_MISS] + k.c[SV_C_SPIN_HIT], 0);
+	CHECK_EQ(k.c[SV_C_SLEEPS], 1);
 	fake_now = 0;
 	fake_yield_quick = 0;
 }
