@@ -432,13 +432,15 @@ void *sv_rx_thread(void *arg)
 		struct cmsghdr align;
 	} cm[RX_MSGS];
 	uint8_t *bufs;
-	uint64_t spin_end = 0;
+	struct sv_spin sp;
+	int polling = 0;
 
 	if (s->basic)
 		return rx_basic(s);
 	bufs = malloc((size_t)RX_MSGS * RX_BUF);
 	if (!bufs)
 		return NULL;
+	sv_spin_init(&sp, s->spin_ns);
 	for (;;) {
 		int n;
 		uint64_t now;
@@ -454,13 +456,11 @@ void *sv_rx_thread(void *arg)
 			msg[i].msg_hdr.msg_control = cm[i].b;
 			msg[i].msg_hdr.msg_controllen = sizeof(cm[i].b);
 		}
-		n = recvmmsg(s->udp_fd, msg, RX_MSGS, spin_end ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
+		n = recvmmsg(s->udp_fd, msg, RX_MSGS, polling ? MSG_DONTWAIT : MSG_WAITFORONE, NULL);
 		if (n <= 0) {
-			if (n < 0 && errno == EAGAIN && spin_end) {
-				uint64_t now2 = sv_now_ns();
-
-				if (now2 >= spin_end || !sv_spin_yield(now2))
-					spin_end = 0; /* block on the next call */
+			if (n < 0 && errno == EAGAIN && polling) {
+				/* after traffic, poll the socket a little before sleeping again */
+				polling = sv_spin_again(&sp, &s->ctr_rx);
 			} else if (n < 0 && errno != EINTR) {
 				usleep(1000);
 			}
@@ -468,8 +468,9 @@ void *sv_rx_thread(void *arg)
 		}
 		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
 		now = sv_now_ns();
-		/* after traffic, poll the socket a little before sleeping again */
-		spin_end = s->spin_ns ? now + s->spin_ns : 0;
+		sv_spin_work(&sp, &s->ctr_rx, now);
+		sv_spin_arm(&sp, now);
+		polling = sp.max != 0;
 		sv_rx_batch(s, msg, (unsigned)n, now);
 	}
 	return NULL;

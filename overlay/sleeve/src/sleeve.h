@@ -13,6 +13,7 @@
 #include "frame.h"
 #include "gro.h"
 #include "reasm.h"
+#include "spin.h"
 
 #define SV_VERSION_STR "0.5.0"
 #define SV_MAX_PEERS 16
@@ -37,6 +38,10 @@ enum sv_ctr {
 	SV_C_HB_RECV,
 	SV_C_PROBE_SENT,
 	SV_C_PROBE_ACKED,
+	SV_C_SPIN_HIT,  /* polling found work */
+	SV_C_SPIN_MISS, /* polling gave up, the thread slept */
+	SV_C_SPIN_NS,   /* time spent polling */
+	SV_C_SLEEPS,    /* woke from a sleep with work */
 	SV_C__MAX
 };
 
@@ -85,7 +90,7 @@ struct sv {
 	/* configuration */
 	const char *dev;
 	int l3, basic, batch, offload, segment, verbose, hb_ms;
-	uint64_t spin_ns; /* busy-poll this long after traffic before sleeping */
+	uint64_t spin_ns; /* busy-poll up to this long after traffic before sleeping */
 	uint64_t calibrate_ns; /* --calibrate-ns: busy-wait per frame to or from the device */
 	int mtu_auto, mtu; /* mtu: the device MTU in effect */
 	const char *stats_file;

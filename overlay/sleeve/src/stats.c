@@ -59,6 +59,8 @@ static int write_json(FILE *f, struct sv *s)
 	static const enum sv_ctr hbi[] = {SV_C_HB_SENT, SV_C_HB_RECV};
 	static const enum sv_ctr pri[] = {SV_C_PROBE_SENT, SV_C_PROBE_ACKED};
 	static const char *const prk[] = {"sent", "acked"};
+	static const enum sv_ctr poi[] = {SV_C_SPIN_HIT, SV_C_SPIN_MISS, SV_C_SPIN_NS, SV_C_SLEEPS};
+	static const char *const pok[] = {"hits", "misses", "ns", "sleeps"};
 	uint64_t now = sv_now_ns();
 	unsigned tso = (unsigned)__atomic_load_n(&s->tso, __ATOMIC_RELAXED);
 
@@ -79,6 +81,7 @@ static int write_json(FILE *f, struct sv *s)
 	group(f, s, "rx", rxk, rxi, (int)(sizeof(rxi) / sizeof(rxi[0])), 0);
 	group(f, s, "heartbeats", hbk, hbi, 2, 0);
 	group(f, s, "probes", prk, pri, 2, 0);
+	group(f, s, "polling", pok, poi, 4, 0);
 	fprintf(f, "  \"drops\": {");
 	for (int d = 1; d < SV_D__MAX; d++)
 		fprintf(f, "%s\"%s\": %llu", d > 1 ? ", " : "", sv_drop_names[d],

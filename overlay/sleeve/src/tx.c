@@ -408,33 +408,26 @@ static void tx_loop(struct txq *q)
 {
 	struct sv *s = q->s;
 	struct pollfd pfd = {.fd = s->tap_fd, .events = POLLIN};
-	uint64_t spin_end = 0;
+	struct sv_spin sp;
 
+	sv_spin_init(&sp, s->spin_ns);
 	for (;;) {
 		uint8_t *b = q->rbuf[q->rbused];
 		ssize_t n = read(s->tap_fd, b, RBUF_SZ);
 
 		if (n < 0) {
 			if (errno == EAGAIN) {
-				uint64_t now;
-
 				pk_close(q);
 				flush(q);
 				/* poll the device a little before sleeping: a wakeup costs more */
-				now = s->spin_ns ? sv_now_ns() : 0;
-				if (s->spin_ns && !spin_end)
-					spin_end = now + s->spin_ns;
-				if (now < spin_end && sv_spin_yield(now)) {
-					continue;
-				}
-				spin_end = 0;
-				poll(&pfd, 1, -1);
+				if (!sv_spin_again(&sp, &s->ctr_tx))
+					poll(&pfd, 1, -1);
 			} else if (errno != EINTR) {
 				usleep(1000);
 			}
 			continue;
 		}
-		spin_end = 0;
+		sv_spin_work(&sp, &s->ctr_tx, 0);
 		sv_calibrate(s);
 		if (tx_frame(q, b, (size_t)n)) {
 			q->rbused++;

@@ -3,6 +3,10 @@
 # behind the sleeve vs kernel VXLAN in the same topology; modes interleaved,
 # medians and ratios to VXLAN. Needs root; obs-* namespaces only, removed on exit.
 #   REPEATS=3 SECONDS_=4 MODES="vxlan sleeve crypto" MTUS="1500:1410 9000:8950" tests/bench.sh
+# A/B of builds or settings in one run: a mode BASE/NAME runs BASE with the words of
+# $VARIANT_NAME in both daemons' environment (SLEEVE=PATH among them: that binary), e.g.
+#   VARIANT_spin0="SLEEVE_SPIN_US=0" VARIANT_old="SLEEVE=/tmp/sleeve-old" \
+#   MODES="vxlan crypto crypto/spin0 crypto/old" tests/bench.sh
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -21,8 +25,14 @@ head -c 32 /dev/urandom >"$KEY"; chmod 600 "$KEY"
 RES=$LAB_TMP/results
 : >"$RES"
 
-deploy() { # deploy MODE UNDERLAY OVERLAY
-	local mode=$1 umtu=$2 omtu=$3 l=l2 args=()
+deploy() { # deploy MODE[/VARIANT] UNDERLAY OVERLAY
+	local mode=${1%%/*} umtu=$2 omtu=$3 l=l2 args=() var= w bin=$SLEEVE envs=()
+	if [ "$mode" != "$1" ]; then
+		var=VARIANT_${1#*/}
+		for w in ${!var:-}; do
+			case $w in SLEEVE=*) bin=${w#SLEEVE=} ;; *) envs+=("$w") ;; esac
+		done
+	fi
 	case $mode in
 	sleeve) ;;
 	crypto) args=(--key-file "$KEY") ;;
@@ -35,8 +45,8 @@ deploy() { # deploy MODE UNDERLAY OVERLAY
 	if [ "$mode" = vxlan ]; then
 		vxlan_up "$omtu"
 	else
-		sleeve_start a --mtu "$omtu" "${args[@]}"
-		sleeve_start b --mtu "$omtu" "${args[@]}"
+		SLEEVE=$bin SLEEVE_ENV_a="${envs[*]}" sleeve_start a --mtu "$omtu" "${args[@]}"
+		SLEEVE=$bin SLEEVE_ENV_b="${envs[*]}" sleeve_start b --mtu "$omtu" "${args[@]}"
 		sleeve_wait a >/dev/null && sleeve_wait b >/dev/null || return 1
 		sleeve_attach a $l; sleeve_attach b $l
 	fi
@@ -53,8 +63,14 @@ for rep in $(seq 1 "$REPEATS"); do
 			g=-
 			wait_quiet
 			if [ "${IPERF:-1}" = 1 ]; then
+				c0=($(head -1 /proc/stat))
 				g=$(iperf_gbps $CA $CB "$PEER_IP" "$T")
+				c1=($(head -1 /proc/stat))
 				echo "$mode $omtu gbps $g" >>"$RES"
+				# Gbit per busy CPU-second of the whole machine (idle+iowait excluded)
+				busy=0
+				for k in 1 2 3 6 7 8; do busy=$((busy + c1[k] - c0[k])); done
+				[ $busy -gt 0 ] && echo "$mode $omtu gbit_per_cpus $(python3 -c "print('%.3f' % ($g * $T * $(getconf CLK_TCK) / $busy))")" >>"$RES"
 			fi
 			lat=
 			if [ "$LAT" = 1 ] && [ "$omtu" -lt 2000 ]; then
@@ -64,6 +80,14 @@ for rep in $(seq 1 "$REPEATS"); do
 			fi
 			printf 'rep %s  %-8s mtu %-5s %7s Gbit/s  %s\n' "$rep" "$mode" "$omtu" "$g" "${lat:+lat ${lat} ns}"
 			sleeve_stop_all
+			# the daemons' busy-polling over the case (both sides, all threads)
+			if [ -f "$LAB_TMP/stats-a$LABID.json" ] && [ -f "$LAB_TMP/stats-b$LABID.json" ]; then
+				for k in ns:spin_ms:1e6 sleeps:sleeps:1 hits:spin_hits:1; do
+					IFS=: read -r key name div <<<"$k"
+					echo "$mode $omtu $name $(python3 -c "import json; print(sum(json.load(open('$LAB_TMP/stats-%s$LABID.json' % x)).get('polling', {}).get('$key', 0) for x in 'ab') / $div)")" >>"$RES"
+				done
+				rm -f "$LAB_TMP/stats-a$LABID.json" "$LAB_TMP/stats-b$LABID.json"
+			fi
 		done
 	done
 done
@@ -81,6 +105,6 @@ print("\nmedians and ratio to vxlan (throughput: higher is better; latency: lowe
 for (mode, mtu, metric), m in sorted(med.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
     ref = med.get(("vxlan", mtu, metric))
     r = "%.2f" % (m / ref) if ref else "-"
-    unit = "Gbit/s" if metric == "gbps" else "ns"
+    unit = {"gbps": "Gbit/s", "gbit_per_cpus": "Gb/CPUs", "lat_ns": "us"}.get(metric, "")
     print("  %-9s mtu %-5d %-7s %9.3f %-6s ratio %s   (n=%d)" % (mode, mtu, metric, m, unit, r, len(v[(mode, mtu, metric)])))
 PY

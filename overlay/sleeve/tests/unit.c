@@ -27,8 +27,10 @@
 int failures, checks;
 
 /* stubs the daemon's main.c provides */
-uint64_t sv_now_ns(void) { return 0; }
-int sv_spin_yield(uint64_t now) { (void)now; return 0; }
+static uint64_t fake_now;   /* sv_now_ns(), 0 unless a test moves it */
+static int fake_yield_quick; /* sv_spin_yield(): nobody else wanted the CPU */
+uint64_t sv_now_ns(void) { return fake_now; }
+int sv_spin_yield(uint64_t now) { (void)now; return fake_yield_quick; }
 int sv_overhead(const struct sv *s) { (void)s; return 0; }
 uint32_t sv_min_pmtu(struct sv *s) { return s->peers[0].pmtu; }
 void sv_log(const struct sv *s, const char *fmt, ...) { (void)s; (void)fmt; }
@@ -1984,6 +1986,56 @@ static void test_tx_device(void)
 	sv_setup(&s, 0, 0, 0, 0);
 }
 
+/* Busy-polling: the window and what is counted. */
+static void test_spin(void)
+{
+	const uint64_t max = 100000;
+	struct sv_counters k;
+	struct sv_spin p;
+
+	/* polls until the window is over, counts the miss, the time, the sleep */
+	memset(&k, 0, sizeof(k));
+	sv_spin_init(&p, max);
+	fake_yield_quick = 1;
+	fake_now = 1000;
+	CHECK(sv_spin_again(&p, &k));
+	fake_now += max - 1;
+	CHECK(sv_spin_again(&p, &k));
+	fake_now += 1;
+	CHECK(!sv_spin_again(&p, &k));
+	CHECK_EQ(k.c[SV_C_SPIN_MISS], 1);
+	CHECK_EQ(k.c[SV_C_SPIN_NS], max);
+	fake_now += 10 * max;
+	sv_spin_work(&p, &k, 0);
+	CHECK_EQ(k.c[SV_C_SLEEPS], 1);
+	/* work found while polling is a hit, not a sleep */
+	CHECK(sv_spin_again(&p, &k));
+	fake_now += 500;
+	sv_spin_work(&p, &k, fake_now);
+	CHECK_EQ(k.c[SV_C_SPIN_HIT], 1);
+	CHECK_EQ(k.c[SV_C_SPIN_NS], max + 500);
+	CHECK_EQ(k.c[SV_C_SLEEPS], 1);
+	/* work right after work: neither */
+	sv_spin_work(&p, &k, fake_now);
+	CHECK_EQ(k.c[SV_C_SPIN_HIT] + k.c[SV_C_SLEEPS], 2);
+	/* a slow yield (someone else needed the CPU) ends polling at once */
+	fake_yield_quick = 0;
+	CHECK(!sv_spin_again(&p, &k));
+	CHECK_EQ(k.c[SV_C_SPIN_MISS], 2);
+	fake_yield_quick = 1;
+	sv_spin_work(&p, &k, 0);
+	CHECK_EQ(k.c[SV_C_SLEEPS], 2);
+	/* polling off: sleeps at once, nothing polled */
+	memset(&k, 0, sizeof(k));
+	sv_spin_init(&p, 0);
+	CHECK(!sv_spin_again(&p, &k));
+	sv_spin_work(&p, &k, 0);
+	CHECK_EQ(k.c[SV_C_SPIN_NS] + k.c[SV_C_SPIN_MISS] + k.c[SV_C_SPIN_HIT], 0);
+	CHECK_EQ(k.c[SV_C_SLEEPS], 1);
+	fake_now = 0;
+	fake_yield_quick = 0;
+}
+
 int main(int argc, char **argv)
 {
 	int counting = aead_count_allocs(); /* before anything allocates */
@@ -2025,6 +2077,7 @@ int main(int argc, char **argv)
 	test_csum();
 	test_segment();
 	test_tx_device();
+	test_spin();
 	printf("unit: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }
