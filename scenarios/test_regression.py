@@ -58,7 +58,7 @@ def regression_run(request):
     cfg = request.config
     matrix = {k: cfg.getoption(f"--{k}") for k in ("repeats", "duration") if cfg.getoption(f"--{k}") is not None}
     store = session.run(scenario_path=str(ROOT / cfg.getoption("--scenario")),
-                        overrides={"backend": {"kind": cfg.getoption("--backend")},
+                        overrides={"testbed": {"backend": cfg.getoption("--backend")},
                                    **({"matrix": matrix} if matrix else {})},
                         results_dir=str(ROOT / "results"))
     yield store.path

@@ -36,7 +36,7 @@ def drop_vxlan(host):
     host.run(["nft", "add", "rule", "inet", "obtest", "in", "udp", "dport", "4789", "drop"])
 
 
-def _iperf(lab, dp, placement, seconds=2):
+def _iperf(lab, dp, placement, seconds=1):
     c, s = endpoints(lab, dp, placement)
     srv = s.host.start(["iperf3", "-s", "-1", "-p", "5201"])
     try:

@@ -62,7 +62,7 @@ def assert_nothing_left(lab, mode):
             assert not os.path.exists(f), f
 
 
-def iperf_bits(lab, dp, placement, seconds=2):
+def iperf_bits(lab, dp, placement, seconds=1):
     c, s = endpoints(lab, dp, placement)
     srv = s.host.start(["iperf3", "-s", "-1", "-p", "5201"])
     try:
