@@ -48,12 +48,20 @@ def main() -> None:
     flags = [str(ROOT / "scenarios" / "quick.toml"), "--repeats", str(a.repeats), "--duration", str(a.duration), "-q"]
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="obsshlab-"))
     sl = SshLab(tmp)
+    # Both "machines" share this kernel's scheduler: without autogroups for both runs, as
+    # tests/test_ssh_backend.py explains (over SSH a host's processes share a session).
+    knob = pathlib.Path("/proc/sys/kernel/sched_autogroup_enabled")
+    was = knob.read_text().strip() if knob.exists() else None
+    if was is not None:
+        knob.write_text("0")
     try:
         inv = sl.inventory(extra={0: "manage_underlay = true\n", 1: "manage_underlay = true\n"})
         lab_dir, lab_wall = run([*flags, "--results", str(ROOT / "results")])
         sl.bare()
         ssh_dir, ssh_wall = run([*flags, "--inventory", inv, "--results", str(ROOT / "results")], env=sl.env())
     finally:
+        if was is not None:
+            knob.write_text(was)
         sl.close()
         shutil.rmtree(tmp, ignore_errors=True)
     ma, mb = medians(lab_dir), medians(ssh_dir)

@@ -247,6 +247,19 @@ class RemoteTestbed(Testbed):
                                    f"(MTU {self._nic_mtu[s.index]}; manage_underlay = false)")
         self._capped = self._capped or bool(rate)
         self.underlay_mtu, self.rate = mtu, rate
+        self._check_path_mtu(mtu)
+
+    def _check_path_mtu(self, mtu: int) -> None:
+        """A full-size packet with DF set must reach the peer: a NIC at the MTU says nothing of
+        the switches between the hosts, and a path that drops big packets measures nonsense."""
+        for s, spec in zip(self.sides, self.specs):
+            peer = self.peer(s).underlay_ip
+            payload = mtu - (48 if ":" in peer else 28)          # IPv6 or IPv4 header, ICMP header
+            done = s.host.run(["ping", "-c", "2", "-i", "0.2", "-W", "1", "-M", "do", "-s", str(payload), peer],
+                              check=False, timeout=15)
+            if not done.ok:
+                raise HarnessError(f"{spec.name}: a {mtu}-byte packet with DF set does not reach {peer} over "
+                                   f"{s.underlay_dev}: the path between the hosts carries less than MTU {mtu}")
 
     # ------------------------------------------------------------- sleeve
     def install_sleeve(self, side: Side, source=None) -> str:

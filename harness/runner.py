@@ -124,13 +124,23 @@ class Runner:
         todo = [c for c in cases if (c.key, c.repeat) not in skip]
         if self.progress:
             self.progress.total = len(todo)
-        current_u = None
+        current_u, unusable = None, None
         for (u, r, mode_name, o), group in itertools.groupby(
                 todo, key=lambda c: (c.underlay_mtu, c.repeat, c.mode, c.overlay_mtu)):
             group = list(group)
             if u != current_u:
-                self.tb.set_underlay(u, self.sc.rate)
-                current_u = u
+                current_u, unusable = u, None
+                try:
+                    self.tb.set_underlay(u, self.sc.rate)
+                except HarnessError as e:
+                    # This underlay cannot be had (a path that does not carry its MTU):
+                    # its cases fail with the reason, the other underlays are measured.
+                    log.warning("underlay MTU %s: %s", u, e)
+                    unusable = f"underlay MTU {u}: {e}"
+            if unusable:
+                for case in group:
+                    self._fail(case, modes.get(mode_name).kind, unusable)
+                continue
             self._run_group(modes.get(mode_name), o, group)
 
     def _deploy(self, mode, overlay_mtu: int, cases: list[Case], label: str) -> Datapath | None:

@@ -368,3 +368,26 @@ def test_a_flood_against_a_sleeve_deployed_over_ssh_is_dropped_and_counted(ssh_l
     finally:
         tb.teardown()
     assert ssh_lab.leftovers() == []
+
+
+def test_an_underlay_mtu_the_path_does_not_carry_fails_its_cases_and_the_others_are_measured(ssh_lab, tmp_path):
+    """The NICs take MTU 9000 (managed), but what lies between the hosts carries 1500 (as a
+    switch would: here h1 drops every arriving packet over 1500 bytes before its stack
+    sees it): 9000's cases fail with the reason, 1500's are measured, nothing is left."""
+    h1 = ssh_lab.lab.sides[1].host
+    for argv in (["nft", "add", "table", "inet", "obswitch"],
+                 ["nft", "add", "chain", "inet", "obswitch", "pre", "{ type filter hook prerouting priority -300 ; }"],
+                 ["nft", "add", "rule", "inet", "obswitch", "pre", "iifname", "ul0", "meta", "length", "gt", "1500",
+                  "drop"]):
+        h1.run(argv)
+    inv = ssh_lab.inventory(extra={0: "manage_underlay = true\n", 1: "manage_underlay = true\n"})
+    ssh_lab.bare()
+    p = ob("run", "--modes", "native", "--tests", "iperf3.tcp", "--underlay-mtu", "1500,9000", "--repeats", "1",
+           "--duration", "1", "-q", "--inventory", inv, "--results", str(tmp_path), env=ssh_lab.env())
+    assert p.returncode == 3, (p.returncode, p.stderr[-2000:])
+    recs = results.read_records(next(tmp_path.iterdir()))
+    by_mtu = {u: [r for r in recs if r["underlay_mtu"] == u] for u in (1500, 9000)}
+    assert by_mtu[1500] and all(r["ok"] for r in by_mtu[1500])
+    assert by_mtu[9000] and not any(r["ok"] for r in by_mtu[9000])
+    assert all("a 9000-byte packet with DF set does not reach" in r["error"] for r in by_mtu[9000]), by_mtu[9000]
+    assert ssh_lab.leftovers() == []
