@@ -92,3 +92,18 @@ def lab():
     from harness.lab import Lab
     with Lab.create() as lab:
         yield lab
+
+
+@pytest.fixture(scope="module")
+def dockerd():
+    """A dockerd that answers: the one running, or one started here (images/dockerd.sh) and
+    stopped after the module."""
+    import pathlib
+    import subprocess
+    script = pathlib.Path(__file__).resolve().parent / "images" / "dockerd.sh"
+    answered = subprocess.run(["docker", "info"], capture_output=True).returncode == 0
+    if not answered:
+        subprocess.run([str(script), "up"], check=True)
+    yield
+    if not answered:
+        subprocess.run([str(script), "down"], check=True)

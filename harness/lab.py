@@ -56,7 +56,8 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return p
 
 
-def _pid_alive(pid: int | None) -> bool:
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process of this machine with that pid lives (one of another user counts)."""
     if not pid:
         return False
     try:
@@ -294,7 +295,7 @@ def remove_lab(prefix: str) -> list[str]:
         if not pids:
             break
         deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(_pid_alive(pid) for pid in pids):
+        while time.monotonic() < deadline and any(pid_alive(pid) for pid in pids):
             time.sleep(0.05)
     for ns in namespaces:
         _ip("netns", "del", ns, check=False)
@@ -319,7 +320,7 @@ def leftovers() -> dict[str, dict]:
     out = {}
     for p in sorted(prefixes):
         pid = _read_state(STATE_ROOT / p).get("pid")
-        out[p] = {"pid": pid, "alive": _pid_alive(pid), "namespaces": ns.get(p, []),
+        out[p] = {"pid": pid, "alive": pid_alive(pid), "namespaces": ns.get(p, []),
                   "links": links.get(p, [])}
     return out
 

@@ -6,7 +6,6 @@ and whether their owner still runs."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 
@@ -93,16 +92,9 @@ def owner_alive(state: dict) -> bool | None:
     """Is the run that made a testbed still alive? None: its orchestrator is another machine."""
     if state.get("owner_host") != socket.gethostname():
         return None
+    from harness.lab import pid_alive
     pid = state.get("pid")
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return isinstance(pid, int) and pid > 0 and pid_alive(pid)
 
 
 def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str], list[str]]:

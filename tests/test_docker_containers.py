@@ -48,17 +48,6 @@ def dead_labs() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def dockerd():
-    """A dockerd that answers: the one running, or one started here and stopped afterwards."""
-    answered = subprocess.run(["docker", "info"], capture_output=True).returncode == 0
-    if not answered:
-        subprocess.run([str(IMAGES / "dockerd.sh"), "up"], check=True)
-    yield
-    if not answered:
-        subprocess.run([str(IMAGES / "dockerd.sh"), "down"], check=True)
-
-
-@pytest.fixture(scope="module")
 def tools_image(dockerd) -> str:
     p = subprocess.run([str(IMAGES / "build.sh"), "tools"], capture_output=True, text=True, timeout=1200)
     assert p.returncode == 0, p.stdout + p.stderr        # a no-op while the image is current

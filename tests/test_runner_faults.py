@@ -29,7 +29,7 @@ def _pids(netns: str, prefix: str) -> list[int]:
 
 def test_sleeve_killed_mid_test_fails_that_case_with_the_signal_and_the_next_deploys_clean(lab, tmp_path):
     sc = S.build({"matrix": {"modes": ["sleeve"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "repeats": 1,
-                             "duration": 4, "placements": ["container-container"]}})
+                             "duration": 2, "placements": ["container-container"]}})
     store = results.RunStore.create(tmp_path, {"scenario": sc.to_dict()})
     killed = []
 

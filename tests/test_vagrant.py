@@ -254,17 +254,6 @@ def _docker(*args, check=True) -> str:
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=600).stdout
 
 
-@pytest.fixture(scope="module")
-def dockerd():
-    """A dockerd that answers: the one running, or one started here and stopped afterwards."""
-    answered = subprocess.run(["docker", "info"], capture_output=True).returncode == 0
-    if not answered:
-        subprocess.run([str(IMAGES / "dockerd.sh"), "up"], check=True)
-    yield
-    if not answered:
-        subprocess.run([str(IMAGES / "dockerd.sh"), "down"], check=True)
-
-
 def _build(kind: str, env: dict | None = None, script: pathlib.Path = IMAGES / "build.sh") -> str:
     p = subprocess.run([str(script), kind], capture_output=True, text=True, timeout=1200,
                        env={**os.environ, **(env or {})})
@@ -387,7 +376,7 @@ def test_a_machine_that_does_not_come_up_is_destroyed_again(host_image, tmp_path
     (d / "Vagrantfile").write_text(f"""
 Vagrant.configure("2") do |config|
   config.vm.synced_folder ".", "/vagrant", disabled: true
-  config.vm.boot_timeout = 10
+  config.vm.boot_timeout = 5
   config.vm.define "h1" do |h|
     h.vm.provider "docker" do |docker|
       docker.image = "{host_image}"

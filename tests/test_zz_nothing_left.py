@@ -5,7 +5,7 @@ import os
 import pathlib
 
 from conftest import needs_root, stray_processes
-from harness.lab import leftovers
+from harness.lab import leftovers, pid_alive
 
 
 @needs_root()
@@ -39,15 +39,7 @@ def _owner_alive(prefix: str) -> bool:
         pid = json.loads((pathlib.Path("/run/overlaybench") / prefix / "state.json").read_text()).get("pid")
     except (OSError, ValueError):
         return False
-    if not isinstance(pid, int) or pid <= 0 or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return True
+    return isinstance(pid, int) and pid > 0 and pid != os.getpid() and pid_alive(pid)
 
 
 def test_no_overlaybench_container_is_left():
