@@ -5,10 +5,12 @@
  * then datagrams as (len u16 big-endian, bytes)* from the peer 198.18.0.1:6784;
  * a short tail is one more datagram. */
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sleeve.h"
+#include "seedver.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -120,6 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			used = 0;
 		}
 		memcpy(buf + used, data, n); /* decryption works in place */
+		tally_version(data, n);
 		sv_rx_datagram(&s, &s.peers[0], buf + used, n, now);
 		used += n;
 		if (n & 1) {

@@ -25,10 +25,12 @@
  * nothing, answers nothing and leaves every peer's state as it was. */
 #include <arpa/inet.h>
 #include <netinet/udp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "sleeve.h"
+#include "seedver.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -207,6 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (len > size)
 			len = size;
 		memcpy(bufs[nmsg], data, len);
+		tally_version(bufs[nmsg], len);
 		data += len;
 		size -= len;
 

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+/* A target may say, once every file has run, whether what it saw is sound (e.g. its
+ * seeds still speak the current wire version): non-zero fails the replay. */
+int fuzz_replay_summary(void) __attribute__((weak));
 
 static int runs;
 
@@ -76,5 +79,7 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++)
 		ret |= run_path(argv[i]);
 	printf("fuzz_replay: %d inputs replayed without a crash\n", runs);
+	if (fuzz_replay_summary && fuzz_replay_summary())
+		ret = 1;
 	return ret ? 1 : 0;
 }
