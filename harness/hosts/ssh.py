@@ -15,6 +15,7 @@ import logging
 import os
 import secrets
 import shlex
+import shutil
 import threading
 import time
 
@@ -287,9 +288,13 @@ class SshHost(Host):
                     tmp = f"{self._upload_dir}/{tmp_name}"
                     sftp.put(local_path, tmp)
                 else:
+                    # The mode is set before a byte is written: a key file is never
+                    # readable by others, not even for a moment.
                     tmp = f"{os.path.dirname(remote_path) or '.'}/{tmp_name}"
-                    sftp.put(local_path, tmp)
-                    sftp.chmod(tmp, mode)
+                    with open(local_path, "rb") as src, sftp.open(tmp, "wb") as dst:
+                        dst.chmod(mode)
+                        dst.set_pipelined(True)
+                        shutil.copyfileobj(src, dst, 32768)
                     sftp.posix_rename(tmp, remote_path)
                     return
             except (OSError, paramiko.SSHException, EOFError) as e:
