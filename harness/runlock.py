@@ -39,6 +39,8 @@ def hold_machine(run_id: str, quiet: bool = False, path: pathlib.Path = LOCK) ->
             holder = json.loads(os.pread(fd, 512, 0).decode() or "{}")
         except ValueError:
             holder = {}
+        if not isinstance(holder, dict):     # another writer's format: still wait, say less
+            holder = {}
         if not quiet:
             print(f"waiting: run {holder.get('run_id', '?')} (pid {holder.get('pid', '?')}) is measuring on this "
                   f"machine; two runs at once would spoil both runs' ratios (--concurrent runs anyway)",
