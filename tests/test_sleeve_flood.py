@@ -12,10 +12,21 @@ empty, 1-byte, header-only, truncated, oversized (65,507 bytes), random, replaye
     spoofed     h0's own address and port (an nft rule on h0 rewrites the source
                 port): h1 takes them for h0's and drops them by what they hold
 
+One more kind, "marked", is a valid plaintext DATA datagram whose frame is a UDP
+packet from h0's container to h1's container, port 9, its UDP source port naming
+the flood source it came from (MARK_SPORT + 0 other_port, + 1 stranger, + 2
+spoofed). nft counters in h1's container count those that arrive, source by
+source: none may come through the stranger or other_port sources; through the
+spoofed one they must arrive without a key (they are the peer's as far as h1 can
+tell: the positive control that the check can fail) and not with one.
+
 The sleeves stay up, the TCP stream completes, h1's drop counters grow by what
 was sent, reason by reason (flood prints which reason each kind must land in;
 what h1's kernel dropped before the sleeve could read it is the only slack), and
 nothing comes back from h1's sleeve to the strangers (nft counters on h0).
+
+Whatever fails, the stranger address and the nft tables go again (on remote hosts
+nothing else would remove them).
 """
 
 import json
@@ -41,6 +52,10 @@ RATE = 2000
 STRANGER = "198.18.0.77"
 SPOOF_PORT = 46784
 TABLE = "obflood"
+MARK_TABLE = "obfloodmark"  # in the receiving container
+MARK_SPORT = 47000          # + 0 other_port, + 1 stranger, + 2 spoofed (flood.c's --mark-sport)
+MARK_SOURCES = ("other_port", "stranger", "spoofed")
+MARK_HEAD = "0x6f62666c6f6f6420"  # "obflood ", the first 8 bytes of flood.c's MARK_PAYLOAD
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +69,10 @@ def flood_binary():
 def _nft_rules(side, peer):
     """On h0: the spoofing rewrite, and counters of what h1's sleeve sends back to a stranger."""
     h0, h1 = side.underlay_ip, peer.underlay_ip
+    # the first two lines drop a table left behind by an earlier run, in the same transaction
     return f"""
+table inet {TABLE}
+delete table inet {TABLE}
 table inet {TABLE} {{
     chain out {{
         type filter hook output priority 0;
@@ -69,8 +87,26 @@ table inet {TABLE} {{
 """
 
 
-def _nft_counters(host) -> dict[str, int]:
-    out = json.loads(host.run(["nft", "-j", "list", "table", "inet", TABLE]).stdout)
+def _mark_rules():
+    """In h1's container: count flood's marked packets as they arrive, by the source they were
+    sent from (the UDP source port), and every packet to port 9 whatever its source port."""
+    rules = "\n".join(f'        udp dport 9 udp sport {MARK_SPORT + i} @th,64,64 {MARK_HEAD} counter comment "{src}"'
+                      for i, src in enumerate(MARK_SOURCES))
+    return f"""
+table inet {MARK_TABLE}
+delete table inet {MARK_TABLE}
+table inet {MARK_TABLE} {{
+    chain pre {{
+        type filter hook prerouting priority -300;
+{rules}
+        udp dport 9 counter comment "any"
+    }}
+}}
+"""
+
+
+def _nft_counters(host, table=TABLE) -> dict[str, int]:
+    out = json.loads(host.run(["nft", "-j", "list", "table", "inet", table]).stdout)
     counts = {}
     for item in out["nftables"]:
         rule = item.get("rule")
@@ -96,11 +132,14 @@ def flood_case(lab, name, flood_binary) -> None:
     a, b = lab.sides
     dp = mode.deploy(lab, MTU)
     try:
-        a.host.run(["ip", "addr", "add", f"{STRANGER}/24", "dev", a.underlay_dev])
+        c, s = endpoints(lab, dp, "container-container")  # s.host: h1's container, b.container
+        a.host.run(["ip", "addr", "replace", f"{STRANGER}/24", "dev", a.underlay_dev])
         a.host.run(["nft", "-f", "-"], input=_nft_rules(a, b))
+        s.host.run(["nft", "-f", "-"], input=_mark_rules())
+        # the marked frames' Ethernet destination: the container's own MAC (L2)
+        mac = json.loads(s.host.run(["ip", "-j", "link", "show", "dev", b.container_dev]).stdout)[0]["address"]
         before = mode.counters(lab, dp)["h1"]
         snmp0 = _snmp(b.host)
-        c, s = endpoints(lab, dp, "container-container")
         srv = s.host.start(["iperf3", "-s", "-1", "-p", "5201"])
         cli = None
         try:
@@ -112,7 +151,8 @@ def flood_case(lab, name, flood_binary) -> None:
                                "--peer", f"{a.underlay_ip}:{PORT}", "--stranger", STRANGER,
                                "--spoof-port", str(SPOOF_PORT), "--seconds", str(FLOOD_SECONDS),
                                "--rate", str(RATE), "--capture", a.underlay_dev, "--capture-seconds", "0.8",
-                               *(["--l3"] if mode.l3 else []),
+                               "--mark-dst", s.addr, "--mark-src", c.addr, "--mark-sport", str(MARK_SPORT),
+                               *(["--l3"] if mode.l3 else ["--mark-mac", mac]),
                                *(["--keyed", "--cipher", dp.info["cipher"]] if mode.crypto else [])],
                               timeout=FLOOD_SECONDS + 30, check=False)
             try:
@@ -139,7 +179,23 @@ def flood_case(lab, name, flood_binary) -> None:
         sent = sum(sum(kinds.values()) for kinds in flood["sent"].values())
         assert flood["captured"]["datagrams"] > 0, "nothing captured to replay"
         assert sent >= 0.9 * RATE * FLOOD_SECONDS, flood
-        assert set(flood["sent"]) == {"other_port", "stranger", "spoofed"}
+        assert set(flood["sent"]) == set(MARK_SOURCES)
+        assert flood["mark_sport"] == {src: MARK_SPORT + i for i, src in enumerate(MARK_SOURCES)}
+        marked = {src: flood["sent"][src]["marked"] for src in MARK_SOURCES}
+        assert all(marked.values()), f"marked datagrams not sent from every source: {marked}"
+
+        # nothing of the strangers' reached h1's container; the peer's (spoofed) marked
+        # frames did without a key - so this check sees frames when they come through
+        arrived = _nft_counters(s.host, MARK_TABLE)
+        assert arrived["other_port"] == 0 and arrived["stranger"] == 0, \
+            f"{name}: strangers' frames reached the container: {arrived} (sent {marked})"
+        assert flood["expect"]["spoofed"]["marked"] == ("crypto_mismatch" if mode.crypto else "accepted")
+        if mode.crypto:
+            assert arrived["spoofed"] == 0, f"{name}: plaintext frames reached a keyed sleeve's container: {arrived}"
+        else:
+            assert 0 < arrived["spoofed"] <= marked["spoofed"], \
+                f"{name}: the peer's marked frames did not arrive as sent: {arrived} (sent {marked})"
+        assert arrived["any"] == arrived["spoofed"], f"{name}: other packets to port 9: {arrived}"
 
         # h1's drop counters hold it, reason by reason
         after = mode.counters(lab, dp)["h1"]
@@ -160,4 +216,23 @@ def flood_case(lab, name, flood_binary) -> None:
         # and nothing came back to a stranger
         assert _nft_counters(a.host) == {"to-stranger": 0, "to-other-port": 0}
     finally:
+        # on remote hosts nothing else removes these; each goes even if another cannot
+        left = _remove(((b.container, ["nft", "delete", "table", "inet", MARK_TABLE]),
+                        (a.host, ["nft", "delete", "table", "inet", TABLE]),
+                        (a.host, ["ip", "addr", "del", f"{STRANGER}/24", "dev", a.underlay_dev])))
         mode.teardown(lab, dp)
+    assert not left, f"could not remove: {left}"
+
+
+def _remove(steps) -> list[str]:
+    """Run each removal (check=False: what is gone is gone); one that cannot even run
+    (a lost connection) does not keep the others from running. Returns those."""
+    failed = []
+    for host, argv in steps:
+        if host is None:
+            continue
+        try:
+            host.run(argv, check=False, timeout=20)
+        except Exception as e:  # noqa: BLE001 - reported after every other step ran
+            failed.append(f"{host.name}: {' '.join(argv)}: {e}")
+    return failed

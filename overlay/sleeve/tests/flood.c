@@ -17,11 +17,20 @@
  * starting with the magic), replayed (a captured datagram of the peer's),
  * wrongkey (a DATA datagram sealed under a random key, with a fresh session and
  * counter, under --cipher), reflected (--keyed only: a captured datagram the
- * target itself sent to the peer, sent back to it from the peer's address).
+ * target itself sent to the peer, sent back to it from the peer's address),
+ * marked (--mark-dst only: a valid plaintext DATA datagram of the current wire
+ * version, SINGLE, whose frame is a UDP packet from --mark-src to the container
+ * at --mark-dst, port 9 (discard), with a correct IPv4 header checksum, UDP
+ * checksum 0 and the payload MARK_PAYLOAD; in L2 an Ethernet frame to --mark-mac,
+ * broadcast by default, with --l3 the bare IP packet. Its UDP source port names
+ * the flood source it was sent from: --mark-sport + 0 other_port, + 1 stranger,
+ * + 2 spoofed, so a packet filter in the receiving container can count, source
+ * by source, which of them came through. Only the spoofed ones may, and only
+ * without a key: "accepted" there, crypto_mismatch with one).
  *
  * Prints one JSON object: what was captured, what was sent per source and
- * kind, and which drop counter of the target each should land in (--keyed:
- * the target has a key). Replayed datagrams from the spoofed source are not
+ * kind, which drop counter of the target each should land in (--keyed: the
+ * target has a key), and the marked kind's UDP source port per source. Replayed datagrams from the spoofed source are not
  * drops without a key (plaintext has no replay protection): "accepted".
  * Reflected ones must fail the tag (auth_fail): their counters are the
  * target's, and when those are ahead of every counter the peer has used, the
@@ -51,17 +60,26 @@
 
 enum kind {
 	K_EMPTY, K_ONE, K_HEADER, K_TRUNCATED, K_OVERSIZED, K_RANDOM, K_REPLAYED, K_WRONGKEY, K_REFLECTED,
-	K__N
+	K_MARKED, K__N
 };
-static const char *const kind_names[K__N] = {"empty",  "one",    "header",   "truncated", "oversized",
-					     "random", "replayed", "wrongkey", "reflected"};
+static const char *const kind_names[K__N] = {"empty",  "one",      "header",   "truncated", "oversized",
+					     "random", "replayed", "wrongkey", "reflected", "marked"};
 enum source { S_OTHER_PORT, S_STRANGER, S_SPOOFED, S__N };
 static const char *const source_names[S__N] = {"other_port", "stranger", "spoofed"};
+
+/* the marked kind's UDP payload (16 bytes; a filter may match its first 8) */
+#define MARK_PAYLOAD "obflood marked!\n"
+#define MARK_PAYLOAD_LEN 16
+#define MARK_SPORT 47000 /* default --mark-sport */
+#define MARK_DPORT 9     /* discard */
 
 struct opts {
 	struct sockaddr_in target, peer;
 	const char *stranger, *capture_dev, *seeds_dir, *seed_prefix;
 	int spoof_port, l3, keyed, seed_cfg, seeds_max, seed_from, cipher;
+	int mark, mark_sport;              /* mark: --mark-dst given */
+	struct in_addr mark_dst, mark_src; /* the marked frames' IPv4 addresses */
+	uint8_t mark_mac[6];               /* and their Ethernet destination (L2) */
 	double seconds, capture_s;
 	long rate;
 };
@@ -270,9 +288,56 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Builds datagram number i of a kind into buf; returns its length, or -1 when
- * there is nothing of the kind to send (no capture). */
-static long build(const struct opts *o, enum kind k, unsigned long i, uint8_t *buf)
+/* The Internet checksum of n bytes (n even). */
+static uint16_t ip_csum(const uint8_t *p, size_t n)
+{
+	uint32_t sum = 0;
+
+	for (size_t j = 0; j + 1 < n; j += 2)
+		sum += sv_get16(p + j);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* A marked datagram, number i, from source src: header (DATA, SINGLE, plain) ||
+ * [Ethernet] || IPv4 || UDP || MARK_PAYLOAD. */
+static long build_marked(const struct opts *o, enum source src, unsigned long i, uint8_t *buf)
+{
+	static const uint8_t mark_smac[6] = {0x02, 0x6f, 0x62, 0x66, 0x6c, 0x64}; /* local, "obfld" */
+	size_t link = o->l3 ? 0 : SV_ETH_HLEN, ip_len = 20 + 8 + MARK_PAYLOAD_LEN;
+	uint8_t *f = buf + SV_HDR_LEN, *ip = f + link, *udp = ip + 20;
+
+	if (!o->mark)
+		return -1;
+	sv_hdr_put(buf, SV_T_DATA, SV_F_SINGLE | (o->l3 ? SV_F_L3 : 0), (uint16_t)(link + ip_len));
+	if (!o->l3) {
+		memcpy(f, o->mark_mac, 6);
+		memcpy(f + 6, mark_smac, 6);
+		sv_put16(f + 12, ETH_P_IP);
+	}
+	ip[0] = 0x45;
+	ip[1] = 0;
+	sv_put16(ip + 2, (uint16_t)ip_len);
+	sv_put16(ip + 4, (uint16_t)i);
+	sv_put16(ip + 6, 0x4000); /* DF */
+	ip[8] = 64;
+	ip[9] = IPPROTO_UDP;
+	sv_put16(ip + 10, 0);
+	memcpy(ip + 12, &o->mark_src, 4);
+	memcpy(ip + 16, &o->mark_dst, 4);
+	sv_put16(ip + 10, ip_csum(ip, 20));
+	sv_put16(udp, (uint16_t)(o->mark_sport + (int)src));
+	sv_put16(udp + 2, MARK_DPORT);
+	sv_put16(udp + 4, (uint16_t)(8 + MARK_PAYLOAD_LEN));
+	sv_put16(udp + 6, 0); /* no checksum (IPv4) */
+	memcpy(udp + 8, MARK_PAYLOAD, MARK_PAYLOAD_LEN);
+	return (long)(SV_HDR_LEN + link + ip_len);
+}
+
+/* Builds datagram number i of a kind from source src into buf; returns its
+ * length, or -1 when there is nothing of the kind to send (no capture). */
+static long build(const struct opts *o, enum source src, enum kind k, unsigned long i, uint8_t *buf)
 {
 	uint8_t l3 = o->l3 ? SV_F_L3 : 0;
 	size_t n;
@@ -333,6 +398,8 @@ static long build(const struct opts *o, enum kind k, unsigned long i, uint8_t *b
 		n = reflect.n[i % (unsigned long)reflect.count];
 		memcpy(buf, reflect.d[i % (unsigned long)reflect.count], n);
 		return (long)n;
+	case K_MARKED:
+		return build_marked(o, src, i, buf);
 	default:
 		return -1;
 	}
@@ -362,6 +429,9 @@ static const char *expect(const struct opts *o, enum source src, enum kind k)
 		return o->keyed ? "auth_fail" : "crypto_mismatch";
 	case K_REFLECTED:
 		return o->keyed && reflect_reason() ? reflect_reason() : "accepted";
+	case K_MARKED:
+		/* a valid frame from the peer: delivered without a key */
+		return o->keyed ? "crypto_mismatch" : "accepted";
 	default:
 		return "?";
 	}
@@ -388,6 +458,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: " PROG " --target ADDR:PORT --peer ADDR:PORT [--stranger ADDR] [--spoof-port N]\n"
 		   "             [--seconds S] [--rate N] [--l3] [--keyed [--cipher AEAD]]\n"
+		   "             [--mark-dst IP [--mark-src IP] [--mark-mac MAC] [--mark-sport N]]\n"
 		   "             [--capture DEV [--capture-seconds S]\n"
 		   "              [--seeds DIR --seed-cfg N [--seed-prefix NAME] [--seeds-max N]\n"
 		   "               [--seed-from 0|3]]]\n");
@@ -404,9 +475,11 @@ static void parse(int argc, char **argv, struct opts *o)
 		{"seeds", required_argument, NULL, 'd'},    {"seed-cfg", required_argument, NULL, 'g'},
 		{"seed-prefix", required_argument, NULL, 'x'}, {"seeds-max", required_argument, NULL, 'm'},
 		{"seed-from", required_argument, NULL, 'f'}, {"cipher", required_argument, NULL, 'a'},
+		{"mark-dst", required_argument, NULL, 'D'}, {"mark-src", required_argument, NULL, 'R'},
+		{"mark-mac", required_argument, NULL, 'M'}, {"mark-sport", required_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
 	};
-	int c, have_t = 0, have_p = 0;
+	int c, have_t = 0, have_p = 0, have_src = 0, bad = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->seconds = 4;
@@ -415,6 +488,8 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->seed_prefix = "capture-";
 	o->seeds_max = 8;
 	o->cipher = SV_AEAD_AES256GCM;
+	o->mark_sport = MARK_SPORT;
+	memset(o->mark_mac, 0xff, sizeof(o->mark_mac));
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
@@ -469,6 +544,21 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'm':
 			o->seeds_max = atoi(optarg);
 			break;
+		case 'D':
+			o->mark = 1;
+			bad |= inet_pton(AF_INET, optarg, &o->mark_dst) != 1;
+			break;
+		case 'R':
+			have_src = 1;
+			bad |= inet_pton(AF_INET, optarg, &o->mark_src) != 1;
+			break;
+		case 'M':
+			bad |= sscanf(optarg, "%2hhx:%2hhx:%2hhx:%2hhx:%2hhx:%2hhx", &o->mark_mac[0], &o->mark_mac[1],
+				      &o->mark_mac[2], &o->mark_mac[3], &o->mark_mac[4], &o->mark_mac[5]) != 6;
+			break;
+		case 'o':
+			o->mark_sport = atoi(optarg);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -477,9 +567,12 @@ static void parse(int argc, char **argv, struct opts *o)
 			exit(2);
 		}
 	}
+	if (!have_src)
+		o->mark_src = o->peer.sin_addr; /* without --mark-src: the peer's underlay address */
 	/* bounded: at most a minute, at most 100k datagrams a second */
 	if (!have_t || !have_p || o->seconds < 0 || o->seconds > 60 || o->rate < 1 || o->rate > 100000 ||
-	    o->capture_s < 0 || o->capture_s > 60 || o->spoof_port < 0 || o->spoof_port > 65535) {
+	    o->capture_s < 0 || o->capture_s > 60 || o->spoof_port < 0 || o->spoof_port > 65535 || bad ||
+	    o->mark_sport < 1 || o->mark_sport > 65535 - (S__N - 1)) {
 		usage(stderr);
 		exit(2);
 	}
@@ -514,14 +607,15 @@ int main(int argc, char **argv)
 	}
 	/* the kinds there is something to send of, in turn */
 	for (int k = 0; k < K__N; k++)
-		if ((k != K_REPLAYED || pool.count) && (k != K_REFLECTED || (o.keyed && reflect_reason())))
+		if ((k != K_REPLAYED || pool.count) && (k != K_REFLECTED || (o.keyed && reflect_reason())) &&
+		    (k != K_MARKED || o.mark))
 			kinds[nkinds++] = (enum kind)k;
 	t0 = now_s();
 	end = t0 + o.seconds;
 	for (i = 0; o.seconds > 0 && now_s() < end; i++) {
 		enum source src = (enum source)srcs[i % (unsigned long)nsrc];
 		enum kind k = kinds[(i / (unsigned long)nsrc) % (unsigned long)nkinds];
-		long n = build(&o, k, i / (unsigned long)(nsrc * nkinds), buf);
+		long n = build(&o, src, k, i / (unsigned long)(nsrc * nkinds), buf);
 		double due = t0 + (double)i / (double)o.rate;
 
 		while (now_s() < due) {
@@ -557,6 +651,9 @@ int main(int argc, char **argv)
 			printf("%s\"%s\": \"%s\"", k ? ", " : "", kind_names[k], expect(&o, src, (enum kind)k));
 		printf("}");
 	}
+	printf("},\n \"mark_sport\": {");
+	for (int j = 0; j < nsrc; j++)
+		printf("%s\"%s\": %d", j ? ", " : "", source_names[srcs[j]], o.mark_sport + srcs[j]);
 	printf("}}\n");
 	for (int j = 0; j < S__N; j++)
 		if (fd[j] >= 0)
