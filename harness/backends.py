@@ -1,6 +1,7 @@
 """Testbeds by backend name: each opener turns a scenario into a Testbed that is connected
 and checkable but has made nothing yet. The session picks one from this table and never
-asks which it got.
+asks which it got. `overlaybench down` picks its remover from the second table, DOWN, the
+same way.
 
     netns     the local lab of network namespaces (harness/lab.py)
     ssh       two hosts of an inventory, over SSH (harness/remote.py)
@@ -36,6 +37,13 @@ def inventory_hosts(sc) -> tuple[list, str]:
                         f"in the scenario (see scenarios/inventory.example.toml)")
 
 
+def inventory_ssh_hosts(path: str, opts: Options) -> list:
+    """(name, SshHost) for every host of an inventory file (not connected yet)."""
+    from harness import inventory
+    from harness.hosts.ssh import SshHost
+    return [(s.name, SshHost(ssh_settings(s, opts))) for s in inventory.load(path)]
+
+
 def open_ssh(sc, opts: Options) -> Testbed:
     from harness import inventory
     specs, src = inventory_hosts(sc)
@@ -53,12 +61,61 @@ BACKENDS: dict[str, str | Callable] = {
 }
 
 
-def open_testbed(sc, opts: Options) -> Testbed:
+def _resolve(table: dict, name: str, what: str) -> Callable:
     try:
-        opener = BACKENDS[sc.backend]
+        entry = table[name]
     except KeyError:
-        raise HarnessError(f"unknown backend {sc.backend!r} (known: {', '.join(BACKENDS)})") from None
-    if isinstance(opener, str):
-        mod, _, fn = opener.partition(":")
-        opener = getattr(importlib.import_module(mod), fn)
-    return opener(sc, opts)
+        raise HarnessError(f"unknown backend {name!r}{what} (known: {', '.join(table)})") from None
+    if isinstance(entry, str):
+        mod, _, fn = entry.partition(":")
+        entry = getattr(importlib.import_module(mod), fn)
+    return entry
+
+
+def open_testbed(sc, opts: Options) -> Testbed:
+    return _resolve(BACKENDS, sc.backend, "")(sc, opts)
+
+
+# ------------------------------------------------------------------ down
+# Each remover: (options, inventory file or None, force) → (what it removed, what it left and why).
+
+def down_netns(opts: Options, inventory: str | None, force: bool) -> tuple[list[str], list[str]]:
+    """Labs on this machine whose owner is gone."""
+    if inventory:
+        raise HarnessError("down --inventory removes leftovers on SSH hosts: leave out --backend netns")
+    from harness.lab import down
+    return down(force=force)
+
+
+def down_ssh(opts: Options, inventory: str | None, force: bool) -> tuple[list[str], list[str]]:
+    """Remote testbeds and SSH directories, on every host of the inventory, whose owner is gone."""
+    if not inventory:
+        raise HarnessError("down --backend ssh needs the hosts: --inventory FILE")
+    from harness.remote_down import down
+    hosts = inventory_ssh_hosts(inventory, opts)
+    try:
+        return down(hosts, force=force)
+    finally:
+        for _, h in hosts:
+            h.close()
+
+
+def down_vagrant(opts: Options, inventory: str | None, force: bool) -> tuple[list[str], list[str]]:
+    """The Vagrantfile's machines destroyed (`vagrant destroy -f`), whoever made them."""
+    from harness.vagrant_backend import destroy
+    return destroy(opts), []
+
+
+DOWN: dict[str, str | Callable] = {
+    "netns": down_netns,
+    "ssh": down_ssh,
+    "vagrant": down_vagrant,
+}
+
+
+def down(backend: str | None, opts: Options, inventory: str | None = None,
+         force: bool = False) -> tuple[list[str], list[str]]:
+    """`overlaybench down`: the backend's leftovers removed (ssh when only an inventory is
+    given, as for `run`; else the local lab)."""
+    name = backend or ("ssh" if inventory else "netns")
+    return _resolve(DOWN, name, " for down")(opts, inventory, force)

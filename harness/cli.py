@@ -69,10 +69,8 @@ def _options(a: argparse.Namespace):
 
 def _inventory_hosts(a: argparse.Namespace) -> list:
     """(name, SshHost) for every host of --inventory."""
-    from harness import backends, inventory
-    specs = inventory.load(a.inventory)
-    from harness.hosts.ssh import SshHost
-    return [(s.name, SshHost(backends.ssh_settings(s, _options(a)))) for s in specs]
+    from harness import backends
+    return backends.inventory_ssh_hosts(a.inventory, _options(a))
 
 
 # ---------------------------------------------------------------- commands
@@ -106,20 +104,8 @@ def cmd_up(a) -> int:
 
 
 def cmd_down(a) -> int:
-    if a.backend == "vagrant":
-        from harness.vagrant_backend import destroy
-        removed, kept = destroy(_options(a)), []
-    elif a.inventory:
-        from harness.remote_down import down as remote_down
-        hosts = _inventory_hosts(a)
-        try:
-            removed, kept = remote_down(hosts, force=a.force)
-        finally:
-            for _, h in hosts:
-                h.close()
-    else:
-        from harness.lab import down
-        removed, kept = down(force=a.force)
+    from harness import backends
+    removed, kept = backends.down(a.backend, _options(a), inventory=a.inventory, force=a.force)
     for r in removed:
         print(f"removed {r}")
     for k in kept:

@@ -92,9 +92,11 @@ for k in $SYSCTLS; do echo "sysctl:$k	$(sysctl -n "$k" 2>/dev/null)"; done
 """
 
 
-def host_facts(host: Host, underlay_dev: str) -> dict:
+def host_facts(host: Host, underlay_dev: str, sleeve_source: dict | None = None) -> dict:
     """What run.json records per host: kernel, CPU model and count, NIC driver, speed, MTU,
-    qdisc and offloads, sysctls, tool versions (one command for most of it)."""
+    qdisc and offloads, sysctls, tool versions (one command for most of it), and the hash of
+    the sleeve source installed there per build label (`sleeve_source`, from the testbed's
+    install_sleeve: {"shipped": hash} for the project's own sleeve; empty without a sleeve mode)."""
     done = host.run(["env", f"SYSCTLS={' '.join(SYSCTLS)}", "sh", "-c", HOST_SCRIPT, "sh", underlay_dev],
                     check=False, timeout=20)
     out: dict = {"sysctls": {}}
@@ -108,4 +110,5 @@ def host_facts(host: Host, underlay_dev: str) -> dict:
     out["tools"] = {b: tool_version(host, b) for b in ("iperf3", "qperf", "ping", "ip")}
     from harness.modes.base import offloads_of
     out["nic_offloads"] = offloads_of(host, underlay_dev)
+    out["sleeve_source"] = dict(sleeve_source or {})
     return out

@@ -1,11 +1,20 @@
-"""Checks on a host before anything is made there: root, tools, kernel features.
+"""Checks on a host before anything is made there: root, tools, kernel features, and
+whether the sleeve can be had there.
 
 One shell script per host answers all of them in one round trip; each problem comes
 back as one line naming the host and what to install. `run` and `doctor --inventory`
 both use it.
+
+The sleeve is built on each host (sleeve_build.install_remote); a host that cannot build
+it gets this machine's binary instead, which works only where `uname -m` is this
+machine's. So a scenario with a mode that may deploy the sleeve (its kind "sleeve", or
+"auto", which falls back to it) fails here, not after the testbed is up, when a host
+lacks what the build needs and is of another architecture.
 """
 
 from __future__ import annotations
+
+import platform
 
 from harness import tools
 from harness.facts import PACKAGES
@@ -19,6 +28,8 @@ FEATURES = {
     "tun": "test -c /dev/net/tun",
 }
 MODE_FEATURES = {"fastdp": ("vxlan",), "auto": ("vxlan", "tun"), "sleeve": ("tun",)}
+# Mode kinds that may deploy the sleeve (auto falls back to it when VXLAN does not carry the MTU).
+SLEEVE_KINDS = ("sleeve", "auto")
 
 SCRIPT = r"""
 [ "$(id -u)" = 0 ] || echo "notroot $(id -un)"
@@ -30,6 +41,14 @@ for f in $FEATURES; do
   eval "probe=\$probe_$f"
   out=$(sh -c "$probe" 2>&1) || echo "nofeature $f ${out##*:}"
 done
+if [ -n "$BUILD_NEEDS" ]; then
+  miss=
+  for t in $BUILD_NEEDS; do
+    case $t in /*) [ -e "$t" ] || miss="$miss $t";; *) command -v "$t" >/dev/null 2>&1 || miss="$miss $t";; esac
+  done
+  echo "arch $(uname -m)"
+  [ -z "$miss" ] || echo "nobuild$miss"
+fi
 """
 
 
@@ -53,14 +72,46 @@ def needed_features(sc) -> list[str]:
     return out
 
 
+def sleeve_modes(sc) -> list:
+    """The modes of `sc` that may deploy the sleeve."""
+    from harness import modes
+    return [m for m in map(modes.get, sc.modes) if m.kind in SLEEVE_KINDS]
+
+
+def _build_needs() -> dict[str, str]:
+    """What building the sleeve needs on a host (a tool, or a header by its path) → its package."""
+    from harness.sleeve_build import BUILD_HEADERS, BUILD_NEEDS
+    return {**BUILD_NEEDS, **BUILD_HEADERS}
+
+
+def sleeve_problem(name: str, arch: str, missing: list[str]) -> str | None:
+    """The line for a host that lacks `missing` (of the sleeve's build needs) and whose
+    `uname -m` is `arch`; None where this machine's binary can stand in for a build."""
+    if not missing or not arch or arch == platform.machine():
+        return None
+    needs = _build_needs()
+    pkgs = sorted({needs.get(m, m) for m in missing})
+    return (f"{name}: cannot build the sleeve (missing {', '.join(missing)}) and this machine's sleeve binary "
+            f"is for {platform.machine()}, the host is {arch}: apt-get install -y {' '.join(pkgs)}")
+
+
+def _ships_prebuilt(sc) -> bool:
+    """Whether the shipped sleeve goes out as OVERLAYBENCH_SLEEVE_BINARY (this machine's
+    binary, built nowhere else) for a mode of `sc`; A/B arms always build their source."""
+    from harness.sleeve_build import prebuilt
+    return any(getattr(m, "sleeve_build", None) is None for m in sleeve_modes(sc)) and prebuilt() is not None
+
+
 def host_problems(host: Host, name: str, sc) -> list[str]:
     """One line per problem on `host` for scenario `sc` (empty: ready)."""
     feats = needed_features(sc)
     env = [f"TOOLS={' '.join(needed_binaries(sc))}", f"FEATURES={' '.join(feats)}",
+           f"BUILD_NEEDS={' '.join(_build_needs()) if sleeve_modes(sc) else ''}",
            *(f"probe_{f}={FEATURES[f]}" for f in feats)]
     done = host.run(["env", *env, "sh", "-c", SCRIPT], check=False, timeout=30)
     problems = []
     missing = []
+    arch, unbuildable = "", []
     for line in done.stdout.splitlines():
         word, _, rest = line.partition(" ")
         if word == "notroot":
@@ -80,6 +131,16 @@ def host_problems(host: Host, name: str, sc) -> list[str]:
         elif word == "nofeature":
             f, _, why = rest.partition(" ")
             problems.append(f"{name}: kernel {f} unsupported here ({why.strip() or 'probe failed'})")
+        elif word == "arch":
+            arch = rest.strip()
+        elif word == "nobuild":
+            unbuildable = rest.split()
+    sleeve = sleeve_problem(name, arch, unbuildable)
+    if sleeve:
+        problems.append(sleeve)
+    elif arch and arch != platform.machine() and _ships_prebuilt(sc):
+        problems.append(f"{name}: OVERLAYBENCH_SLEEVE_BINARY is shipped instead of a build, and it is for "
+                        f"{platform.machine()}, the host is {arch}: unset it to build the sleeve there")
     if missing:
         pkgs = sorted({PACKAGES.get(b, b) for b in missing})
         problems.append(f"{name}: {', '.join(missing)} not found: apt-get install -y {' '.join(pkgs)}")

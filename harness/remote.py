@@ -98,6 +98,7 @@ class RemoteTestbed(Testbed):
         self._built = False
         self._torn_down = False
         self._sleeves: dict[tuple, str] = {}
+        self._sleeve_sources: dict[int, dict[str, str | None]] = {}   # side → build label → source hash
         self._artifacts = pathlib.Path(tempfile.mkdtemp(prefix=f"overlaybench-{self.prefix}-"))
         self.after_teardown: list = []      # what a backend removes once the hosts are clean
         sides = []
@@ -267,6 +268,7 @@ class RemoteTestbed(Testbed):
         if key not in self._sleeves:
             label = source.label if source else "shipped"
             self._sleeves[key] = sleeve_build.install_remote(side.host, f"{side.workdir}/sleeve-{label}", source)
+            self._sleeve_sources.setdefault(side.index, {})[label] = _installed_hash(source)
         return self._sleeves[key]
 
     # ------------------------------------------------------------- teardown
@@ -309,10 +311,21 @@ class RemoteTestbed(Testbed):
 
     def host_facts(self) -> dict:
         from harness import facts
-        return {f"h{s.index}": facts.host_facts(s.host, s.underlay_dev) for s in self.sides}
+        return {f"h{s.index}": facts.host_facts(s.host, s.underlay_dev,
+                                                sleeve_source=dict(self._sleeve_sources.get(s.index, {})))
+                for s in self.sides}
 
 
 # ----------------------------------------------------------------- helpers
+
+def _installed_hash(source) -> str | None:
+    """The hash of the source install_remote installed from: the tag of its build in
+    REMOTE_CACHE on the host, or of this machine's build shipped instead; None for an
+    OVERLAYBENCH_SLEEVE_BINARY, whose source is not known."""
+    if source is not None:
+        return source.hash
+    return None if sleeve_build.prebuilt() else sleeve_build.Source.shipped().hash
+
 
 def _resolve_name(addr: str, who: str) -> str:
     try:

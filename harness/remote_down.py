@@ -1,11 +1,13 @@
 """What a remote testbed leaves on a host, and how it goes: the removal script a testbed's
 teardown runs per side, the leftovers `overlaybench down --inventory` finds (a state
-directory per prefix under /run/overlaybench, processes marked with OVERLAYBENCH_PREFIX),
-and whether their owner still runs."""
+directory per prefix under /run/overlaybench, processes marked with OVERLAYBENCH_PREFIX,
+and the SSH transport's own directories /tmp/overlaybench-ssh-* and -up-*, each with an
+owner file), and whether their owner still runs."""
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 
@@ -15,6 +17,11 @@ from harness.hosts.base import Host
 STATE_ROOT = "/run/overlaybench"
 PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
 MARK = "OVERLAYBENCH_PREFIX"     # in the environment of every process a testbed starts
+# The SSH transport's directories on a host (harness/hosts/ssh.py: SshHost.state_dir and its
+# upload directory), each with an owner file like a testbed's state.json.
+HOST_DIR_RE = re.compile(r"^/tmp/overlaybench-(?:ssh|up)-[0-9a-f]{8}$")
+HOST_DIR_GLOBS = "/tmp/overlaybench-ssh-* /tmp/overlaybench-up-*"
+HOST_DIR_OWNER = "owner.json"
 
 
 REMOVE_SCRIPT = r"""
@@ -72,20 +79,56 @@ def remove_remote(host: Host, prefix: str, side: int | None = None) -> list[str]
     return [f"{host.name}: {ln}" for ln in done.stdout.splitlines() if ln.strip()]
 
 
+SCAN_SCRIPT = f"""
+for d in {STATE_ROOT}/ob????; do [ -d "$d" ] || continue; printf 'state\\t%s\\t' "${{d##*/}}"; tr -d '\\n' < "$d/state.json" 2>/dev/null; echo; done
+for d in {HOST_DIR_GLOBS}; do [ -d "$d" ] || continue; printf 'dir\\t%s\\t' "$d"; tr -d '\\n' < "$d/{HOST_DIR_OWNER}" 2>/dev/null; echo; done
+exit 0
+"""
+
+
+def _scan(host: Host) -> tuple[dict[str, dict], dict[str, dict]]:
+    """In one round trip: prefixes with a state directory on the host (prefix → its
+    state.json, or {}), and the SSH transport's directories there (path → its owner file, or {})."""
+    done = host.run(["sh", "-c", SCAN_SCRIPT], check=False, timeout=20)
+    states: dict[str, dict] = {}
+    dirs: dict[str, dict] = {}
+    for ln in done.stdout.splitlines():
+        kind, _, rest = ln.partition("\t")
+        name, _, body = rest.partition("\t")
+        into = states if kind == "state" and PREFIX_RE.match(name) else \
+            dirs if kind == "dir" and HOST_DIR_RE.match(name) else None
+        if into is None:
+            continue
+        try:
+            doc = json.loads(body) if body.strip() else {}
+        except ValueError:
+            doc = {}
+        into[name] = doc if isinstance(doc, dict) else {}
+    return states, dirs
+
+
 def remote_leftovers(host: Host) -> dict[str, dict]:
     """Prefixes with a state directory on the host: prefix → its state.json (or {})."""
-    script = (f'for d in {STATE_ROOT}/ob????; do [ -d "$d" ] || continue; '
-              'printf "%s\\t" "${d##*/}"; tr -d "\\n" < "$d/state.json" 2>/dev/null; echo; done')
-    done = host.run(["sh", "-c", script], check=False, timeout=20)
-    out = {}
-    for ln in done.stdout.splitlines():
-        prefix, _, body = ln.partition("\t")
-        if PREFIX_RE.match(prefix):
-            try:
-                out[prefix] = json.loads(body) if body.strip() else {}
-            except ValueError:
-                out[prefix] = {}
-    return out
+    return _scan(host)[0]
+
+
+def _own(owner: dict) -> bool:
+    """Made by this very process (the connection `down` itself runs on)."""
+    return owner.get("owner_host") == socket.gethostname() and owner.get("pid") == os.getpid()
+
+
+def remove_host_dirs(host: Host, dirs: list[str]) -> list[str]:
+    """rm -rf the SSH transport's directories (only paths of that shape); what went."""
+    dirs = [d for d in dirs if HOST_DIR_RE.match(d)]
+    if not dirs:
+        return []
+    inner = getattr(host, "inner", host)
+    done = inner.run(["sh", "-c", 'for d; do [ -d "$d" ] || continue; rm -rf "$d" && echo "dir $d"; done',
+                      "sh", *dirs], check=False, timeout=60)
+    if not done.ok:
+        raise HarnessError(f"{host.name}: removing {', '.join(dirs)} failed: "
+                           f"{(done.stderr.strip() or 'no output')[-200:]}")
+    return [f"{host.name}: {ln}" for ln in done.stdout.splitlines() if ln.strip()]
 
 
 def owner_alive(state: dict) -> bool | None:
@@ -103,8 +146,8 @@ def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str],
     # Every host's leftovers first, then the removals: hosts that share a filesystem (host
     # namespaces of one machine) see each other's state directories, which the first
     # removal takes away with its own.
-    found = [(name, host, remote_leftovers(host)) for name, host in hosts]
-    for name, host, leftovers in found:
+    found = [(name, host, *_scan(host)) for name, host in hosts]
+    for name, host, leftovers, _ in found:
         for prefix, state in leftovers.items():
             alive = owner_alive(state)
             if alive and not force:
@@ -114,4 +157,21 @@ def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str],
                             f"which this machine cannot check)")
             else:
                 removed += remove_remote(host, prefix)
+    # The SSH transport's directories after the testbeds: a killed run's background
+    # processes are gone by now, so nothing writes into them any more.
+    for name, host, _, dirs in found:
+        gone = []
+        for d, owner in dirs.items():
+            if _own(owner):
+                continue                    # this command's own connection: its close() removes it
+            alive = owner_alive(owner) if owner else None
+            if alive and not force:
+                kept.append(f"{name}: {d} (owned by running pid {owner.get('pid')})")
+            elif alive is None and not force:
+                who = (f"owned by {owner.get('owner_host') or 'an unknown machine'}, which this machine cannot check"
+                       if owner else "no owner recorded")
+                kept.append(f"{name}: {d} ({who})")
+            else:
+                gone.append(d)
+        removed += remove_host_dirs(host, gone)
     return removed, kept

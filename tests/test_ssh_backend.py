@@ -18,9 +18,10 @@ import numpy as np
 import pytest
 
 import sshd as sshd_mod
-from test_sleeve_flood import flood_binary, flood_case  # noqa: F401 - the fixture
+from sshd import ssh_world  # noqa: F401 - the fixture
+from test_sleeve_flood import SLEEVES, flood_binary, flood_case  # noqa: F401 - the fixture
 from conftest import needs_root
-from harness import lab as labmod, results
+from harness import lab as labmod, results, sleeve_build
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -33,6 +34,10 @@ class SshLab:
         sshd_mod.require()
         sshd_mod.ensure_user(sshd_mod.SUDO_USER, sudo=True)
         self.tmp = tmp
+        # The SSH transport's directories already there are no test's of this lab (another
+        # session's, or a killed run's from before); any that appear from now on are.
+        self.dirs_before = set(self._host_dirs())
+        self.runs: dict[int, str] = {}      # orchestrator pid → the testbed prefix it made
         self.lab = labmod.Lab.create()
         self.sshds = []
         try:
@@ -70,10 +75,39 @@ class SshLab:
     def env(self) -> dict:
         return dict(os.environ, HOME=str(self.tmp))      # no ~/.ssh of the machine's user applies
 
+    @staticmethod
+    def _host_dirs() -> list[pathlib.Path]:
+        """The SSH transport's directories (harness/hosts/ssh.py), on either host: the hosts
+        are namespaces of this machine, so their /tmp is this one."""
+        return sorted(d for pat in ("overlaybench-ssh-*", "overlaybench-up-*")
+                      for d in pathlib.Path("/tmp").glob(pat) if d.is_dir())
+
     def leftovers(self) -> list[str]:
         """Anything a remote testbed made, on either host: prefixed links and namespaces (other
-        than the lab's own), state directories, processes carrying a testbed's mark."""
+        than the lab's own), state directories, processes carrying a testbed's mark, and the
+        SSH transport's /tmp/overlaybench-ssh-*/-up-* directories (made since the lab was,
+        and not held by a live process outside this test: another session's)."""
         out = []
+        state = pathlib.Path("/run/overlaybench")
+        for d in state.glob("ob????"):
+            try:
+                doc = json.loads((d / "state.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if doc.get("kind") == "remote" and isinstance(doc.get("pid"), int):
+                self.runs[doc["pid"]] = d.name
+        ours = {os.getpid(), *sshd_mod.descendants(os.getpid())}
+        for d in self._host_dirs():
+            if d in self.dirs_before:
+                continue
+            try:
+                pid = json.loads((d / "owner.json").read_text()).get("pid")
+            except (OSError, ValueError, AttributeError):
+                pid = None
+            if isinstance(pid, int) and pid not in ours and labmod.pid_alive(pid):
+                continue
+            run = f" of {self.runs[pid]}" if pid in self.runs else ""
+            out.append(f"dir {d} (owner pid {pid}{run})")
         for s in self.lab.sides:
             links = s.host.run(["ip", "-o", "link", "show"]).stdout
             out += [f"{s.host.name}: link {ln.split(': ')[1]}" for ln in links.splitlines()
@@ -81,7 +115,6 @@ class SshLab:
         ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
         out += [f"netns {n}" for n in ns if n.startswith("ob") and n[6:7] == "-" and not n.startswith(self.lab.prefix)
                 and not n.startswith("obssh") and n[:6] not in labmod.leftovers()]
-        state = pathlib.Path("/run/overlaybench")
         out += [f"dir {d}" for d in state.glob("ob????") if d.name not in labmod.leftovers()
                 and (d / "state.json").exists() and json.loads((d / "state.json").read_text()).get("kind") == "remote"]
         for e in pathlib.Path("/proc").glob("[0-9]*/environ"):
@@ -191,6 +224,8 @@ def test_quick_scenario_over_ssh_matches_the_lab_and_leaves_nothing(ssh_lab, tmp
     for h in ("h0", "h1"):
         facts = meta["hosts"][h]
         assert facts["kernel"] and facts["cpus"] and facts["nic_mtu"] and facts["tools"]["iperf3"]
+        # the sleeve each host runs was built from the source this run names
+        assert meta["sleeve_source"] and facts["sleeve_source"] == {"shipped": meta["sleeve_source"]}, facts
     cpu = [r for r in rb if r["metric"] in ("cpu_client_pct", "cpu_server_pct")]
     assert cpu and all(0 < r["value"] <= 100 for r in cpu)
     print(f"\nwall: netns {t_lab:.0f} s, ssh {t_ssh:.0f} s (ssh/netns {t_ssh / t_lab:.2f})")
@@ -347,9 +382,68 @@ def test_a_connection_dropped_mid_case_loses_nothing_and_the_run_reconnects(ssh_
     assert ssh_lab.leftovers() == []
 
 
+# A killed orchestrator: its hosts made their remote directories (a background process's
+# files; the sudo host's upload directory too), then it dies without closing them.
+KILLED = """
+import json, os, signal, sys
+from harness.hosts.ssh import SshHost, SshSettings
+dirs = []
+for kw in json.loads(sys.argv[1]):
+    h = SshHost(SshSettings(**kw))
+    h.start(["true"]).wait(10)
+    h.put(sys.argv[2], f"{sys.argv[2]}.{h.name}")
+    dirs += [h.state_dir] + ([h._upload_dir] if h.settings.sudo else [])
+print(json.dumps(dirs), flush=True)
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_down_inventory_removes_the_ssh_directories_of_a_killed_orchestrator_and_no_live_ones(ssh_world, tmp_path):
+    import dataclasses
+    from harness.hosts.ssh import SshHost
+    targets = (ssh_world.root, ssh_world.sudo)
+    inv = tmp_path / "inventory.toml"
+    inv.write_text("".join(f'[[hosts]]\nname = "{t.name}"\naddress = "{t.space.addr}"\nuser = "{t.user}"\n'
+                           f'sudo = {str(t.sudo).lower()}\nkey_file = "{t.key_file}"\n'
+                           f'known_hosts = "{t.known_hosts}"\n' for t in targets))
+    payload = tmp_path / "payload"
+    payload.write_text("x")
+    settings = json.dumps([dataclasses.asdict(t.settings()) for t in targets])
+    killed = subprocess.run([sys.executable, "-c", KILLED, settings, str(payload)], cwd=ROOT, capture_output=True,
+                            text=True, timeout=120)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    dead = json.loads(killed.stdout)
+    live = SshHost(ssh_world.sudo.settings())
+    try:
+        assert len(dead) == 3
+        for d in dead:
+            owner = json.loads(pathlib.Path(d, "owner.json").read_text())
+            assert owner["owner_host"] == os.uname().nodename and not labmod.pid_alive(owner["pid"]), owner
+        live.put(str(payload), f"{payload}.live")
+        mine = [live.state_dir, live._upload_dir]
+        assert all(os.path.isdir(d) for d in mine)
+        d = ob("down", "--inventory", str(inv), env=dict(os.environ, HOME=str(tmp_path)), timeout=120)
+        assert d.returncode == 0, d.stderr
+        for gone in dead:
+            assert f": dir {gone}\n" in d.stdout and not os.path.exists(gone), (gone, d.stdout)
+        for kept in mine:
+            assert f"{kept} (owned by running pid {os.getpid()}); --force" in d.stdout, d.stdout
+            assert os.path.isdir(kept)
+        # never the down's own connection's: every live owner named is still alive
+        for ln in d.stdout.splitlines():
+            if "owned by running pid" in ln:
+                assert labmod.pid_alive(int(ln.split("running pid ")[1].split(")")[0])), ln
+        assert live.run(["echo", "still"]).stdout == "still\n"   # its connection untouched
+    finally:
+        live.close()
+        for x in dead:
+            shutil.rmtree(x, ignore_errors=True)
+    assert not any(os.path.exists(x) for x in mine)
+
+
 # --------------------------------------------------------------------------- hostile traffic
 
-@pytest.mark.parametrize("name", ["sleeve", "sleeve-crypto"])
+@pytest.mark.parametrize("name", SLEEVES)
 def test_a_flood_against_a_sleeve_deployed_over_ssh_is_dropped_and_counted(ssh_lab, name, flood_binary,
                                                                             monkeypatch):
     """The sleeve's flood test, on a sleeve the ssh backend deployed on its hosts."""
@@ -363,6 +457,9 @@ def test_a_flood_against_a_sleeve_deployed_over_ssh_is_dropped_and_counted(ssh_l
         tb.preflight(sc)
         tb.build(1500, None)
         flood_case(tb, name, flood_binary)
+        shipped = sleeve_build.Source.shipped().hash     # what each host's sleeve was built from
+        assert {h: f["sleeve_source"] for h, f in tb.host_facts().items()} == \
+            {"h0": {"shipped": shipped}, "h1": {"shipped": shipped}}
     finally:
         tb.teardown()
     assert ssh_lab.leftovers() == []

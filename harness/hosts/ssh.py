@@ -6,16 +6,24 @@ Commands do not open a channel each: they are framed inside long-lived shells (s
 sshshell.py), a small pool of them so that two threads do not queue behind each other.
 With `sudo`, every shell is `sudo -n sh`, so every command and background process runs as
 root; files go up by SFTP into a directory of the user's and are installed from there.
+
+The host's two remote directories, /tmp/overlaybench-ssh-<tag> (background processes'
+files) and /tmp/overlaybench-up-<tag> (sudo uploads), each get an owner file when made
+(OWNER_FILE: this machine's hostname and pid, as a testbed's state.json has them), so
+`overlaybench down --inventory` can remove those of an orchestrator that was killed
+before close() could.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import secrets
 import shlex
 import shutil
+import socket
 import threading
 import time
 
@@ -32,6 +40,8 @@ __all__ = ["SshHost", "SshProcess", "SshSettings"]
 log = logging.getLogger(__name__)
 
 MAX_SHELLS = 4                      # control shells per host (more threads wait for one)
+DIR_PREFIXES = ("/tmp/overlaybench-ssh-", "/tmp/overlaybench-up-")   # + 8 hex digits: a host's remote dirs
+OWNER_FILE = "owner.json"           # in each: {"owner_host", "pid", "created"}
 RECONNECT_DELAYS = (0.5, 1.0, 2.0, 4.0)
 
 
@@ -126,8 +136,18 @@ class SshHost(Host):
         except (paramiko.SSHException, OSError, EOFError) as e:
             raise SshConnectionLost(f"{self.name}: cannot open an SSH channel: {e}") from e
 
+    def _owner(self) -> str:
+        return json.dumps({"owner_host": socket.gethostname(), "pid": os.getpid(), "created": time.time()})
+
     def _shell_command(self) -> str:
-        return "sudo -n sh" if self.settings.sudo else "sh"
+        """The control shell: first the state directory and its owner file (kept if there:
+        the first shell of the host's life wrote it), then `exec sh`, the same process, which
+        the bootstrap then talks to. No round trip of its own."""
+        d = shlex.quote(self.state_dir)
+        prologue = (f"mkdir -p -m 700 {d} && {{ [ -s {d}/{OWNER_FILE} ] || "
+                    f"{{ printf '%s\\n' {shlex.quote(self._owner())} >{d}/.owner.$$ && "
+                    f"mv -f {d}/.owner.$$ {d}/{OWNER_FILE}; }}; }}; exec sh")
+        return f"{'sudo -n sh' if self.settings.sudo else 'sh'} -c {shlex.quote(prologue)}"
 
     def _open_shell(self) -> Shell:
         for attempt in (1, 2):
@@ -285,6 +305,8 @@ class SshHost(Host):
                     if not self._upload_made:
                         sftp.mkdir(self._upload_dir, 0o700)
                         self._upload_made = True
+                        with sftp.open(f"{self._upload_dir}/{OWNER_FILE}", "w") as f:
+                            f.write(self._owner() + "\n")
                     tmp = f"{self._upload_dir}/{tmp_name}"
                     sftp.put(local_path, tmp)
                 else:
