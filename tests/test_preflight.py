@@ -95,3 +95,20 @@ def test_the_line_names_every_missing_need_with_its_package():
     assert line.endswith("apt-get install -y gcc libssl-dev pkg-config")
     assert preflight.sleeve_problem("h1", platform.machine(), ["gcc"]) is None   # this machine's binary will do
     assert preflight.sleeve_problem("h1", OTHER_ARCH, []) is None
+
+
+def test_a_tool_missing_on_one_host_is_one_line_naming_that_host_and_the_package(ssh_world, tmp_path):
+    """Two hosts over SSH, iperf3 and qperf gone from one of them (over sudo): only that host
+    gets a line, naming the tools and the apt-get command, still in one round trip."""
+    ok = Counted(ssh_world.root.settings(name="h0"), _bin_dir(tmp_path / "h0"))
+    lacking = Counted(ssh_world.sudo.settings(name="h1"), _bin_dir(tmp_path / "h1", ("iperf3", "qperf")))
+    sc = S.build({"matrix": {"modes": ["native"], "tests": ["iperf3.tcp", "qperf.tcp_lat"]}})
+    try:
+        assert preflight.host_problems(ok, "h0", sc) == []
+        before = lacking.commands
+        assert preflight.host_problems(lacking, "h1", sc) == [
+            "h1: iperf3, qperf not found: apt-get install -y iperf3 qperf"]
+        assert lacking.commands - before == 1
+    finally:
+        ok.close()
+        lacking.close()
