@@ -1,22 +1,32 @@
 """False alarms and power of both regression gates, measured: A/A pairs and injected regressions.
 
-Each round measures, in a shuffled order, for each kind (aa: no change; p5, p10, p20: the
-head build slowed with `--calibrate-ns N`, N chosen from benchmarks/calibrate_ns.py):
+Each round is one run with six modes deployed in turn within every repeat (their order
+shuffled per round, then rotated by the runner from repeat to repeat):
 
-  ab   one `overlaybench compare`-style run: sleeve@base and sleeve@head deployed in turn
-       within every repeat, judged head against base (harness/compare.py);
-  old  one run of native and the sleeve (slowed for p*), gated on its ratio to native
-       against a stored baseline (harness/gate.py): the run of round 0 (same machine, same
-       hour: the old gate's best case) and results/baseline.json (committed, another day).
+  native        the reference of the stored-baseline gate
+  sleeve@base   the working tree's sleeve
+  sleeve@aa     the same build again (an A/A comparison: nothing changed)
+  sleeve@p5, sleeve@p10, sleeve@p20
+                the same build slowed with `--calibrate-ns N` (N from
+                benchmarks/calibrate_ns.py: about 5 %, 10 % and 20 % of throughput)
 
-aa runs measure iperf3.tcp and qperf.tcp_lat (an alarm on either counts); p* runs only
-iperf3.tcp (what was slowed, and the figure a regression must move). One MTU, one
-placement, short tests: A/B runs 16 repeats of 2 s, the stored-baseline gate as CI ran it,
-5 repeats of 3 s. Every comparison is a line in OUT/log.jsonl, so the campaign can be run
-in batches and resumed; --report re-judges the stored runs, A/B also on fewer repeats (the
-first k pairs) and with other α and tolerances, to choose the defaults.
+From one round come four comparisons for each gate:
 
-    flock /work/heavy.lock .venv/bin/python benchmarks/gate_power.py --batch 10    # repeat until done
+  ab   `overlaybench compare`'s judgement (harness/compare.py) of sleeve@KIND against
+       sleeve@base, repeat by repeat;
+  old  the stored-baseline gate (harness/gate.py): sleeve@KIND's ratio to native over the
+       round's first --old-repeats repeats, against a baseline of the sleeve's ratio to
+       native: round 0's run (same machine, same hour: that gate's best case), and the
+       committed results/baseline.json (another day).
+
+The four comparisons of a round share its base arm (and native), so they are not
+independent of each other; rounds are. An A/A alarm counts on either test (iperf3.tcp or
+qperf.tcp_lat); an injected regression counts as caught only on throughput, the figure it
+moves. Every round is a line in OUT/log.jsonl, so the campaign runs in batches and
+resumes; --report judges the stored runs again, A/B also on fewer pairs (the first k) and
+with other α and tolerances, to choose the defaults.
+
+    .venv/bin/python benchmarks/gate_power.py --batch 5       # repeat until done
     .venv/bin/python benchmarks/gate_power.py --report
 """
 
@@ -38,38 +48,29 @@ from harness import builds, compare, gate, results, session, stats
 from harness.facts import PROJECT
 
 KINDS = ("aa", "p5", "p10", "p20")
-GATES = ("ab", "old")
+ARMS = ("base",) + KINDS
+TESTS = ["iperf3.tcp", "qperf.tcp_lat"]
 
 
-def plan(rounds: int, seed: int = 1) -> list[tuple[int, str, str]]:
-    """(round, kind, gate) in run order: round 0 is the old gate's baseline run."""
-    rng = random.Random(seed)
-    out = [(0, "aa", "old")]
-    for r in range(1, rounds + 1):
-        items = [(r, k, g) for k in KINDS for g in GATES]
-        rng.shuffle(items)
-        out += items
-    return out
+def _matrix(modes: list[str], repeats: int, duration: float, mtu: int) -> dict:
+    return {"matrix": {"modes": modes, "underlay_mtu": [mtu], "placements": ["container-container"],
+                       "tests": TESTS, "repeats": repeats, "duration": duration}}
 
 
-def matrix(kind: str, which: str, modes: list[str], a) -> dict:
-    tests = ["iperf3.tcp", "qperf.tcp_lat"] if kind == "aa" else ["iperf3.tcp"]
-    repeats, duration = (a.ab_repeats, a.ab_duration) if which == "ab" else (a.old_repeats, a.old_duration)
-    return {"matrix": {"modes": modes, "underlay_mtu": [a.underlay_mtu], "placements": ["container-container"],
-                       "tests": tests, "repeats": repeats, "duration": duration}}
-
-
-def run_one(kind: str, which: str, ns: dict[str, int], a, out: pathlib.Path) -> str:
-    flags = ("--calibrate-ns", str(ns[kind])) if kind != "aa" else ()
-    runs = str(out / "runs")
-    if which == "ab":
-        with compare.prepare(PROJECT, None, head_flags=flags) as arms:
-            return compare.measure(arms, overrides=matrix(kind, which, ["sleeve"], a), results_dir=runs,
-                                   quiet=True).name
+def run_round(r: int, a, ns: dict[str, int], out: pathlib.Path) -> str:
+    """Round 0: native and the sleeve, --old-repeats (the stored-baseline gate's baseline);
+    rounds ≥ 1: native and the five sleeve arms, --repeats."""
+    arms = ("base",) if r == 0 else ARMS
     with builds.Snapshots() as snaps:
-        v = builds.variant("sleeve", snaps.add(PROJECT, None, "x", flags))
-        with builds.registered([v]):
-            store = session.run(overrides=matrix(kind, which, ["native", v.name], a), results_dir=runs, quiet=True)
+        variants = [builds.variant("sleeve", snaps.add(PROJECT, None, arm,
+                                                       ("--calibrate-ns", str(ns[arm])) if arm in ns else ()))
+                    for arm in arms]
+        modes = ["native"] + [v.name for v in variants]
+        random.Random(r).shuffle(modes)
+        with builds.registered(variants):
+            store = session.run(overrides=_matrix(modes, a.old_repeats if r == 0 else a.repeats, a.duration,
+                                                  a.underlay_mtu),
+                                results_dir=str(out / "runs"), quiet=True)
     return store.path.name
 
 
@@ -77,21 +78,19 @@ def measure(a) -> int:
     out = pathlib.Path(a.out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     log = out / "log.jsonl"
-    done = {(d["round"], d["kind"], d["gate"]) for d in map(json.loads, log.read_text().splitlines())} \
-        if log.exists() else set()
+    done = {d["round"] for d in _log(out)} if log.exists() else set()
     ns = {"p5": a.ns5, "p10": a.ns10, "p20": a.ns20}
-    todo = [p for p in plan(a.rounds) if p not in done][:a.batch]
-    for r, kind, which in todo:
+    todo = [r for r in range(a.rounds + 1) if r not in done][:a.batch]
+    for r in todo:
         t0 = time.monotonic()
-        run = run_one(kind, which, ns, a, out)
-        m = matrix(kind, which, [], a)["matrix"]
-        line = {"round": r, "kind": kind, "gate": which, "run": run, "ns": ns.get(kind, 0),
-                "repeats": m["repeats"], "duration": m["duration"], "seconds": round(time.monotonic() - t0, 1)}
+        run = run_round(r, a, ns, out)
+        line = {"round": r, "run": run, "ns": ns, "repeats": a.old_repeats if r == 0 else a.repeats,
+                "duration": a.duration, "underlay_mtu": a.underlay_mtu, "seconds": round(time.monotonic() - t0, 1)}
         with open(log, "a") as f:
             f.write(json.dumps(line) + "\n")
         print(json.dumps(line), flush=True)
-    left = len([p for p in plan(a.rounds) if p not in done]) - len(todo)
-    print(f"{len(todo)} comparisons measured, {left} left", file=sys.stderr)
+    left = a.rounds + 1 - len(done) - len(todo)
+    print(f"{len(todo)} rounds measured, {left} left", file=sys.stderr)
     return 0
 
 
@@ -100,30 +99,41 @@ def measure(a) -> int:
 _LOADED: dict[str, pd.DataFrame] = {}
 
 
-def _frame(out: pathlib.Path, run: str, k: int | None) -> pd.DataFrame:
+def _log(out: pathlib.Path) -> list[dict]:
+    return [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines() if x.strip()]
+
+
+def _frame(out: pathlib.Path, run: str) -> pd.DataFrame:
     if run not in _LOADED:
         _LOADED[run] = results.load(out / "runs" / run)
-    df = _LOADED[run]
+    return _LOADED[run]
+
+
+def _arm(df: pd.DataFrame, keep: dict[str, str], k: int | None) -> pd.DataFrame:
+    """The rows of the modes in `keep`, renamed to its values, and only the first k repeats."""
+    d = df[df["mode"].isin(list(keep))]
+    d = d.assign(mode=d["mode"].map(keep))
     if k is not None:
-        df = df[pd.to_numeric(df["repeat"]) < k]
-    return df
+        d = d[pd.to_numeric(d["repeat"]) < k]
+    return d
 
 
-def ab_failed(df: pd.DataFrame, kind: str, alpha: float, tol: dict) -> tuple[set, float]:
+def ab_failed(df: pd.DataFrame, kind: str, k: int | None, alpha: float, tol: dict) -> tuple[set, float]:
     """The metrics whose case failed (for p*: throughput only), and the throughput change."""
-    v = compare.judge_frame(df, {}, alpha, tol)
+    d = _arm(df, {"sleeve@base": "sleeve@base", f"sleeve@{kind}": "sleeve@head"}, k)
+    v = compare.judge_frame(d, {}, alpha, tol)
     tp = [c for c in v.cases if c.case["metric"] == "throughput_bps"]
     failed = {c.case["metric"] for c in v.failures if kind == "aa" or c.case["metric"] == "throughput_bps"}
     return failed, (tp[0].change if tp else math.nan)
 
 
-def old_failed(df: pd.DataFrame, kind: str, baseline: dict, alpha: float, tol: dict) -> set:
-    df = df.assign(mode=df["mode"].map(lambda m: stats.split_arm(m)[0]))
-    b = {**baseline, "alpha": alpha, "tolerances": tol}
+def old_failed(df: pd.DataFrame, kind: str, k: int, baseline: dict) -> set:
+    d = _arm(df, {"native": "native", f"sleeve@{kind}": "sleeve"}, k)
+    b = dict(baseline)
     b["cases"] = [c for c in b["cases"] if c["mode"] == "sleeve" and c["placement"] == "container-container"
                   and c["underlay_mtu"] == 1500 and (kind == "aa" or c["metric"] == "throughput_bps")]
-    v = gate.evaluate_frame(df, {}, b)
-    return {c.case["metric"] for c in v.failures}
+    v = gate.evaluate_frame(d, {}, b)
+    return {c.case["metric"] for c in v.failures if kind == "aa" or c.case["metric"] == "throughput_bps"}
 
 
 def _count(fails: list[set], kind: str) -> str:
@@ -136,55 +146,55 @@ def _count(fails: list[set], kind: str) -> str:
 
 def report(a) -> int:
     out = pathlib.Path(a.out)
-    log = [json.loads(x) for x in (out / "log.jsonl").read_text().splitlines()]
+    log = _log(out)
     base_run = next(d["run"] for d in log if d["round"] == 0)
-    fresh = gate.make_baseline(out / "runs" / base_run)
-    fresh = {**fresh, "cases": [{**c, "mode": stats.split_arm(c["mode"])[0]} for c in fresh["cases"]]}
+    fresh = gate.baseline_from_frame(_arm(_frame(out, base_run), {"native": "native", "sleeve@base": "sleeve"}, None),
+                                     results.read_meta(out / "runs" / base_run))
     committed = gate.load_baseline(PROJECT / "results" / "baseline.json")
-    counted = [d for d in log if d["round"] > 0]
-    runs = {w: {k: [d["run"] for d in counted if d["gate"] == w and d["kind"] == k] for k in KINDS} for w in GATES}
-    first, last = min(d["run"] for d in log), max(d["run"] for d in log)
-    print(f"{len(counted)} comparisons in {len({d['round'] for d in counted})} rounds (runs {first} … {last} "
-          f"under {out / 'runs'}); the stored-baseline gate's fresh baseline is run {base_run}")
-    ns = {d["kind"]: d["ns"] for d in counted}
-    ab_tol, old_tol = dict(compare.DEFAULT_TOLERANCES), dict(gate.DEFAULT_TOLERANCES)
-    print("\nthe head arm's paired throughput change in the A/B runs (median, quartiles, min … max):")
+    rounds = sorted((d for d in log if d["round"] > 0), key=lambda d: d["round"])
+    runs = [d["run"] for d in rounds]
+    if not runs:
+        print("no round measured yet beyond the baseline run")
+        return 0
+    first = rounds[0]
+    print(f"{len(runs)} rounds (runs {min(runs)} … {max(runs)} under {out / 'runs'}), each {first['repeats']} "
+          f"repeats of {first['duration']:g} s per test; --calibrate-ns {first['ns']}; the stored-baseline "
+          f"gate's fresh baseline is run {base_run} (round 0)")
+    ab_tol = dict(compare.DEFAULT_TOLERANCES)
+    print("\nthe arm's paired throughput change against sleeve@base (median, quartiles, min … max):")
     for kind in KINDS:
-        ch = [ab_failed(_frame(out, r, None), kind, compare.DEFAULT_ALPHA, ab_tol)[1] for r in runs["ab"][kind]]
-        if ch:
-            q1, med, q3 = np.percentile(ch, [25, 50, 75]) * 100
-            print(f"  {kind:4} --calibrate-ns {ns.get(kind, 0):>5}: {med:+.1f} % ({q1:+.1f} … {q3:+.1f}; "
-                  f"{min(ch) * 100:+.1f} … {max(ch) * 100:+.1f}), {len(ch)} runs")
+        ch = [ab_failed(_frame(out, r), kind, None, compare.DEFAULT_ALPHA, ab_tol)[1] for r in runs]
+        q1, med, q3 = np.percentile(ch, [25, 50, 75]) * 100
+        print(f"  {kind:4}: {med:+.1f} % ({q1:+.1f} … {q3:+.1f}; {min(ch) * 100:+.1f} … {max(ch) * 100:+.1f})")
 
-    def row(label: str, judge) -> str:
-        return f"| {label} | " + " | ".join(_count([judge(r, kind) for r in runs[g][kind]], kind)
-                                           for g, kind in ((label_gate[label], k) for k in KINDS)) + " |"
+    def ab(k, alpha, tol):
+        return [_count([ab_failed(_frame(out, r), kind, k, alpha, tol)[0] for r in runs], kind) for kind in KINDS]
 
-    label_gate = {}
+    def old(k, b):
+        return [_count([old_failed(_frame(out, r), kind, k, b) for r in runs], kind) for kind in KINDS]
+
+    n = first["repeats"]
+    ok = a.old_repeats
     print("\n| gate, as configured | A/A alarms | 5 % caught | 10 % caught | 20 % caught |")
     print("|---|---|---|---|---|")
-    lines = [
-        ("A/B `compare`: 16 pairs of 2 s, α 0.05, tolerance 5 % / 10 %", "ab",
-         lambda r, k: ab_failed(_frame(out, r, None), k, compare.DEFAULT_ALPHA, ab_tol)[0]),
-        ("stored baseline, recorded in this campaign: 5 × 3 s against 5 × 3 s, α 0.05, 10 % / 15 %", "old",
-         lambda r, k: old_failed(_frame(out, r, None), k, fresh, gate.DEFAULT_ALPHA, old_tol)),
-        ("stored baseline, the committed results/baseline.json (another day)", "old",
-         lambda r, k: old_failed(_frame(out, r, None), k, committed, gate.DEFAULT_ALPHA, old_tol)),
+    rows = [
+        (f"A/B `compare`: {n} pairs, α {compare.DEFAULT_ALPHA}, tolerance "
+         f"{ab_tol['throughput_bps'] * 100:.0f} % / {ab_tol['latency_us'] * 100:.0f} %",
+         ab(None, compare.DEFAULT_ALPHA, ab_tol)),
+        (f"stored baseline recorded in round 0 ({ok} repeats against {ok})", old(ok, fresh)),
+        (f"stored baseline, the committed results/baseline.json (another day; {ok} repeats)", old(ok, committed)),
     ]
-    for label, g, judge in lines:
-        label_gate[label] = g
-        print(row(label, judge))
-    print("\nA/B on fewer pairs (the first k of each run) and other α and throughput tolerances "
-          "(latency tolerance 10 %):")
-    print("\n| pairs | α | tolerance | A/A alarms | 5 % caught | 10 % caught | 20 % caught |")
+    for label, cells in rows:
+        print(f"| {label} | " + " | ".join(cells) + " |")
+    print("\nA/B on fewer pairs (the first k of each run) and other α and tolerances:")
+    print("\n| pairs | α | tolerance: throughput / latency | A/A alarms | 5 % caught | 10 % caught | 20 % caught |")
     print("|---|---|---|---|---|---|---|")
     for k in a.k:
         for al in a.alphas:
             for t in a.tolerances:
-                tol = {**ab_tol, "throughput_bps": t}
-                cells = [_count([ab_failed(_frame(out, r, k), kind, al, tol)[0] for r in runs["ab"][kind]], kind)
-                         for kind in KINDS]
-                print(f"| {k or a.ab_repeats} | {al} | {t * 100:.0f} % | " + " | ".join(cells) + " |")
+                for lt in a.lat_tolerances:
+                    cells = ab(k, al, {"throughput_bps": t, "latency_us": lt})
+                    print(f"| {k or n} | {al} | {t * 100:.0f} % / {lt * 100:.0f} % | " + " | ".join(cells) + " |")
     return 0
 
 
@@ -192,21 +202,23 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(PROJECT / "results" / "gate-power"))
     ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--batch", type=int, default=8, help="comparisons to measure in this call")
-    ap.add_argument("--ab-repeats", type=int, default=16)
-    ap.add_argument("--ab-duration", type=float, default=2)
-    ap.add_argument("--old-repeats", type=int, default=5, help="the stored-baseline gate as CI ran it: 5 repeats")
-    ap.add_argument("--old-duration", type=float, default=3, help="of 3 s (scenarios/quick.toml)")
+    ap.add_argument("--batch", type=int, default=5, help="rounds to measure in this call")
+    ap.add_argument("--repeats", type=int, default=16, help="repeats per round (the A/B gate's pairs)")
+    ap.add_argument("--duration", type=float, default=1, help="seconds per test")
+    ap.add_argument("--old-repeats", type=int, default=5,
+                    help="the stored-baseline gate: repeats of its baseline run and judged per round")
     ap.add_argument("--underlay-mtu", type=int, default=1500)
-    ap.add_argument("--ns5", type=int, default=3000)
-    ap.add_argument("--ns10", type=int, default=4500)
-    ap.add_argument("--ns20", type=int, default=7500)
+    ap.add_argument("--ns5", type=int, default=500)
+    ap.add_argument("--ns10", type=int, default=1800)
+    ap.add_argument("--ns20", type=int, default=6000)
     ap.add_argument("--report", action="store_true", help="print the tables from what was measured")
     ap.add_argument("--k", type=lambda s: [int(x) if x != "all" else None for x in s.split(",")],
                     default=[5, 8, 12, None], help="A/B: repeats to judge on (the first k pairs; all = every repeat)")
     ap.add_argument("--alphas", type=lambda s: [float(x) for x in s.split(",")], default=[0.01, 0.05])
     ap.add_argument("--tolerances", type=lambda s: [float(x) for x in s.split(",")], default=[0.0, 0.03, 0.05, 0.10],
                     help="A/B throughput tolerances to try")
+    ap.add_argument("--lat-tolerances", type=lambda s: [float(x) for x in s.split(",")], default=[0.10],
+                    help="A/B latency tolerances to try")
     a = ap.parse_args()
     return report(a) if a.report else measure(a)
 

@@ -312,7 +312,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--alpha", type=float, default=0.05, metavar="A", help="significance level (default 0.05)")
     c.add_argument("--tolerance", action="append", metavar="METRIC=FRACTION",
                    help="allowed change before a significant one fails, e.g. throughput_bps=0.05 "
-                        "(defaults: throughput_bps 0.05, latency_us 0.10); repeatable")
+                        "(defaults: throughput_bps 0.10, latency_us 0.15); repeatable")
     c.add_argument("--modes", type=_csv(str), metavar="A,B", help="sleeve modes to compare (each gets two arms)")
     c.add_argument("--underlay-mtu", type=_csv(int), metavar="N,..")
     c.add_argument("--overlay-mtu", type=_csv("mtu"), metavar="auto|N,..")

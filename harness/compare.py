@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SCENARIO = PROJECT / "scenarios" / "ab.toml"
 DEFAULT_ALPHA = 0.05
-DEFAULT_TOLERANCES = {"throughput_bps": 0.05, "latency_us": 0.10}
+DEFAULT_TOLERANCES = {"throughput_bps": 0.10, "latency_us": 0.15}
 BASE, HEAD = "base", "head"
 # The metric each test is judged on.
 HEADLINE = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "iperf3.udp": "throughput_bps",

@@ -155,6 +155,19 @@ def test_explain_failure_is_one_line_with_the_cause():
     assert vagrant.explain_failure("vagrant up", dead) == (
         "vagrant up: dockerd does not answer at unix:///tmp/dead.sock (start one: make dockerd-up)")
     assert vagrant.explain_failure("x", []) == "x: no output"
+    # two machines up side by side (Vagrant 2.3.4's words, as it printed them here)
+    parallel = ["==> h2: Waiting for machine to boot. This may take a few minutes...", "",
+                "An error occurred while executing multiple actions in parallel.",
+                "Any errors that occurred are shown below.", "",
+                "An error occurred while executing the action on the 'h1'",
+                "machine. Please handle this error then try again:", "",
+                "Timed out while waiting for the machine to boot. This means that",
+                "Vagrant was unable to communicate with the guest machine within",
+                'the configured ("config.vm.boot_timeout" value) time period.', "",
+                "If you look above, you should be able to see the error(s) that"]
+    assert vagrant.explain_failure("vagrant up", parallel) == (
+        "vagrant up: h1: Timed out while waiting for the machine to boot. This means that Vagrant was unable "
+        'to communicate with the guest machine within the configured ("config.vm.boot_timeout" value) time period.')
 
 
 # ---- bad input, and the Vagrantfile validated ----------------------------------------
@@ -366,28 +379,35 @@ def _left_behind(dotfile: pathlib.Path) -> list[str]:
     return out
 
 
+def early_exit_vagrantfile(d: pathlib.Path, image: str, hosts: dict[str, str]) -> pathlib.Path:
+    """A Vagrantfile in `d` whose docker-provider hosts (name → private address) exit as
+    soon as they start, with a boot timeout of 5 s; returns `d`."""
+    d.mkdir()
+    machines = "".join(f"""
+  config.vm.define "{name}" do |h|
+    h.vm.provider "docker" do |docker|
+      docker.image = "{image}"
+      docker.cmd = ["/bin/sh", "-c", "echo exiting early >&2; exit 3"]
+      docker.has_ssh = true
+      docker.remains_running = true
+    end
+    h.vm.network :private_network, ip: "{ip}", netmask: "24"
+  end""" for name, ip in hosts.items())
+    (d / "Vagrantfile").write_text(f"""
+Vagrant.configure("2") do |config|
+  config.vm.synced_folder ".", "/vagrant", disabled: true
+  config.vm.boot_timeout = 5{machines}
+end
+""")
+    return d
+
+
 @real
 def test_a_machine_that_does_not_come_up_is_destroyed_again(host_image, tmp_path):
     """A host whose container exits at once: Vagrant waits for SSH until its boot timeout
     (the container joins a network, so Vagrant starts it without watching it run), then
     one line naming the machine, and nothing left: container, network, machine."""
-    d = tmp_path / "early"
-    d.mkdir()
-    (d / "Vagrantfile").write_text(f"""
-Vagrant.configure("2") do |config|
-  config.vm.synced_folder ".", "/vagrant", disabled: true
-  config.vm.boot_timeout = 5
-  config.vm.define "h1" do |h|
-    h.vm.provider "docker" do |docker|
-      docker.image = "{host_image}"
-      docker.cmd = ["/bin/sh", "-c", "echo exiting early >&2; exit 3"]
-      docker.has_ssh = true
-      docker.remains_running = true
-    end
-    h.vm.network :private_network, ip: "198.19.253.21", netmask: "24"
-  end
-end
-""")
+    d = early_exit_vagrantfile(tmp_path / "early", host_image, {"h1": "198.19.253.21"})
     dotfile = tmp_path / ".vagrant"
     env = {"VAGRANT_DOTFILE_PATH": str(dotfile)}
     with pytest.raises(HarnessError) as e:

@@ -15,6 +15,7 @@ import pytest
 
 from conftest import needs_root
 from harness import results
+from test_vagrant import early_exit_vagrantfile
 
 pytestmark = [needs_root(), pytest.mark.slow]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -118,3 +119,36 @@ def test_bad_vagrant_input_is_one_line_exit_2_and_leaves_nothing(vagrant_env, tm
     assert needle in line, line
     assert not (tmp_path / "r").exists()
     assert _vagrant_containers() == []
+
+
+def test_a_machine_that_does_not_come_up_is_one_line_exit_2_and_leaves_nothing(vagrant_env, tmp_path):
+    """`run --backend vagrant` on a Vagrantfile whose hosts exit as soon as they start: one
+    line naming the machine, exit 2, no run directory, and Vagrant's machines are gone."""
+    d = early_exit_vagrantfile(tmp_path / "early", "overlaybench/vagrant-host:bookworm",
+                               {"h1": "198.19.253.31", "h2": "198.19.253.32"})
+    p = ob("run", "--backend", "vagrant", "--vagrant-dir", str(d), "--modes", "native", "--tests", "iperf3.tcp",
+           "--repeats", "1", "--duration", "1", "--results", str(tmp_path / "r"), env=vagrant_env, timeout=300)
+    line = _one_line(p)
+    # the machine and Vagrant's own reason, not its heading for machines brought up in parallel
+    assert line.startswith(("overlaybench: vagrant up: h1: ", "overlaybench: vagrant up: h2: ")), line
+    assert "in parallel" not in line and ("boot" in line or '"stopped" state' in line), line
+    assert not (tmp_path / "r").exists()
+    assert _vagrant_containers() == []
+    st = subprocess.run(["vagrant", "status", "--machine-readable"], cwd=d, env=vagrant_env, capture_output=True,
+                        text=True, timeout=120).stdout
+    assert ",state,not_created" in st and ",state,running" not in st, st
+
+
+def test_down_backend_vagrant_destroys_the_machines(vagrant_env, tmp_path):
+    """Machines a run left up (no --vagrant-destroy) are destroyed by `down --backend vagrant`,
+    which says what it removed; a second `down` finds nothing."""
+    up = subprocess.run(["vagrant", "up", "--provider=docker"], cwd=ROOT, env=vagrant_env, capture_output=True,
+                        text=True, timeout=600)
+    assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
+    assert len(_vagrant_containers()) == 2
+    p = ob("down", "--backend", "vagrant", env=vagrant_env, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "h1" in p.stdout + p.stderr and "h2" in p.stdout + p.stderr, (p.stdout, p.stderr)
+    assert _vagrant_containers() == []
+    again = ob("down", "--backend", "vagrant", env=vagrant_env, timeout=300)
+    assert again.returncode == 0 and "h1" not in again.stdout, (again.stdout, again.stderr)

@@ -117,6 +117,10 @@ def _paragraphs(lines: list[str]) -> list[str]:
     return paras
 
 
+# Vagrant's heading when machines came up in parallel; each machine's error follows it.
+_PARALLEL = "An error occurred while executing multiple actions in parallel."
+
+
 def explain_failure(what: str, lines: list[str]) -> str:
     """One line for a failed vagrant command: a known cause, else the first paragraph of
     Vagrant's error message (what follows its last progress line), else its last lines."""
@@ -134,6 +138,8 @@ def explain_failure(what: str, lines: list[str]) -> str:
         if p:
             machine, start = p.group(1), i + 1
     paras = _paragraphs(lines[start:])
+    if len(paras) > 1 and paras[0].startswith(_PARALLEL):   # machines came up side by side:
+        paras = paras[1:]                                     # the first machine's own error
     if paras:
         m = _ON_MACHINE.match(paras[0])
         if m and len(paras) > 1:
