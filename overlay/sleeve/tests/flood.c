@@ -30,8 +30,9 @@
  *
  * Prints one JSON object: what was captured, what was sent per source and
  * kind, which drop counter of the target each should land in (--keyed: the
- * target has a key), and the marked kind's UDP source port per source. Replayed datagrams from the spoofed source are not
- * drops without a key (plaintext has no replay protection): "accepted".
+ * target has a key), and the marked kind's UDP source port per source.
+ * Replayed datagrams from the spoofed source are not drops without a key
+ * (plaintext has no replay protection): "accepted".
  * Reflected ones must fail the tag (auth_fail): their counters are the
  * target's, and when those are ahead of every counter the peer has used, the
  * replay window lets them through to the AEAD; when they are far behind they
