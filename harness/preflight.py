@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import platform
 
-from harness import tools
+from harness import sleeve_build, tools
 from harness.facts import PACKAGES
 from harness.hosts.base import Host
 
@@ -42,12 +42,9 @@ for f in $FEATURES; do
   out=$(sh -c "$probe" 2>&1) || echo "nofeature $f ${out##*:}"
 done
 if [ -n "$BUILD_NEEDS" ]; then
-  miss=
-  for t in $BUILD_NEEDS; do
-    case $t in /*) [ -e "$t" ] || miss="$miss $t";; *) command -v "$t" >/dev/null 2>&1 || miss="$miss $t";; esac
-  done
   echo "arch $(uname -m)"
-  [ -z "$miss" ] || echo "nobuild$miss"
+  miss=$(sh -c "$MISSING_SH" sh $BUILD_NEEDS | tr '\n' ' ')
+  [ -z "$miss" ] || echo "nobuild $miss"
 fi
 """
 
@@ -78,18 +75,12 @@ def sleeve_modes(sc) -> list:
     return [m for m in map(modes.get, sc.modes) if m.kind in SLEEVE_KINDS]
 
 
-def _build_needs() -> dict[str, str]:
-    """What building the sleeve needs on a host (a tool, or a header by its path) → its package."""
-    from harness.sleeve_build import BUILD_HEADERS, BUILD_NEEDS
-    return {**BUILD_NEEDS, **BUILD_HEADERS}
-
-
 def sleeve_problem(name: str, arch: str, missing: list[str]) -> str | None:
     """The line for a host that lacks `missing` (of the sleeve's build needs) and whose
     `uname -m` is `arch`; None where this machine's binary can stand in for a build."""
     if not missing or not arch or arch == platform.machine():
         return None
-    needs = _build_needs()
+    needs = sleeve_build.build_needs()
     pkgs = sorted({needs.get(m, m) for m in missing})
     return (f"{name}: cannot build the sleeve (missing {', '.join(missing)}) and this machine's sleeve binary "
             f"is for {platform.machine()}, the host is {arch}: apt-get install -y {' '.join(pkgs)}")
@@ -98,15 +89,16 @@ def sleeve_problem(name: str, arch: str, missing: list[str]) -> str | None:
 def _ships_prebuilt(sc) -> bool:
     """Whether the shipped sleeve goes out as OVERLAYBENCH_SLEEVE_BINARY (this machine's
     binary, built nowhere else) for a mode of `sc`; A/B arms always build their source."""
-    from harness.sleeve_build import prebuilt
-    return any(getattr(m, "sleeve_build", None) is None for m in sleeve_modes(sc)) and prebuilt() is not None
+    return (any(getattr(m, "sleeve_build", None) is None for m in sleeve_modes(sc))
+            and sleeve_build.prebuilt() is not None)
 
 
 def host_problems(host: Host, name: str, sc) -> list[str]:
     """One line per problem on `host` for scenario `sc` (empty: ready)."""
     feats = needed_features(sc)
     env = [f"TOOLS={' '.join(needed_binaries(sc))}", f"FEATURES={' '.join(feats)}",
-           f"BUILD_NEEDS={' '.join(_build_needs()) if sleeve_modes(sc) else ''}",
+           f"BUILD_NEEDS={' '.join(sleeve_build.build_needs()) if sleeve_modes(sc) else ''}",
+           f"MISSING_SH={sleeve_build.MISSING_SH}",
            *(f"probe_{f}={FEATURES[f]}" for f in feats)]
     done = host.run(["env", *env, "sh", "-c", SCRIPT], check=False, timeout=30)
     problems = []

@@ -107,11 +107,6 @@ def _scan(host: Host) -> tuple[dict[str, dict], dict[str, dict]]:
     return states, dirs
 
 
-def remote_leftovers(host: Host) -> dict[str, dict]:
-    """Prefixes with a state directory on the host: prefix → its state.json (or {})."""
-    return _scan(host)[0]
-
-
 def _own(owner: dict) -> bool:
     """Made by this very process (the connection `down` itself runs on)."""
     return owner.get("owner_host") == socket.gethostname() and owner.get("pid") == os.getpid()

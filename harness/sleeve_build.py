@@ -132,14 +132,21 @@ def build_local(source: Source | None = None) -> pathlib.Path:
     return binary
 
 
+# Prints each of its arguments the host lacks: a tool (not on PATH) or a header (by its path).
+MISSING_SH = ('for t in "$@"; do case $t in /*) [ -e "$t" ] || echo "$t";; '
+              '*) command -v "$t" >/dev/null 2>&1 || echo "$t";; esac; done')
+
+
+def build_needs() -> dict[str, str]:
+    """What building the sleeve needs on a host (a tool, or a header by its path) → its package."""
+    return {**BUILD_NEEDS, **BUILD_HEADERS}
+
+
 def build_problems(host: Host) -> list[str]:
     """What the host lacks to build the sleeve (each with the Debian package)."""
-    argv = ["sh", "-c", 'for t in "$@"; do case $t in /*) [ -e "$t" ] || echo "$t";; '
-            '*) command -v "$t" >/dev/null 2>&1 || echo "$t";; esac; done', "sh",
-            *BUILD_NEEDS, *BUILD_HEADERS]
-    done = host.run(argv, check=False, timeout=20)
-    missing = done.stdout.split()
-    return [f"{m} ({ {**BUILD_NEEDS, **BUILD_HEADERS}[m]})" for m in missing if m in {**BUILD_NEEDS, **BUILD_HEADERS}]
+    needs = build_needs()
+    done = host.run(["sh", "-c", MISSING_SH, "sh", *needs], check=False, timeout=20)
+    return [f"{m} ({needs[m]})" for m in done.stdout.split() if m in needs]
 
 
 def install_remote(host: Host, dest: str, source: Source | None = None) -> str:
