@@ -4,7 +4,15 @@ a program on the host (`docker system dial-stdio`) over a connection the harness
 holds, with its settings, keys and sudo.
 
 The socket lives in a 0700 directory of its own; close() stops accepting, closes every
-stream and removes the directory.
+stream and removes the directory. Closing never raises: a stream whose connection is gone
+is simply gone.
+
+An SSH channel is half-closed (EOF) and closed under one lock of the tunnel's, never after
+it is closed: paramiko builds a channel's EOF under its own lock but sends it after, so a
+close from another thread can overtake it, and OpenSSH answers an EOF on a channel it has
+already closed by dropping the whole connection ("ieof packet referred to nonexistent
+channel"), every other channel of the run with it. Nor is an EOF sent once the far end
+has sent its own: its close is then on the way.
 """
 
 from __future__ import annotations
@@ -56,57 +64,94 @@ class UnixTunnel:
             self.errors.append(str(e))
             conn.close()
             return
+        pair = _Pair(conn, stream)
         with self._lock:
             if self._closed:
-                stream.close()
-                conn.close()
+                pair.close()
                 return
-            self._open.update((conn, stream))
-        up = threading.Thread(target=_pump, args=(conn.recv, stream.sendall, stream.shutdown_write),
+            self._open.add(pair)
+        up = threading.Thread(target=_pump, args=(conn.recv, stream.sendall, pair.end_stream),
                               name=f"{self.name}-up", daemon=True)
         up.start()
-        _pump(stream.recv, conn.sendall, lambda: conn.shutdown(socket.SHUT_WR))
+        _pump(stream.recv, conn.sendall, pair.end_conn)
         up.join()
         err = _stderr(stream)
         if err:
             log.debug("%s: stream said: %s", self.name, err)
             self.errors.append(err)
         with self._lock:
-            self._open.difference_update((conn, stream))
-        stream.close()
-        conn.close()
+            self._open.discard(pair)
+        pair.close()
 
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            items = list(self._open)
+            pairs = list(self._open)
         try:
             self._listener.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self._listener.close()
-        for item in items:
-            try:
-                item.close()
-            except OSError:
-                pass
+        for pair in pairs:
+            pair.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class _Pair:
+    """One client connection and its stream, ended in an order the SSH server accepts."""
+
+    def __init__(self, conn: socket.socket, stream):
+        self.conn, self.stream = conn, stream
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def end_stream(self) -> None:
+        """The client sent everything: pass its end of file on, unless the stream is closed
+        or its far end has already ended (then its close is under way, and an EOF sent
+        now could arrive after it)."""
+        with self._lock:
+            if self._closed or getattr(self.stream, "closed", False) or getattr(self.stream, "eof_received", False):
+                return
+            _quietly(self.stream.shutdown_write)
+
+    def end_conn(self) -> None:
+        """The stream sent everything: the client reads its end of file."""
+        with self._lock:
+            if not self._closed:
+                _quietly(lambda: self.conn.shutdown(socket.SHUT_WR))
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            _quietly(self.stream.close)
+            # shutdown first: a pump blocked in recv on it wakes, and the client reads its end
+            _quietly(lambda: self.conn.shutdown(socket.SHUT_RDWR))
+            _quietly(self.conn.close)
+
+
+def _quietly(step) -> None:
+    """A step of ending a connection that may already be gone: an OSError from the socket,
+    EOFError or SSHException from a transport that has closed."""
+    try:
+        step()
+    except Exception as e:           # paramiko's errors too, without importing paramiko here
+        log.debug("ending a tunnel stream: %r", e)
+
+
 def _pump(recv, send, eof) -> None:
-    """Copy until end of file or an error on either side, then pass the end on."""
+    """Copy until end of file or an error on either side (a socket's OSError, a closed SSH
+    transport's EOFError or SSHException), then pass the end on."""
     try:
         while True:
             data = recv(CHUNK)
             if not data:
                 break
             send(data)
-    except OSError:
-        pass
-    try:
-        eof()
-    except OSError:
-        pass
+    except Exception as e:
+        log.debug("tunnel pump stopped: %r", e)
+    eof()
 
 
 def _stderr(stream) -> str:

@@ -1,0 +1,120 @@
+"""The unix socket tunnel (harness/hosts/tunnel.py) over a real SSH connection to a real
+sshd: bytes go through both ways, and ending streams from every side at once (the client,
+the remote command, the tunnel's own close) never costs the connection they share.
+
+OpenSSH drops a whole connection when an EOF arrives for a channel it has closed; the
+tunnel once sent one when a client hung up while the tunnel was closing, and the run's
+other commands on that host died with it.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import pytest
+
+from conftest import needs_root
+from harness.hosts.ssh import SshHost
+from harness.hosts.tunnel import UnixTunnel
+from sshd import ssh_world  # noqa: F401 - the fixture
+
+pytestmark = [needs_root()]
+
+
+@pytest.fixture
+def thread_errors():
+    """Exceptions that escaped any thread while the test ran."""
+    seen: list[str] = []
+    old = threading.excepthook
+    threading.excepthook = lambda a: seen.append(f"{a.thread.name if a.thread else '?'}: {a.exc_type.__name__}")
+    yield seen
+    threading.excepthook = old
+
+
+@pytest.fixture(params=["root", "sudo"])
+def host(request, ssh_world):
+    h = SshHost(getattr(ssh_world, request.param).settings())
+    yield h
+    h.close()
+
+
+def _client(path: str) -> socket.socket:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    c.settimeout(20)
+    c.connect(path)
+    return c
+
+
+def _echo(c: socket.socket, payload: bytes) -> bytes:
+    c.sendall(payload)
+    got = b""
+    while len(got) < len(payload):
+        chunk = c.recv(65536)
+        if not chunk:
+            break
+        got += chunk
+    return got
+
+
+def _same_connection(host: SshHost, transport) -> None:
+    assert host.connected and host._transport() is transport, "the SSH connection was lost"
+    assert host.run(["echo", "still here"]).stdout == "still here\n"
+
+
+def test_bytes_go_both_ways_and_a_half_close_reaches_the_command(host, thread_errors):
+    t = UnixTunnel(lambda: host.stream(["sh", "-c", "wc -c; echo done"]), name="t")
+    try:
+        c = _client(t.path)
+        c.sendall(b"x" * 300_000)
+        c.shutdown(socket.SHUT_WR)          # the command's stdin ends, so wc answers
+        out = b""
+        while chunk := c.recv(65536):
+            out += chunk
+        c.close()
+        assert out.split() == [b"300000", b"done"]
+    finally:
+        t.close()
+    assert thread_errors == []
+
+
+def test_clients_hanging_up_while_the_tunnel_closes_never_drop_the_connection(host, thread_errors):
+    """Twenty rounds of: eight streams open and echo, then every client hangs up and the
+    tunnel closes at once, as a Docker client and its tunnel do at a testbed's teardown."""
+    transport = host._transport()
+    for _ in range(20):
+        t = UnixTunnel(lambda: host.stream(["cat"]), name="t")
+        clients = [_client(t.path) for _ in range(8)]
+        for i, c in enumerate(clients):
+            assert _echo(c, b"ping %d" % i) == b"ping %d" % i
+        for c in clients:
+            c.close()
+        t.close()
+    _same_connection(host, transport)
+    assert thread_errors == []
+
+
+def test_commands_ending_as_their_clients_hang_up_never_drop_the_connection(host, thread_errors):
+    """The far end finishes (its EOF and close on the way) just as the client hangs up."""
+    transport = host._transport()
+    t = UnixTunnel(lambda: host.stream(["head", "-c", "4"]), name="t")
+    try:
+        for _ in range(60):
+            c = _client(t.path)
+            assert _echo(c, b"ping") == b"ping"
+            c.close()
+    finally:
+        t.close()
+    _same_connection(host, transport)
+    assert thread_errors == []
+
+
+def test_close_with_streams_open_leaves_no_socket_and_refuses_new_clients(host):
+    t = UnixTunnel(lambda: host.stream(["cat"]), name="t")
+    c = _client(t.path)
+    assert _echo(c, b"hi") == b"hi"
+    t.close()
+    assert c.recv(10) == b""                # the stream was ended, the client reads its end
+    c.close()
+    with pytest.raises(OSError):
+        _client(t.path)
