@@ -2,7 +2,7 @@
 # what it needs that is missing, then does its job.
 
 PY      := .venv/bin/python
-APT_RUN := iperf3 qperf iputils-ping iproute2 ethtool nftables gcc make libssl-dev pkg-config python3-venv git
+APT_RUN := iperf3 qperf iputils-ping iproute2 ethtool nftables gcc make libssl-dev pkg-config python3-venv git cmake
 APT_TEST:= chromium clang openssh-server openssh-client sudo
 # Without Recommends (they name a kernel image, for the module): `wg` for the WireGuard modes.
 APT_RUN_BARE := wireguard-tools
@@ -12,18 +12,21 @@ APT_RUN_BARE := wireguard-tools
 WIREGUARD_GO_MODULE  := golang.zx2c4.com/wireguard
 WIREGUARD_GO_VERSION := v0.0.0-20260522210424-ecfc5a8d5446
 SCENARIO ?= scenarios/quick.toml
+# AWS-LC for the sleeve's AES-256-GCM (overlay/sleeve/aws-lc.sh: source pinned on PyPI), where
+# the harness's local sleeve builds find it (harness/sleeve_build.py).
+AWSLC_DIR := $(or $(OVERLAYBENCH_CACHE),$(HOME)/.cache/overlaybench)/aws-lc
 # Vagrant hosts and Docker containers: make test and the image targets need these, make bench does not.
 APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt
 
-.PHONY: setup setup-test bench test lint sleeve clean down
+.PHONY: setup setup-test bench test lint sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go
 .PHONY: dockerd-up dockerd-down images vagrant-image tools-image
 
-setup: .venv/.stamp sleeve
+setup: .venv/.stamp sleeve aws-lc
 setup: wireguard-tools wireguard-go
 
 # Debian packages, only the missing ones (apt-get update only when something is missing).
-.apt-run.stamp:
+.apt-run.stamp: Makefile
 	@missing=$$(for p in $(APT_RUN); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
@@ -68,6 +71,9 @@ setup: wireguard-tools wireguard-go
 sleeve: .apt-run.stamp
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve; fi
 
+aws-lc: .venv/.stamp
+	@PYTHON=$(PY) overlay/sleeve/aws-lc.sh $(AWSLC_DIR)
+
 # Checked on every setup (one dpkg query), so a checkout set up before these existed gets them.
 wireguard-tools:
 	@missing=$$(for p in $(APT_RUN_BARE); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -98,7 +104,8 @@ bench: setup
 # Unit and integration tests of harness/ and overlay/ (real namespaces, real tools).
 # A dockerd runs for them (the one started here, if none answered, is stopped afterwards).
 test: setup-test
-	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan netns; fi
+	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan netns && \
+	  $(MAKE) -s -C overlay/sleeve test BUILD=build/awslc AWSLC=$(AWSLC_DIR); fi
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(MAKE) -s images && $(PY) -m pytest -q --durations=20 tests

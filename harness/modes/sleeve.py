@@ -9,7 +9,8 @@
     sleeve-crypto-chacha  the same with ChaCha20-Poly1305 forced on both sides
 
 A keyed deployment records the AEAD the two daemons agreed on in Datapath.info["cipher"]
-(from their counters: "none" if they refused each other).
+(from their counters: "none" if they refused each other) and, per side, the library
+that seals it in Datapath.info["cipher_impl"].
 
 The testbed puts a binary on each host (built once per run from the shipped source:
 harness/sleeve_build.py), the mode starts one daemon per host, waits for its device
@@ -94,6 +95,7 @@ class Sleeve(Mode):
             dp.info["version"] = self.version(testbed.sides[0].host, binary)
             if self.crypto:
                 dp.info["cipher"] = self.agreed_cipher(testbed, dp)
+                dp.info["cipher_impl"] = self.cipher_impls(testbed, dp)
         except BaseException:
             self.teardown(testbed, dp)
             raise
@@ -112,6 +114,12 @@ class Sleeve(Mode):
         extra = self.sleeve_build.flags if self.sleeve_build is not None else ()
         return ((("--l3",) if self.l3 else ()) + self.flags + (("--cipher", self.cipher) if self.crypto else ())
                 + extra)
+
+    def cipher_impls(self, testbed: Testbed, dp: Datapath) -> list[str | None]:
+        """Per side, the library that seals the agreed AEAD there ("AWS-LC 5.12.0", "OpenSSL
+        3.0.19 ..."): the cipher is the same either way, the speed is not."""
+        snaps = self.counters(testbed, dp) or {}
+        return [(snaps.get(f"h{s.index}") or {}).get("cipher_impl") for s in testbed.sides]
 
     def agreed_cipher(self, testbed: Testbed, dp: Datapath) -> str | None:
         """The AEAD both daemons seal with towards each other, once each has heard the

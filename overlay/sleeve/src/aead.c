@@ -16,6 +16,9 @@
 #include <openssl/kdf.h>
 
 #include "aead.h"
+#ifdef SV_AWSLC
+#include "aead_awslc.h"
+#endif
 
 static const char *const names[SV_AEAD__MAX] = {
 	[SV_AEAD_NONE] = "none",
@@ -116,6 +119,23 @@ static const EVP_CIPHER *evp_of(int cipher)
 	return NULL;
 }
 
+#ifdef SV_AWSLC
+/* the cipher this build seals with AWS-LC (aead_awslc.c) */
+static int awslc_for(int cipher)
+{
+	return cipher == SV_AEAD_AES256GCM;
+}
+#endif
+
+const char *sv_aead_impl(int cipher)
+{
+#ifdef SV_AWSLC
+	if (awslc_for(cipher))
+		return sv_awslc_version();
+#endif
+	return evp_of(cipher) ? OpenSSL_version(OPENSSL_VERSION) : "none";
+}
+
 int sv_aead_init(struct sv_aead *a, int cipher)
 {
 	const EVP_CIPHER *e = evp_of(cipher);
@@ -124,6 +144,17 @@ int sv_aead_init(struct sv_aead *a, int cipher)
 	memset(a, 0, sizeof(*a));
 	if (!e)
 		return -EINVAL;
+#ifdef SV_AWSLC
+	if (awslc_for(cipher)) {
+		static const uint8_t none[SV_AEAD_KEY_LEN];
+
+		/* AWS-LC keys a context when it makes it: this one, until setkey */
+		a->ctx = sv_awslc_gcm_new(none);
+		a->awslc = 1;
+		a->cipher = cipher;
+		return a->ctx ? 0 : -ENOMEM;
+	}
+#endif
 	c = EVP_CIPHER_CTX_new();
 	if (!c)
 		return -ENOMEM;
@@ -140,12 +171,29 @@ int sv_aead_init(struct sv_aead *a, int cipher)
 
 void sv_aead_free(struct sv_aead *a)
 {
-	EVP_CIPHER_CTX_free(a->ctx); /* wipes the key schedule */
+#ifdef SV_AWSLC
+	if (a->awslc)
+		sv_awslc_gcm_free(a->ctx);
+	else
+#endif
+		EVP_CIPHER_CTX_free(a->ctx); /* wipes the key schedule */
 	memset(a, 0, sizeof(*a));
 }
 
 int sv_aead_setkey(struct sv_aead *a, const uint8_t key[SV_AEAD_KEY_LEN])
 {
+#ifdef SV_AWSLC
+	if (a->awslc) {
+		void *n = sv_awslc_gcm_new(key); /* once per session, never per datagram */
+
+		a->keyed = n != NULL;
+		if (n) {
+			sv_awslc_gcm_free(a->ctx);
+			a->ctx = n;
+		}
+		return a->keyed ? 0 : -EIO;
+	}
+#endif
 	a->keyed = a->ctx && EVP_EncryptInit_ex(a->ctx, NULL, NULL, key, NULL);
 	return a->keyed ? 0 : -EIO;
 }
@@ -159,6 +207,10 @@ int sv_aead_seal(struct sv_aead *a, const uint8_t nonce[SV_AEAD_NONCE_LEN], uint
 
 	if (!a->keyed || len > INT_MAX || adlen > INT_MAX)
 		return -EINVAL;
+#ifdef SV_AWSLC
+	if (a->awslc)
+		return sv_awslc_gcm_seal(c, nonce, m, len, ad, adlen, tag);
+#endif
 	if (!EVP_EncryptInit_ex(c, NULL, NULL, NULL, nonce) ||
 	    (adlen && !EVP_EncryptUpdate(c, NULL, &n, ad, (int)adlen)) ||
 	    (len && !EVP_EncryptUpdate(c, m, &n, m, (int)len)) || !EVP_EncryptFinal_ex(c, end, &n) ||
@@ -176,6 +228,10 @@ int sv_aead_open(struct sv_aead *a, const uint8_t nonce[SV_AEAD_NONCE_LEN], uint
 
 	if (!a->keyed || len > INT_MAX || adlen > INT_MAX)
 		return -EINVAL;
+#ifdef SV_AWSLC
+	if (a->awslc)
+		return sv_awslc_gcm_open(x, nonce, c, len, ad, adlen, tag);
+#endif
 	if (!EVP_DecryptInit_ex(x, NULL, NULL, NULL, nonce) ||
 	    !EVP_CIPHER_CTX_ctrl(x, EVP_CTRL_AEAD_SET_TAG, SV_AEAD_TAG_LEN, (void *)tag) ||
 	    (adlen && !EVP_DecryptUpdate(x, NULL, &n, ad, (int)adlen)) ||

@@ -41,10 +41,14 @@ int sv_aead_pick(unsigned acc, unsigned fast, int n, const int *heard, const uns
 /* One EVP context for one AEAD, keyed once, reused for every message: only the
  * nonce changes per call, nothing is allocated. One thread at a time. */
 struct sv_aead {
-	void *ctx; /* EVP_CIPHER_CTX */
+	void *ctx; /* EVP_CIPHER_CTX, or AWS-LC's EVP_AEAD_CTX when awslc */
 	int cipher;
 	int keyed;
+	int awslc;
 };
+
+/* The library that seals cipher in this build: "OpenSSL 3.0.19 ...", "AWS-LC 5.12.0". */
+const char *sv_aead_impl(int cipher);
 
 int sv_aead_init(struct sv_aead *a, int cipher);
 void sv_aead_free(struct sv_aead *a);

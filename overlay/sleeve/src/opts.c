@@ -51,10 +51,16 @@ static void version(void)
 
 	printf(PROG " " SV_VERSION_STR "\n");
 	printf("features: tap tun vnet_hdr tso uso udp_gso udp_gro mmsg batching segment pmtu "
-	       "wire=%d aead=aes-256-gcm,chacha20-poly1305 fast=%s%s%s openssl=%s\n",
+	       "wire=%d aead=aes-256-gcm,chacha20-poly1305 fast=%s%s%s openssl=%s%s\n",
 	       SV_VERSION, fast & SV_AEAD_BIT(SV_AEAD_AES256GCM) ? "aes-256-gcm" : "",
 	       fast == SV_AEAD_ALL ? "," : "", fast & SV_AEAD_BIT(SV_AEAD_CHACHA20POLY1305) ? "chacha20-poly1305" : "",
-	       OpenSSL_version(OPENSSL_VERSION_STRING));
+	       OpenSSL_version(OPENSSL_VERSION_STRING),
+#ifdef SV_AWSLC
+	       " aes-256-gcm-from=aws-lc"
+#else
+	       ""
+#endif
+	);
 }
 
 enum {

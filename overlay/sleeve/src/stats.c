@@ -69,11 +69,12 @@ static int write_json(FILE *f, struct sv *s)
 	fprintf(f, "  \"basic\": %s, \"batch\": %s, \"segment\": %s, \"crypto\": %s,\n",
 		tf(s->basic), tf(s->batch), tf(s->segment), tf(s->enc));
 	if (s->enc)
-		fprintf(f, "  \"cipher\": \"%s\", \"cipher_flag\": \"%s\",\n",
+		fprintf(f, "  \"cipher\": \"%s\", \"cipher_flag\": \"%s\", \"cipher_impl\": \"%s\",\n",
 			sv_aead_name(sv_seal_cipher(&s->seal)),
-			s->cipher_flag ? sv_aead_name(s->cipher_flag) : "auto");
+			s->cipher_flag ? sv_aead_name(s->cipher_flag) : "auto",
+			sv_aead_impl(sv_seal_cipher(&s->seal)));
 	else
-		fprintf(f, "  \"cipher\": null, \"cipher_flag\": null,\n");
+		fprintf(f, "  \"cipher\": null, \"cipher_flag\": null, \"cipher_impl\": null,\n");
 	fprintf(f, "  \"mtu\": %d, \"path_mtu\": %u, \"overhead\": %d, \"uptime_s\": %.3f,\n", s->mtu,
 		sv_min_pmtu(s) + (unsigned)s->ip_over + 8, sv_overhead(s),
 		(double)(now - s->start_ns) / 1e9);
