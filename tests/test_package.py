@@ -35,7 +35,7 @@ def test_the_wheel_carries_the_sleeve_source_and_every_subpackage(wheel):
     assert src
     for f in src:
         assert f"harness/overlay_src/sleeve/src/{f.name}" in names
-    assert "harness/overlay_src/sleeve/Makefile" in names
+    assert "harness/overlay_src/sleeve/Makefile" in names and "harness/overlay_src/sleeve/aws-lc.sh" in names
     for pkg in sorted(p.parent for p in (ROOT / "harness").rglob("__init__.py")):
         rel = pkg.relative_to(ROOT).as_posix()
         assert f"{rel}/__init__.py" in names, f"{rel} is not packaged (pyproject.toml packages)"

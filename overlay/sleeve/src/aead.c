@@ -1,5 +1,6 @@
-/* aead.c - AES-256-GCM and ChaCha20-Poly1305 through OpenSSL's EVP, HKDF-SHA256,
- * the CPU's fast AEADs and the choice between them */
+/* aead.c - AES-256-GCM and ChaCha20-Poly1305 through OpenSSL's EVP (AES-256-GCM
+ * through AWS-LC in AWSLC builds: aead_awslc.c), HKDF-SHA256, the CPU's fast
+ * AEADs and the choice between them */
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>

@@ -1,5 +1,6 @@
-/* aead.h - the two AEADs (OpenSSL EVP), which of them this CPU runs fast, and
- * which one two sides agree on (overlay/README.md, "Choosing the cipher") */
+/* aead.h - the two AEADs (OpenSSL EVP; AES-256-GCM from AWS-LC in AWSLC builds),
+ * which of them this CPU runs fast, and which one two sides agree on
+ * (overlay/README.md, "Choosing the cipher") */
 #ifndef SLEEVE_AEAD_H
 #define SLEEVE_AEAD_H
 
