@@ -80,10 +80,7 @@ def sleeve_problem(name: str, arch: str, missing: list[str]) -> str | None:
     `uname -m` is `arch`; None where this machine's binary can stand in for a build."""
     if not missing or not arch or arch == platform.machine():
         return None
-    needs = sleeve_build.build_needs()
-    pkgs = sorted({needs.get(m, m) for m in missing})
-    return (f"{name}: cannot build the sleeve (missing {', '.join(missing)}) and this machine's sleeve binary "
-            f"is for {platform.machine()}, the host is {arch}: apt-get install -y {' '.join(pkgs)}")
+    return sleeve_build.cannot_build(name, arch, missing)
 
 
 def _ships_prebuilt(sc) -> bool:

@@ -13,15 +13,15 @@ import socket
 
 from harness.errors import HarnessError
 from harness.hosts.base import Host
+from harness.hosts.ssh import DIR_PREFIXES, OWNER_FILE
 
 STATE_ROOT = "/run/overlaybench"
 PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
 MARK = "OVERLAYBENCH_PREFIX"     # in the environment of every process a testbed starts
-# The SSH transport's directories on a host (harness/hosts/ssh.py: SshHost.state_dir and its
-# upload directory), each with an owner file like a testbed's state.json.
-HOST_DIR_RE = re.compile(r"^/tmp/overlaybench-(?:ssh|up)-[0-9a-f]{8}$")
-HOST_DIR_GLOBS = "/tmp/overlaybench-ssh-* /tmp/overlaybench-up-*"
-HOST_DIR_OWNER = "owner.json"
+# The SSH transport's directories on a host (SshHost.state_dir and its upload directory),
+# each with an owner file like a testbed's state.json.
+HOST_DIR_RE = re.compile("^(?:" + "|".join(map(re.escape, DIR_PREFIXES)) + ")[0-9a-f]{8}$")
+HOST_DIR_GLOBS = " ".join(p + "*" for p in DIR_PREFIXES)
 
 
 REMOVE_SCRIPT = r"""
@@ -81,7 +81,7 @@ def remove_remote(host: Host, prefix: str, side: int | None = None) -> list[str]
 
 SCAN_SCRIPT = f"""
 for d in {STATE_ROOT}/ob????; do [ -d "$d" ] || continue; printf 'state\\t%s\\t' "${{d##*/}}"; tr -d '\\n' < "$d/state.json" 2>/dev/null; echo; done
-for d in {HOST_DIR_GLOBS}; do [ -d "$d" ] || continue; printf 'dir\\t%s\\t' "$d"; tr -d '\\n' < "$d/{HOST_DIR_OWNER}" 2>/dev/null; echo; done
+for d in {HOST_DIR_GLOBS}; do [ -d "$d" ] || continue; printf 'dir\\t%s\\t' "$d"; tr -d '\\n' < "$d/{OWNER_FILE}" 2>/dev/null; echo; done
 exit 0
 """
 
@@ -135,6 +135,16 @@ def owner_alive(state: dict) -> bool | None:
     return isinstance(pid, int) and pid > 0 and pid_alive(pid)
 
 
+def _why_kept(owner: dict) -> str | None:
+    """Why a leftover whose owner record is `owner` stays without --force; None: it goes."""
+    alive = owner_alive(owner)
+    if alive:
+        return f"owned by running pid {owner.get('pid')}"
+    if alive is None:
+        return f"owned by {owner.get('owner_host') or 'an unknown machine'}, which this machine cannot check"
+    return None
+
+
 def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str], list[str]]:
     """Remove, on each host, testbeds whose owner is gone (every one with force)."""
     removed, kept = [], []
@@ -144,12 +154,9 @@ def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str],
     found = [(name, host, *_scan(host)) for name, host in hosts]
     for name, host, leftovers, _ in found:
         for prefix, state in leftovers.items():
-            alive = owner_alive(state)
-            if alive and not force:
-                kept.append(f"{name}: {prefix} (owned by running pid {state.get('pid')})")
-            elif alive is None and not force:
-                kept.append(f"{name}: {prefix} (owned by {state.get('owner_host') or 'an unknown machine'}, "
-                            f"which this machine cannot check)")
+            why = None if force else _why_kept(state)
+            if why:
+                kept.append(f"{name}: {prefix} ({why})")
             else:
                 removed += remove_remote(host, prefix)
     # The SSH transport's directories after the testbeds: a killed run's background
@@ -159,13 +166,9 @@ def down(hosts: list[tuple[str, Host]], force: bool = False) -> tuple[list[str],
         for d, owner in dirs.items():
             if _own(owner):
                 continue                    # this command's own connection: its close() removes it
-            alive = owner_alive(owner) if owner else None
-            if alive and not force:
-                kept.append(f"{name}: {d} (owned by running pid {owner.get('pid')})")
-            elif alive is None and not force:
-                who = (f"owned by {owner.get('owner_host') or 'an unknown machine'}, which this machine cannot check"
-                       if owner else "no owner recorded")
-                kept.append(f"{name}: {d} ({who})")
+            why = None if force else (_why_kept(owner) if owner else "no owner recorded")
+            if why:
+                kept.append(f"{name}: {d} ({why})")
             else:
                 gone.append(d)
         removed += remove_host_dirs(host, gone)

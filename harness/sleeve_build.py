@@ -164,11 +164,20 @@ def build_needs() -> dict[str, str]:
     return {**BUILD_NEEDS, **BUILD_HEADERS}
 
 
-def build_problems(host: Host) -> list[str]:
-    """What the host lacks to build the sleeve (each with the Debian package)."""
+def missing_needs(host: Host) -> list[str]:
+    """What the host lacks to build the sleeve (build_needs' keys)."""
     needs = build_needs()
     done = host.run(["sh", "-c", MISSING_SH, "sh", *needs], check=False, timeout=20)
-    return [f"{m} ({needs[m]})" for m in done.stdout.split() if m in needs]
+    return [m for m in done.stdout.split() if m in needs]
+
+
+def cannot_build(name: str, arch: str, missing: list[str]) -> str:
+    """The line for a host that lacks `missing` to build the sleeve and whose `uname -m`,
+    `arch`, is not this machine's: the packages that would let it build."""
+    needs = build_needs()
+    pkgs = sorted({needs.get(m, m) for m in missing})
+    return (f"{name}: cannot build the sleeve (missing {', '.join(missing)}) and this machine's sleeve binary "
+            f"is for {platform.machine()}, the host is {arch}: apt-get install -y {' '.join(pkgs)}")
 
 
 def install_remote(host: Host, dest: str, source: Source | None = None) -> str:
@@ -177,7 +186,8 @@ def install_remote(host: Host, dest: str, source: Source | None = None) -> str:
     host cannot build but has the same architecture and libraries."""
     given = prebuilt() if source is None else None
     source = source or (None if given else Source.shipped())
-    if given is None and not build_problems(host):
+    missing = None if given else missing_needs(host)
+    if given is None and not missing:
         tag = source.hash
         d = f"{REMOTE_CACHE}/{tag}"
         cached = host.run(["test", "-x", f"{d}/build/sleeve"], check=False, timeout=10).ok
@@ -203,9 +213,7 @@ def install_remote(host: Host, dest: str, source: Source | None = None) -> str:
     local = given or build_local(source)
     arch = host.run(["uname", "-m"], check=False, timeout=10).stdout.strip()
     if arch != platform.machine():
-        raise HarnessError(f"{host.name}: cannot build the sleeve (missing {', '.join(build_problems(host))}) "
-                           f"and this machine's binary is for {platform.machine()}, the host is {arch}: "
-                           f"apt-get install -y make gcc libssl-dev pkg-config on {host.name}")
+        raise HarnessError(cannot_build(host.name, arch, missing_needs(host) if missing is None else missing))
     host.put(str(local), dest, 0o755)
     libs = host.run(["ldd", dest], check=False, timeout=10)
     if "not found" in libs.stdout:

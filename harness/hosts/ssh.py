@@ -64,8 +64,8 @@ class SshHost(Host):
         self._sftp: paramiko.SFTPClient | None = None
         self._sftp_lock = threading.Lock()
         tag = secrets.token_hex(4)
-        self.state_dir = f"/tmp/overlaybench-ssh-{tag}"   # remote: background processes' files
-        self._upload_dir = f"/tmp/overlaybench-up-{tag}"   # remote, the login user's (sudo uploads)
+        self.state_dir = DIR_PREFIXES[0] + tag      # remote: background processes' files
+        self._upload_dir = DIR_PREFIXES[1] + tag    # remote, the login user's (sudo uploads)
         self._upload_made = False
         self._seq = itertools.count()
         self.channels_opened = 0               # SSH channels opened over the host's life

@@ -289,18 +289,6 @@ static uint64_t realtime_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The Internet checksum of n bytes (n even). */
-static uint16_t ip_csum(const uint8_t *p, size_t n)
-{
-	uint32_t sum = 0;
-
-	for (size_t j = 0; j + 1 < n; j += 2)
-		sum += sv_get16(p + j);
-	while (sum >> 16)
-		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)~sum;
-}
-
 /* A marked datagram, number i, from source src: header (DATA, SINGLE, plain) ||
  * [Ethernet] || IPv4 || UDP || MARK_PAYLOAD. */
 static long build_marked(const struct opts *o, enum source src, unsigned long i, uint8_t *buf)
@@ -308,6 +296,7 @@ static long build_marked(const struct opts *o, enum source src, unsigned long i,
 	static const uint8_t mark_smac[6] = {0x02, 0x6f, 0x62, 0x66, 0x6c, 0x64}; /* local, "obfld" */
 	size_t link = o->l3 ? 0 : SV_ETH_HLEN, ip_len = 20 + 8 + MARK_PAYLOAD_LEN;
 	uint8_t *f = buf + SV_HDR_LEN, *ip = f + link, *udp = ip + 20;
+	uint16_t csum;
 
 	if (!o->mark)
 		return -1;
@@ -327,7 +316,8 @@ static long build_marked(const struct opts *o, enum source src, unsigned long i,
 	sv_put16(ip + 10, 0);
 	memcpy(ip + 12, &o->mark_src, 4);
 	memcpy(ip + 16, &o->mark_dst, 4);
-	sv_put16(ip + 10, ip_csum(ip, 20));
+	csum = (uint16_t)~sv_csum_fold(ip, 20, 0);
+	memcpy(ip + 10, &csum, 2);
 	sv_put16(udp, (uint16_t)(o->mark_sport + (int)src));
 	sv_put16(udp + 2, MARK_DPORT);
 	sv_put16(udp + 4, (uint16_t)(8 + MARK_PAYLOAD_LEN));
