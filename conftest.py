@@ -1,7 +1,8 @@
 """Options and fixtures shared by tests/ and scenarios/.
 
 Every session ends by checking that the lab left nothing behind: no namespace or
-link with a lab prefix, no tool or sleeve process that was not there before.
+link with a lab prefix, no testbed's nftables table outside its own lab, no tool or
+sleeve process that was not there before.
 """
 
 from __future__ import annotations
@@ -65,6 +66,28 @@ def stray_processes() -> list[str]:
     return out
 
 
+def stray_tables() -> list[str]:
+    """Testbeds' nftables tables (inet <P>-h<i>, harness/confine.py) whose testbed has no
+    live owner beside the tests, in the root namespace or any named one; a lab's own
+    tables inside its namespaces go with them and are not counted."""
+    import re
+    import subprocess
+    from harness.confine import TABLE_RE
+    from harness.lab import leftovers
+    others = {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
+    spaces = [None] + [n for n in (os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])]
+    out = []
+    for ns in spaces:
+        argv = ["nft", "list", "tables", "inet"]
+        done = subprocess.run(["ip", "netns", "exec", ns, *argv] if ns else argv, capture_output=True, text=True)
+        own = re.match(r"^(ob[0-9a-f]{4})-", ns or "")
+        for ln in done.stdout.splitlines():
+            m = TABLE_RE.match(ln.split()[-1]) if ln.strip() else None
+            if m and m.group(1) not in others and not (own and own.group(1) == m.group(1)):
+                out.append(f"nft table inet {m.group(0)} in {ns or 'the root namespace'}")
+    return out
+
+
 def needs_root():
     return pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
@@ -75,11 +98,14 @@ def nothing_left_behind():
     from harness.lab import leftovers, remove_lab
     labs = {p: i for p, i in leftovers().items() if not i["alive"] or i["pid"] == os.getpid()}
     stray = stray_processes()
+    tables = stray_tables() if os.geteuid() == 0 else []
     problems = []
     if labs:
         problems.append(f"labs left behind: {labs}")
     if stray:
         problems.append(f"processes left behind: {stray}")
+    if tables:
+        problems.append(f"nftables tables left behind: {tables}")
     for p in labs:
         remove_lab(p)
     if problems:

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import time
 
-from harness import containers as containers_mod, failpoints, sleeve_build
+from harness import confine, containers as containers_mod, failpoints, sleeve_build
 from harness.cpu import MachineMeter
 from harness.errors import HarnessError
 from harness.hosts import LocalHost, NetnsHost
@@ -42,7 +42,7 @@ UNDERLAY_NET = "198.18.0"
 OVERLAY_NET = "198.18.64"
 MGMT_BASE = 128  # management /30s live in 198.18.128.0/17, one /29 per lab index
 MAX_LABS = 64
-LAB_BINARIES = ["ip", "tc", "ss", "bridge"]
+LAB_BINARIES = ["ip", "tc", "ss", "bridge", "nft"]
 
 def require_root() -> None:
     if os.geteuid() != 0:
@@ -98,7 +98,7 @@ class Lab(Testbed):
                               underlay_ip=f"{UNDERLAY_NET}.{i + 1}", overlay_ip=f"{OVERLAY_NET}.{i + 1}",
                               bridge="br0", container=ctr, container_ip=f"{OVERLAY_NET}.{11 + i}",
                               container_dev="eth0", container_port="vc0",
-                              workdir=str(self.state_dir / f"h{i}")))
+                              workdir=str(self.state_dir / f"h{i}"), table=confine.table_name(prefix, i)))
         self.sides = (sides[0], sides[1])
         self.root = LocalHost("root")
         self.meter = MachineMeter(self.root)
@@ -198,6 +198,7 @@ class Lab(Testbed):
         _ip("link", "add", "ul0", "netns", h0, "type", "veth", "peer", "name", "ul0", "netns", h1)
         for s in self.sides:
             h, c = s.host.netns, s.container.netns
+            confine.confine(s.host, s.table, s.bridge)      # before anything forwards
             s.host.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
             _ip("-n", h, "addr", "add", f"{s.underlay_ip}/24", "dev", "ul0")
             _ip("-n", h, "link", "set", "ul0", "up")

@@ -20,7 +20,7 @@ from harness import sleeve_build, tools
 from harness.facts import PACKAGES
 from harness.hosts.base import Host
 
-BASE_BINARIES = ["ip", "tc", "ss", "bridge", "ethtool", "ping", "sysctl"]
+BASE_BINARIES = ["ip", "tc", "ss", "bridge", "ethtool", "ping", "sysctl", "nft"]
 
 # What a mode kind needs of the kernel, probed for real on the host.
 FEATURES = {

@@ -6,6 +6,8 @@ On each host, and nothing else:
     <P>-br0        the overlay bridge (198.18.64.1 / .2), IPv6 off, forwarding on it only
     <P>-c<i>       the container namespace, its veth <P>-vc<i> on the bridge, eth0 inside
     <P>-vx0, -sv0… the modes' devices (Side.prefix)
+    inet <P>-h<i>  the side's nftables table: the bridge and an L3 mode's tunnel device
+                   forward to each other and nowhere else (harness/confine.py)
     /run/overlaybench/<P>/   state.json (owner: orchestrator host, pid, run id; what the
                    underlay was), the pinned sleeve, keys, counters
 
@@ -27,7 +29,7 @@ import socket
 import tempfile
 import time
 
-from harness import containers as containers_mod, failpoints, sleeve_build
+from harness import confine, containers as containers_mod, failpoints, sleeve_build
 from harness.cpu import PerHostMeter
 from harness.errors import HarnessError
 from harness.hosts import NetnsHost
@@ -109,7 +111,8 @@ class RemoteTestbed(Testbed):
                               underlay_ip=spec.underlay_address, overlay_ip=f"{OVERLAY_NET}.{i + 1}",
                               bridge=f"{p}-br0", container=NetnsHost(f"{p}-c{i}", name=f"{spec.name}/c{i}", host=host),
                               container_ip=f"{OVERLAY_NET}.{11 + i}", container_dev="eth0",
-                              container_port=f"{p}-vc{i}", workdir=f"{self.state}/h{i}", prefix=p))
+                              container_port=f"{p}-vc{i}", workdir=f"{self.state}/h{i}", prefix=p,
+                              table=confine.table_name(p, i)))
         self.sides = (sides[0], sides[1])
 
     @property
@@ -213,6 +216,7 @@ class RemoteTestbed(Testbed):
     def _build_side(self, s: Side) -> None:
         h, ns, br, port = s.host, s.container.netns, s.bridge, s.container_port
         peer_end = f"{self.prefix}-ce{s.index}"
+        confine.confine(h, s.table, br)     # before the bridge forwards anything
         cmds = [
             ["ip", "link", "add", br, "type", "bridge", "stp_state", "0", "forward_delay", "0"],
             ["sysctl", "-q", "-w", f"net.ipv6.conf.{br}.disable_ipv6=1"],

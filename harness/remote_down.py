@@ -2,7 +2,8 @@
 teardown runs per side, the leftovers `overlaybench down --inventory` finds (a state
 directory per prefix under /run/overlaybench, processes marked with OVERLAYBENCH_PREFIX,
 and the SSH transport's own directories /tmp/overlaybench-ssh-* and -up-*, each with an
-owner file), and whether their owner still runs."""
+owner file), and whether their owner still runs. A testbed's nftables tables (inet
+<P>-h<i>) go with its links."""
 
 from __future__ import annotations
 
@@ -47,6 +48,12 @@ if command -v docker >/dev/null 2>&1; then
   for c in $(docker ps -aq --filter "label=overlaybench.prefix=$P" 2>/dev/null); do docker rm -f "$c" >/dev/null 2>&1 && echo "container $c"; done
 fi
 for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$P-"); do ip link del "$l" 2>/dev/null && echo "link $l"; done
+# the side's nftables table (every side's when none is named), once its devices are gone
+if command -v nft >/dev/null 2>&1; then
+  for t in $(nft list tables inet 2>/dev/null | awk '{print $3}' | grep "^$P-h$SIDE"); do
+    nft delete table inet "$t" && echo "nft table inet $t"
+  done
+fi
 # the side's directory (all of them when no side is named): a managed underlay back as it was
 for d in "$S"/h$SIDE*; do
   [ -d "$d" ] || continue

@@ -38,6 +38,7 @@ class Side:
     workdir: str = "/tmp"   # where files for this host go (keys, stats, the sleeve)
     prefix: str = ""        # prefix for devices a mode makes: "" inside a lab namespace,
                             # the testbed's prefix on a real host (only prefixed objects there)
+    table: str = ""         # the side's nftables table (harness/confine.py): what it may forward
 
     def dev(self, name: str) -> str:
         """The name a mode's device gets on this host ("vx0" → "ob12ab-vx0" on a real host)."""

@@ -23,12 +23,12 @@ pytestmark = [needs_root()]
 OTHER_ARCH = "riscv64" if platform.machine() != "riscv64" else "x86_64"
 
 
-def _bin_dir(path, without=(), arch=None) -> str:
-    """A directory standing for /usr/bin, less `without`, with an `uname -m` of `arch`."""
+def _bin_dir(path, without=(), arch=None, src="/usr/bin") -> str:
+    """A directory standing for /usr/bin (or src), less `without`, with an `uname -m` of `arch`."""
     path.mkdir()
-    for name in os.listdir("/usr/bin"):
+    for name in os.listdir(src):
         if name not in without and not (arch and name == "uname"):
-            os.symlink(f"/usr/bin/{name}", path / name)
+            os.symlink(f"{src}/{name}", path / name)
     if arch:
         (path / "uname").write_text(f'#!/bin/sh\n[ "$1" = -m ] && echo {arch} || exec /usr/bin/uname "$@"\n')
         (path / "uname").chmod(0o755)
@@ -112,3 +112,21 @@ def test_a_tool_missing_on_one_host_is_one_line_naming_that_host_and_the_package
     finally:
         ok.close()
         lacking.close()
+
+
+class OwnPath(Counted):
+    """An SSH host whose shell's PATH is exactly the one given (no /usr/sbin added)."""
+
+    def _shell_command(self):
+        return f"{'sudo -n ' if self.settings.sudo else ''}env PATH={self.path} sh"
+
+
+def test_a_host_without_nft_fails_preflight_naming_nftables(ssh_world, tmp_path):
+    """A testbed confines what its hosts forward with an nftables table: a host without nft
+    is one preflight line saying what to install, not a run with its forwarding unconfined."""
+    path = f"{_bin_dir(tmp_path / 'bin')}:{_bin_dir(tmp_path / 'sbin', ('nft',), src='/usr/sbin')}"
+    h = OwnPath(ssh_world.root.settings(name="h0"), path)
+    try:
+        assert preflight.host_problems(h, "h0", _sc("fastdp")) == ["h0: nft not found: apt-get install -y nftables"]
+    finally:
+        h.close()

@@ -21,7 +21,7 @@ import sshd as sshd_mod
 from sshd import ssh_world  # noqa: F401 - the fixture
 from test_sleeve_flood import SLEEVES, flood_binary, flood_case  # noqa: F401 - the fixture
 from conftest import needs_root
-from harness import lab as labmod, results, sleeve_build
+from harness import confine, lab as labmod, results, sleeve_build
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -84,9 +84,10 @@ class SshLab:
 
     def leftovers(self) -> list[str]:
         """Anything a remote testbed made, on either host: prefixed links and namespaces (other
-        than the lab's own), state directories, processes carrying a testbed's mark, and the
-        SSH transport's /tmp/overlaybench-ssh-*/-up-* directories (made since the lab was,
-        and not held by a live process outside this test: another session's)."""
+        than the lab's own), their nftables tables, state directories, processes carrying a
+        testbed's mark, and the SSH transport's /tmp/overlaybench-ssh-*/-up-* directories
+        (made since the lab was, and not held by a live process outside this test: another
+        session's)."""
         out = []
         state = pathlib.Path("/run/overlaybench")
         for d in state.glob("ob????"):
@@ -112,6 +113,8 @@ class SshLab:
             links = s.host.run(["ip", "-o", "link", "show"]).stdout
             out += [f"{s.host.name}: link {ln.split(': ')[1]}" for ln in links.splitlines()
                     if ln.split(": ")[1].startswith("ob") and not ln.split(": ")[1].startswith(self.lab.prefix)]
+            out += [f"{s.host.name}: nft table inet {t}" for t in confine.tables(s.host)
+                    if not t.startswith(self.lab.prefix)]
         ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
         out += [f"netns {n}" for n in ns if n.startswith("ob") and n[6:7] == "-" and not n.startswith(self.lab.prefix)
                 and not n.startswith("obssh") and n[:6] not in labmod.leftovers()]

@@ -4,7 +4,7 @@ import json
 import os
 import pathlib
 
-from conftest import needs_root, stray_processes
+from conftest import needs_root, stray_processes, stray_tables
 from harness.lab import leftovers, pid_alive
 
 
@@ -13,6 +13,7 @@ def test_no_lab_namespace_link_or_process_is_left():
     labs = {p: i for p, i in leftovers().items() if not i["alive"] or i["pid"] == os.getpid()}
     assert labs == {}
     assert stray_processes() == []
+    assert stray_tables() == []
 
 
 @needs_root()
@@ -31,6 +32,19 @@ def test_the_check_sees_a_process_in_a_deleted_lab_namespace():
             proc.stop()
         lab.teardown()
     assert stray_processes() == []
+
+
+@needs_root()
+def test_the_check_sees_a_testbeds_table_left_in_a_namespace():
+    import subprocess
+    ns = "obtb" + os.urandom(3).hex()
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", ns, "nft", "add", "table", "inet", "ob0bad-h1"], check=True)
+        assert f"nft table inet ob0bad-h1 in {ns}" in stray_tables()
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=True)
+    assert not [t for t in stray_tables() if ns in t]
 
 
 def _owner_alive(prefix: str) -> bool:

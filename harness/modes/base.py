@@ -11,6 +11,7 @@ import abc
 import dataclasses
 import logging
 
+from harness import confine
 from harness.errors import HarnessError
 from harness.hosts.base import Process
 from harness.testbed import Side, Testbed
@@ -128,8 +129,12 @@ def route_l3(side: Side, peer: Side, dev: str) -> None:
     for dst in (peer.overlay_ip, peer.container_ip):
         if dst:
             h.run(["ip", "route", "replace", f"{dst}/32", "dev", dev, "src", side.overlay_ip])
-    # Forwarding between the bridge and the tunnel only, never host-wide (a real host's
-    # ip_forward is not overlaybench's to change).
+    # Forwarding on these two devices only, never host-wide (a real host's ip_forward is
+    # not overlaybench's to change); the kernel forwards what arrives on them anywhere, so
+    # the side's table (harness/confine.py) lets the tunnel reach the bridge and nothing
+    # else, before forwarding is on.
+    if side.table:
+        confine.allow_tunnel(h, side.table, dev)
     for d in (side.bridge, dev):
         h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{d}.forwarding=1"])
     h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{side.bridge}.proxy_arp=1"])
@@ -143,6 +148,8 @@ def unroute_l3(side: Side, peer: Side, dev: str) -> None:
     for dst in (peer.overlay_ip, peer.container_ip):
         if dst:
             h.run(["ip", "route", "del", f"{dst}/32", "dev", dev], check=False)
+    if side.table:
+        confine.forget_tunnel(h, side.table, dev)
     h.run(["sysctl", "-q", "-w", f"net.ipv4.conf.{side.bridge}.proxy_arp=0"], check=False)
     default = h.run(["sysctl", "-n", "net.ipv4.neigh.default.proxy_delay"], check=False)
     if default.ok and default.stdout.strip().isdigit():
