@@ -118,3 +118,44 @@ def test_close_with_streams_open_leaves_no_socket_and_refuses_new_clients(host):
     c.close()
     with pytest.raises(OSError):
         _client(t.path)
+
+
+CONNECT_AND_SEND = """
+import socket, sys
+c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+c.settimeout(10)
+c.connect(sys.argv[1])
+try:
+    c.sendall(b"hello")
+    got = c.recv(100)
+except (BrokenPipeError, ConnectionResetError):
+    got = b""                       # closed at once: no stream behind it
+print(repr(got))
+"""
+
+
+def test_a_client_of_another_uid_gets_no_stream(tmp_path):
+    """The socket's directory opened up to everyone (as a mistake would): a process of
+    another uid (nobody) connects, and no stream is opened for it; one of this uid still
+    gets one."""
+    import os
+    import subprocess
+    import sys
+    opened = []
+
+    def opener():
+        opened.append(1)
+        raise RuntimeError("no stream here")
+    t = UnixTunnel(opener, name="peercred")
+    try:
+        os.chmod(t.dir, 0o755)
+        os.chmod(t.path, 0o777)
+        other = subprocess.run(["/usr/bin/python3", "-c", CONNECT_AND_SEND, t.path], user=65534, capture_output=True,
+                               text=True, timeout=30)
+        assert other.returncode == 0 and other.stdout.strip() == "b''", other.stderr
+        assert opened == [] and t.errors == ["refused a connection from uid 65534"], (opened, t.errors)
+        mine = subprocess.run([sys.executable, "-c", CONNECT_AND_SEND, t.path], capture_output=True, text=True,
+                              timeout=30)
+        assert mine.returncode == 0 and opened == [1], (mine.stderr, opened)
+    finally:
+        t.close()

@@ -3,8 +3,9 @@ a host (`Host.stream`): a client that only speaks to local sockets (the Docker S
 a program on the host (`docker system dial-stdio`) over a connection the harness already
 holds, with its settings, keys and sudo.
 
-The socket lives in a 0700 directory of its own; close() stops accepting, closes every
-stream and removes the directory. Closing never raises: a stream whose connection is gone
+The socket lives in a 0700 directory of its own, and a connection from a process of
+another uid (SO_PEERCRED; root excepted) is closed before any stream is opened for it;
+close() stops accepting, closes every stream and removes the directory. Closing never raises: a stream whose connection is gone
 is simply gone.
 
 An SSH channel is half-closed (EOF) and closed under one lock of the tunnel's, never after
@@ -21,6 +22,7 @@ import logging
 import os
 import shutil
 import socket
+import struct
 import tempfile
 import threading
 from typing import Callable
@@ -54,6 +56,12 @@ class UnixTunnel:
                 conn, _ = self._listener.accept()
             except OSError:
                 return
+            uid = peer_uid(conn)
+            if uid not in (os.geteuid(), 0):
+                log.warning("%s: refused a connection from uid %s", self.name, uid)
+                self.errors.append(f"refused a connection from uid {uid}")
+                conn.close()
+                continue
             threading.Thread(target=self._serve, args=(conn,), name=f"{self.name}-conn", daemon=True).start()
 
     def _serve(self, conn: socket.socket) -> None:
@@ -95,6 +103,15 @@ class UnixTunnel:
         for pair in pairs:
             pair.close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a unix socket (None: not known)."""
+    try:
+        _, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    except OSError:
+        return None
+    return uid
 
 
 class _Pair:
