@@ -86,9 +86,14 @@ def remove_remote(host: Host, prefix: str, side: int | None = None) -> list[str]
     return [f"{host.name}: {ln}" for ln in done.stdout.splitlines() if ln.strip()]
 
 
+OWNER_MAX = 4096                 # bytes of an owner record read, at most
+# The SSH directories sit in world-writable /tmp and the scan runs as root: a directory
+# or owner file that is a symlink is not followed, a FIFO is opened without blocking
+# (read as empty), and no more than OWNER_MAX bytes are read of any.
 SCAN_SCRIPT = f"""
-for d in {STATE_ROOT}/ob????; do [ -d "$d" ] || continue; printf 'state\\t%s\\t' "${{d##*/}}"; tr -d '\\n' < "$d/state.json" 2>/dev/null; echo; done
-for d in {HOST_DIR_GLOBS}; do [ -d "$d" ] || continue; printf 'dir\\t%s\\t' "$d"; tr -d '\\n' < "$d/{OWNER_FILE}" 2>/dev/null; echo; done
+owner() {{ dd if="$1" iflag=nofollow,nonblock bs={OWNER_MAX} count=1 2>/dev/null | tr -d '\\n'; }}
+for d in {STATE_ROOT}/ob????; do [ -d "$d" ] && [ ! -L "$d" ] || continue; printf 'state\\t%s\\t' "${{d##*/}}"; owner "$d/state.json"; echo; done
+for d in {HOST_DIR_GLOBS}; do [ -d "$d" ] && [ ! -L "$d" ] || continue; printf 'dir\\t%s\\t' "$d"; owner "$d/{OWNER_FILE}"; echo; done
 exit 0
 """
 
