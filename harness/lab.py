@@ -138,9 +138,17 @@ class Lab(Testbed):
         index = next((i for i in range(MAX_LABS) if i not in used), None)
         if index is None:
             raise HarnessError(f"{MAX_LABS} labs exist already: run `overlaybench down`")
-        prefix = "ob" + secrets.token_hex(2)
-        lab = cls(prefix, index, persistent, containers, run_id)
-        lab.state_dir.mkdir(parents=True)
+        for _ in range(8):
+            # mkdir, not exist_ok: a prefix whose directory exists is another lab's, never shared
+            prefix = "ob" + secrets.token_hex(2)
+            lab = cls(prefix, index, persistent, containers, run_id)
+            try:
+                lab.state_dir.mkdir(mode=0o700)
+                break
+            except FileExistsError:
+                log.info("lab prefix %s is taken: picking another", prefix)
+        else:
+            raise HarnessError("no free lab prefix after 8 tries: run `overlaybench down`")
         (lab.state_dir / "state.json").write_text(json.dumps(
             {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
              "run_id": run_id, "containers": containers, "created": time.time()}))
@@ -193,7 +201,7 @@ class Lab(Testbed):
                 _ip("-n", h.netns, "link", "set", "lo", "up")
                 # No IPv6 chatter (DAD, router solicitations) in the measurements.
                 h.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
-            os.makedirs(s.workdir, exist_ok=True)
+            os.makedirs(s.workdir, mode=0o700, exist_ok=True)
         h0, h1 = (s.host.netns for s in self.sides)
         _ip("link", "add", "ul0", "netns", h0, "type", "veth", "peer", "name", "ul0", "netns", h1)
         for s in self.sides:

@@ -35,13 +35,14 @@ from harness.errors import HarnessError
 from harness.hosts import NetnsHost
 from harness.hosts.base import Completed, Host, Process
 from harness.inventory import HostSpec
-from harness.remote_down import MARK, STATE_ROOT, remove_remote
+from harness.remote_down import MARK, STATE_ROOT, claim_state_dir, release_state_dir, remove_remote
 from harness.testbed import Options, Side, Testbed
 from harness.underlay import apply_underlay
 
 log = logging.getLogger(__name__)
 
 OVERLAY_NET = "198.18.64"
+CLAIM_TRIES = 8
 
 
 class Tagged(Host):
@@ -87,8 +88,6 @@ class RemoteTestbed(Testbed):
         self.backend = backend
         self.specs = specs
         self.opts = opts
-        self.prefix = "ob" + secrets.token_hex(2)
-        self.state = f"{STATE_ROOT}/{self.prefix}"
         self.raw_hosts = hosts
         self.underlay_mtu = 0
         self.rate: str | None = None
@@ -97,18 +96,25 @@ class RemoteTestbed(Testbed):
         self.extra_facts = facts or {}
         self._nic_mtu: dict[int, int] = {}
         self._capped = False
-        self._built = False
+        self._claimed: set[int] = set()     # sides whose host holds the prefix's directory for this testbed
         self._torn_down = False
         self._sleeves: dict[tuple, str] = {}
         self._sleeve_sources: dict[int, dict[str, str | None]] = {}   # side → build label → source hash
+        self.sides: tuple[Side, Side] | tuple = ()
+        self._name("ob" + secrets.token_hex(2))
         self._artifacts = pathlib.Path(tempfile.mkdtemp(prefix=f"overlaybench-{self.prefix}-"))
         self.after_teardown: list = []      # what a backend removes once the hosts are clean
+
+    def _name(self, p: str) -> None:
+        """Name the testbed and every object of its sides after prefix `p` (what preflight
+        learnt of the underlay kept)."""
+        self.prefix, self.state = p, f"{STATE_ROOT}/{p}"
         sides = []
-        for i, (spec, raw) in enumerate(zip(specs, hosts)):
-            host = Tagged(raw, self.prefix)
-            p = self.prefix
-            sides.append(Side(index=i, host=host, underlay_dev=spec.underlay_interface,
-                              underlay_ip=spec.underlay_address, overlay_ip=f"{OVERLAY_NET}.{i + 1}",
+        for i, (spec, raw) in enumerate(zip(self.specs, self.raw_hosts)):
+            host = Tagged(raw, p)
+            dev, ip = (self.sides[i].underlay_dev, self.sides[i].underlay_ip) if self.sides else \
+                (spec.underlay_interface, spec.underlay_address)
+            sides.append(Side(index=i, host=host, underlay_dev=dev, underlay_ip=ip, overlay_ip=f"{OVERLAY_NET}.{i + 1}",
                               bridge=f"{p}-br0", container=NetnsHost(f"{p}-c{i}", name=f"{spec.name}/c{i}", host=host),
                               container_ip=f"{OVERLAY_NET}.{11 + i}", container_dev="eth0",
                               container_port=f"{p}-vc{i}", workdir=f"{self.state}/h{i}", prefix=p,
@@ -198,12 +204,13 @@ class RemoteTestbed(Testbed):
     def build(self, underlay_mtu: int, rate: str | None) -> None:
         owner = {"prefix": self.prefix, "kind": "remote", "pid": os.getpid(), "owner_host": socket.gethostname(),
                  "run_id": self.opts.run_id, "created": time.time()}
-        self._built = True
         try:
+            self._claim()
+            owner["prefix"] = self.prefix
             for s, spec in zip(self.sides, self.specs):
                 underlay = {"host": spec.name, "dev": s.underlay_dev, "mtu": self._nic_mtu[s.index],
                             "managed": spec.manage_underlay}
-                s.host.run(["mkdir", "-p", "-m", "0700", self.state, s.workdir])
+                s.host.run(["mkdir", "-m", "0700", s.workdir])
                 for path, doc in ((f"{self.state}/state.json", owner), (f"{s.workdir}/underlay.json", underlay)):
                     s.host.run(["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", path], input=json.dumps(doc))
                 self._build_side(s)
@@ -212,6 +219,26 @@ class RemoteTestbed(Testbed):
             self.teardown()
             raise
         log.info("remote testbed %s up on %s and %s", self.prefix, *(s.name for s in self.specs))
+
+    def _claim(self) -> None:
+        """Make the prefix's state directory on each host with a plain mkdir, which fails
+        where it exists: a prefix another testbed holds is never shared (a failed build's
+        teardown would remove the other's objects). Pick another prefix then."""
+        nonce = secrets.token_hex(8)            # tells this testbed's own directory on a host both sides share
+        for _ in range(CLAIM_TRIES):
+            for s, spec in zip(self.sides, self.specs):
+                if not claim_state_dir(s.host, self.prefix, nonce, spec.name):
+                    log.info("%s: prefix %s is another testbed's: picking another", spec.name, self.prefix)
+                    break
+                self._claimed.add(s.index)
+            else:
+                return
+            for i in sorted(self._claimed):
+                release_state_dir(self.sides[i].host, self.prefix, nonce)
+            self._claimed.clear()
+            self._name("ob" + secrets.token_hex(2))
+        raise HarnessError(f"no free testbed prefix on {self.specs[0].name} and {self.specs[1].name} "
+                           f"after {CLAIM_TRIES} tries: run `overlaybench down --inventory`")
 
     def _build_side(self, s: Side) -> None:
         h, ns, br, port = s.host, s.container.netns, s.bridge, s.container_port
@@ -281,8 +308,8 @@ class RemoteTestbed(Testbed):
             return
         self._torn_down = True
         for s, spec in zip(self.sides, self.specs):
-            if not self._built:
-                continue
+            if s.index not in self._claimed:
+                continue                    # the prefix there is not this testbed's
             try:
                 self.containers.remove(s.host, s.container.netns)
             except HarnessError as e:

@@ -72,6 +72,39 @@ exit 0
 """
 
 
+# A testbed's state directory made with mkdir (not -p), 0700: it fails where the prefix's
+# directory exists, unless it holds this testbed's own claim (two sides on one file system).
+CLAIM_SCRIPT = r"""
+umask 077
+mkdir -p "$1" || exit 3
+if mkdir -m 0700 "$1/$2"; then printf '%s\n' "$3" > "$1/$2/claim" || exit 3; exit 0; fi
+[ -d "$1/$2" ] && [ ! -L "$1/$2" ] && [ "$(cat "$1/$2/claim" 2>/dev/null)" = "$3" ] && exit 0
+[ -e "$1/$2" ] && exit 17
+exit 3
+"""
+
+
+def claim_state_dir(host: Host, prefix: str, nonce: str, who: str) -> bool:
+    """Make /run/overlaybench/<prefix> on `host` for the testbed whose claim is `nonce`;
+    False: another testbed's is there."""
+    inner = getattr(host, "inner", host)
+    done = inner.run(["sh", "-c", CLAIM_SCRIPT, "sh", STATE_ROOT, prefix, nonce], check=False, timeout=20)
+    if done.returncode == 17:
+        return False
+    if not done.ok:
+        raise HarnessError(f"{who}: cannot make {STATE_ROOT}/{prefix}: "
+                           f"{(done.stderr.strip() or f'exit {done.returncode}')[-200:]}")
+    return True
+
+
+def release_state_dir(host: Host, prefix: str, nonce: str) -> None:
+    """Undo claim_state_dir (the directory holds nothing else yet)."""
+    d = f"{STATE_ROOT}/{prefix}"
+    inner = getattr(host, "inner", host)
+    inner.run(["sh", "-c", '[ "$(cat "$1/claim" 2>/dev/null)" = "$2" ] && rm -f "$1/claim" && rmdir "$1"',
+               "sh", d, nonce], check=False, timeout=20)
+
+
 def remove_remote(host: Host, prefix: str, side: int | None = None) -> list[str]:
     """Kill a prefix's processes on a host, delete its namespaces and links, restore a managed
     underlay and remove the state directory of `side` (every side's when None, as `down`
