@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -133,9 +135,23 @@ class LocalHost(Host):
         return LocalProcess(list(argv), popen, out, err)
 
     def put(self, local_path, remote_path, mode=0o644) -> None:
-        if os.path.abspath(local_path) != os.path.abspath(remote_path):
-            shutil.copyfile(local_path, remote_path)
-        os.chmod(remote_path, mode)
+        """Copy into a new file beside the destination, made with O_EXCL and mode 0600 (a
+        key is never readable by others, nor is a file someone else made reused), given
+        `mode` once written, and renamed over the destination."""
+        if os.path.abspath(local_path) == os.path.abspath(remote_path):
+            os.chmod(remote_path, mode)
+            return
+        tmp = os.path.join(os.path.dirname(os.path.abspath(remote_path)), f".overlaybench-{secrets.token_hex(6)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as dst, open(local_path, "rb") as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+                os.fchmod(dst.fileno(), mode)
+            os.replace(tmp, remote_path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
     def get(self, remote_path, local_path) -> None:
         if os.path.abspath(local_path) == os.path.abspath(remote_path):

@@ -45,6 +45,32 @@ OWNER_FILE = "owner.json"           # in each: {"owner_host", "pid", "created"}
 RECONNECT_DELAYS = (0.5, 1.0, 2.0, 4.0)
 
 
+# As root: the upload copied into a new file beside the destination (umask 077: 0600 from
+# its creation; noclobber: O_EXCL), given its mode, renamed over the destination.
+INSTALL_SH = 'umask 077 && set -C && cat -- "$1" > "$3" && chmod "$4" "$3" && mv -f -- "$3" "$2" || { rm -f -- "$3"; exit 1; }'
+
+
+def _create_excl(sftp: paramiko.SFTPClient, path: str, perm: int) -> paramiko.SFTPFile:
+    """Open a new remote file for writing: CREATE|EXCL, with its permissions in the OPEN
+    request itself, so the server creates it with them (never with its default first)."""
+    attrs = paramiko.SFTPAttributes()
+    attrs.st_mode = perm
+    flags = paramiko.sftp.SFTP_FLAG_WRITE | paramiko.sftp.SFTP_FLAG_CREATE | paramiko.sftp.SFTP_FLAG_EXCL
+    t, msg = sftp._request(paramiko.sftp.CMD_OPEN, path, flags, attrs)
+    if t != paramiko.sftp.CMD_HANDLE:
+        raise paramiko.SFTPError("Expected handle")
+    return paramiko.SFTPFile(sftp, msg.get_binary(), "wb")
+
+
+def _upload(sftp: paramiko.SFTPClient, local_path: str, remote: str, mode: int) -> None:
+    """local_path into a new remote file made 0600, then given `mode`."""
+    with open(local_path, "rb") as src, _create_excl(sftp, remote, 0o600) as dst:
+        dst.set_pipelined(True)
+        shutil.copyfileobj(src, dst, 32768)
+        if mode != 0o600:
+            dst.chmod(mode)
+
+
 class SshHost(Host):
     """A remote machine reached over SSH; `settings.name` is what messages call it."""
 
@@ -297,6 +323,9 @@ class SshHost(Host):
         return chan
 
     def put(self, local_path, remote_path, mode=0o644) -> None:
+        """A new file (O_EXCL, mode 0600 from its creation) written by SFTP, given `mode` and
+        renamed over remote_path; with sudo it goes up into the user's 0700 upload directory
+        and is copied from there by root the same way (umask 077, noclobber)."""
         tmp_name = f".overlaybench-{secrets.token_hex(6)}"
         with self._sftp_lock:
             sftp = self._sftp_client()
@@ -305,24 +334,20 @@ class SshHost(Host):
                     if not self._upload_made:
                         sftp.mkdir(self._upload_dir, 0o700)
                         self._upload_made = True
-                        with sftp.open(f"{self._upload_dir}/{OWNER_FILE}", "w") as f:
+                        with _create_excl(sftp, f"{self._upload_dir}/{OWNER_FILE}", 0o644) as f:
                             f.write(self._owner() + "\n")
                     tmp = f"{self._upload_dir}/{tmp_name}"
-                    sftp.put(local_path, tmp)
+                    _upload(sftp, local_path, tmp, 0o600)
                 else:
-                    # The mode is set before a byte is written: a key file is never
-                    # readable by others, not even for a moment.
                     tmp = f"{os.path.dirname(remote_path) or '.'}/{tmp_name}"
-                    with open(local_path, "rb") as src, sftp.open(tmp, "wb") as dst:
-                        dst.chmod(mode)
-                        dst.set_pipelined(True)
-                        shutil.copyfileobj(src, dst, 32768)
+                    _upload(sftp, local_path, tmp, mode)
                     sftp.posix_rename(tmp, remote_path)
                     return
             except (OSError, paramiko.SSHException, EOFError) as e:
                 raise self._sftp_error(f"put {local_path} -> {remote_path}", e) from e
         try:
-            self.run(["install", "-m", f"{mode:o}", tmp, remote_path], timeout=60)
+            self.run(["sh", "-c", INSTALL_SH, "sh", tmp, remote_path, f"{os.path.dirname(remote_path) or '.'}/{tmp_name}",
+                      f"{mode:o}"], timeout=60)
         finally:
             self.run(["rm", "-f", tmp], check=False, timeout=10)
 

@@ -146,7 +146,8 @@ class Sleeve(Mode):
             key_path = self.key_path(s)
             local = pathlib.Path(testbed.artifact_dir) / f"key-{s.index}"
             local.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            local.unlink(missing_ok=True)           # a failed deployment's
+            fd = os.open(local, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(key)

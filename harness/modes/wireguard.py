@@ -182,8 +182,8 @@ class WireGuard(Mode):
 
     def _genkey(self, s: Side) -> str:
         """A fresh private key into a 0600 file on the side's host; its public key back."""
-        s.host.run(["mkdir", "-p", s.workdir])
-        done = s.host.run(["sh", "-c", 'rm -f "$1" && umask 077 && wg genkey > "$1" && wg pubkey < "$1"',
+        s.host.run(["mkdir", "-p", "-m", "0700", s.workdir])
+        done = s.host.run(["sh", "-c", 'rm -f "$1" && umask 077 && set -C && wg genkey > "$1" && wg pubkey < "$1"',
                            "sh", self.key_path(s)])
         public = done.stdout.strip()
         if not KEY_RE.match(public):
