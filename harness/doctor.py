@@ -39,7 +39,7 @@ KERNEL_PROBES = [
     ("vxlan", "kernel VXLAN (fastdp)", ["ip", "link", "add", "px0", "type", "vxlan", "id", "1", "dstport", "4789"], True),
     ("tun", "TUN/TAP (the sleeve)", ["ip", "tuntap", "add", "pt0", "mode", "tap"], True),
     ("tbf", "tbf rate cap", ["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1gbit", "burst", "64k", "latency", "50ms"], True),
-    ("nftables", "nftables (auto-mode fallback test)", ["nft", "add", "table", "inet", "pobchk"], False),
+    ("nftables", "nftables (each testbed's forwarding table)", ["nft", "add", "table", "inet", "pobchk"], True),
     ("netem", "netem delay/loss emulation", ["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], False),
     ("geneve", "GENEVE tunnels", ["ip", "link", "add", "pg0", "type", "geneve", "id", "1", "remote", "198.18.0.2"], False),
     ("gre", "GRE tunnels", ["ip", "link", "add", "pgr0", "type", "gretap", "local", "198.18.0.1", "remote", "198.18.0.2"], False),
@@ -52,7 +52,7 @@ KERNEL_PROBES = [
 ]
 
 TOOLS = [("iperf3", True), ("qperf", True), ("ping", True), ("ip", True), ("tc", True), ("bridge", True),
-         ("ss", True), ("ethtool", False), ("nft", False), ("gcc", True), ("make", True)]
+         ("ss", True), ("ethtool", False), ("nft", True), ("gcc", True), ("make", True)]
 
 PY_MODULES = [("pandas", True), ("jinja2", True), ("matplotlib", True), ("scipy", True),
               ("paramiko", False), ("docker", False)]
