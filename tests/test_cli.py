@@ -110,7 +110,7 @@ def test_misspelled_key_in_scenario_file(tmp_path):
 def test_missing_iperf3_is_named_with_its_package(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    for tool in ["ip", "tc", "ss", "bridge", "qperf", "git"]:
+    for tool in ["ip", "tc", "ss", "bridge", "nft", "qperf", "git"]:
         os.symlink(shutil.which(tool), bindir / tool)
     env = dict(os.environ, PATH=str(bindir))
     res = tmp_path / "res"
