@@ -9,7 +9,8 @@ On each host, and nothing else:
     inet <P>-h<i>  the side's nftables table: the bridge and an L3 mode's tunnel device
                    forward to each other and nowhere else (harness/confine.py)
     /run/overlaybench/<P>/   state.json (owner: orchestrator host, pid, run id; what the
-                   underlay was), the pinned sleeve, keys, counters
+                   underlay was), the pinned sleeve, keys, counters; made 0700 with a
+                   plain mkdir, so a prefix another testbed holds is drawn again
 
 <P> = "ob" + 4 hex digits. The NIC is the underlay; its MTU and qdisc are never changed
 unless the inventory says manage_underlay = true (then restored at teardown). Every
