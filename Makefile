@@ -18,7 +18,7 @@ AWSLC_DIR := $(or $(OVERLAYBENCH_CACHE),$(HOME)/.cache/overlaybench)/aws-lc
 # Vagrant hosts and Docker containers: make test and the image targets need these, make bench does not.
 APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt
 
-.PHONY: setup setup-test bench test lint sleeve aws-lc clean down
+.PHONY: setup setup-test bench test soak lint sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go
 .PHONY: dockerd-up dockerd-down images vagrant-image tools-image
 
@@ -109,6 +109,16 @@ test: setup-test
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(MAKE) -s images && $(PY) -m pytest -q --durations=20 tests
+
+# Prove tests that depend on timing or measurement: TESTS (pytest arguments) run N times in
+# a row beside one CPU hog per CPU, with dockerd and the images up as for make test; prints
+# "N passed, M failed" (rounds). Every round runs: a failure is reported, never retried.
+N ?= 30
+soak: setup-test
+	@[ -n "$(TESTS)" ] || { echo 'make soak needs TESTS="tests/test_x.py ..." (and N=rounds, default 30)'; exit 2; }
+	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
+	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
+	$(MAKE) -s images && $(PY) tests/soak.py -n $(N) $(TESTS)
 
 # dockerd with its bridge in the benchmark range (198.19.254.1/24), started only when none
 # answers; dockerd-down stops only the one dockerd-up started.

@@ -92,22 +92,70 @@ def needs_root():
     return pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
 
-@pytest.fixture(scope="session", autouse=True)
-def nothing_left_behind():
-    yield
-    from harness.lab import leftovers, remove_lab
+def _owner_alive(prefix: str) -> bool:
+    """A testbed (lab or remote) whose owning process lives and is not this one: a run
+    beside the tests."""
+    import json
+    import pathlib
+    from harness.lab import pid_alive
+    try:
+        pid = json.loads((pathlib.Path("/run/overlaybench") / prefix / "state.json").read_text()).get("pid")
+    except (OSError, ValueError):
+        return False
+    return isinstance(pid, int) and pid > 0 and pid != os.getpid() and pid_alive(pid)
+
+
+def stray_containers() -> list[str]:
+    """Docker containers a testbed made (they carry its prefix label) whose owner is gone
+    or is this process; none when no dockerd answers (then none of anyone's runs)."""
+    from harness.docker_containers import PREFIX_LABEL, connect
+    from harness.errors import HarnessError
+    from harness.hosts import LocalHost
+    try:
+        client, _ = connect(LocalHost("local"))
+    except HarnessError:
+        return []
+    try:
+        found = client.containers.list(all=True, filters={"label": PREFIX_LABEL})
+        return [f"{c.name} ({c.status})" for c in found
+                if not _owner_alive(c.labels.get(PREFIX_LABEL, ""))]
+    finally:
+        client.close()
+
+
+def leftovers_now() -> list[str]:
+    """What the tests left on this machine: labs whose owner is dead or is this process,
+    tool and sleeve processes in lab namespaces, and testbed containers. Empty when clean."""
+    from harness.lab import leftovers
     labs = {p: i for p, i in leftovers().items() if not i["alive"] or i["pid"] == os.getpid()}
-    stray = stray_processes()
-    tables = stray_tables() if os.geteuid() == 0 else []
     problems = []
     if labs:
         problems.append(f"labs left behind: {labs}")
+    stray = stray_processes()
     if stray:
         problems.append(f"processes left behind: {stray}")
+    tables = stray_tables() if os.geteuid() == 0 else []
     if tables:
         problems.append(f"nftables tables left behind: {tables}")
-    for p in labs:
-        remove_lab(p)
+    containers = stray_containers()
+    if containers:
+        problems.append(f"containers left behind: {containers}")
+    return problems
+
+
+@pytest.fixture(scope="session", autouse=True)
+def nothing_left_behind():
+    """After the last test of the session, whatever ran and in whatever order (random,
+    `-k`, one file alone): nothing a test made is left. What is found is reported as an
+    error of the session and then removed, so one leak does not fail the next session too."""
+    yield
+    if os.geteuid() != 0:
+        return                      # without root no test could make a lab or a container
+    from harness.lab import leftovers, remove_lab
+    problems = leftovers_now()
+    for p, i in leftovers().items():
+        if not i["alive"] or i["pid"] == os.getpid():
+            remove_lab(p)
     if problems:
         pytest.fail("; ".join(problems))
 

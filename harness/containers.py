@@ -29,6 +29,9 @@ class Containers(abc.ABC):
     def create(self, host: Host, netns: str, labels: dict[str, str]) -> None:
         """Make the container; afterwards `netns` names its network namespace on `host`."""
 
+    def verify(self, host: Host, netns: str) -> None:
+        """Once the testbed is built: raise if the container made as `netns` stopped since."""
+
     @abc.abstractmethod
     def remove(self, host: Host, netns: str) -> None:
         """Remove what create made. Must not raise for something already gone."""

@@ -112,6 +112,25 @@ class DockerContainers(Containers):
         self._note(host, client, c.attrs.get("Image", ""))
         log.info("%s: container %s (%s) pid %d as netns %s", host.name, netns, c.short_id, pid, netns)
 
+    def verify(self, host: Host, netns: str) -> None:
+        """A container that stopped while the testbed was built is the error `create` gives
+        (one that exits at once can still be starting when `create` looks; by the end of
+        the build it has long exited). The kernel says at once whether its process lives;
+        dockerd registers an exit a moment later, so it is waited for before it is asked."""
+        import docker.errors
+        try:
+            c = self._client(host).containers.get(netns)
+        except docker.errors.DockerException as e:
+            raise HarnessError(f"{_who(host)}: container {netns}: {_why(e)}") from e
+        pid = (c.attrs.get("State") or {}).get("Pid") or 0
+        if pid > 0 and host.run(["kill", "-0", str(pid)], check=False, timeout=20).ok:
+            return
+        try:
+            c.wait(timeout=30)
+        except Exception as e:          # a timeout or a vanished container: the state says which
+            log.debug("waiting for container %s to stop: %r", netns, e)
+        self._running_pid(c, host)
+
     def _gone(self, c, host: Host, wait: float = 3.0) -> None:
         """Raise the exited-at-once error if dockerd sees the container stop within `wait`
         seconds (its state lags the process by a moment)."""

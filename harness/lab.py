@@ -224,6 +224,8 @@ class Lab(Testbed):
             _ip("link", "set", m, "up")
             _ip("-n", h, "addr", "add", f"{host_ip}/30", "dev", "mg0")
             _ip("-n", h, "link", "set", "mg0", "up")
+        for s in self.sides:
+            self.containers.verify(self.root, s.container.netns)
 
     def set_underlay(self, mtu: int, rate: str | None) -> None:
         for s in self.sides:

@@ -215,6 +215,8 @@ class RemoteTestbed(Testbed):
                 for path, doc in ((f"{self.state}/state.json", owner), (f"{s.workdir}/underlay.json", underlay)):
                     s.host.run(["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", path], input=json.dumps(doc))
                 self._build_side(s)
+            for s in self.sides:
+                self.containers.verify(s.host, s.container.netns)
             self.set_underlay(underlay_mtu, rate)
         except BaseException:
             self.teardown()

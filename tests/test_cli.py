@@ -7,7 +7,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -138,10 +137,18 @@ def test_not_root_is_refused(tmp_path):
 @needs_root()
 @pytest.mark.lab
 def test_ctrl_c_mid_run_removes_the_lab_and_keeps_measurements(tmp_path):
+    """Timing: waits for the first measured lines with a 300 s deadline (they come after
+    seconds), then interrupts the run at once, with most of its nine 1 s cases to come (it
+    would take a stall of this test of about ten seconds to miss them): ~0.
+
+    The run gets SIGINT's default action as at a terminal: a test suite started in the
+    background by a non-interactive shell (`make test &`) inherits SIGINT ignored, and
+    Python then never turns it into KeyboardInterrupt."""
     p = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--modes", "native,fastdp", "--tests",
                           "iperf3.tcp", "--repeats", "3", "--duration", "1", "--results", str(tmp_path), "-q"],
-                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 300
     jsonl = None
     while time.monotonic() < deadline:
         runs = list(tmp_path.iterdir())
@@ -171,26 +178,40 @@ def test_ctrl_c_mid_run_removes_the_lab_and_keeps_measurements(tmp_path):
 
 @needs_root()
 @pytest.mark.lab
-def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_path):
-    from harness import results, scenario as S
+def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_path, monkeypatch):
+    """Timing: none decides the outcome. The iperf3 server is killed by the runner's own
+    thread at its "mid-test" point (the client has just been started and is not yet waited
+    for), so the death lands inside that case by construction: ~0."""
+    from harness import failpoints, results, scenario as S
     from harness.runner import Runner
     sc = S.build({"matrix": {"modes": ["native"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "repeats": 1,
                              "duration": 4}})
     store = results.RunStore.create(tmp_path, {"scenario": sc.to_dict()})
     server_ns = lab.sides[1].host.netns
+    killed = []
+    real = failpoints.reached
 
-    def kill_server():
-        time.sleep(1.5)
+    def server_pids() -> list[int]:
         pids = subprocess.run(["ip", "netns", "pids", server_ns], capture_output=True, text=True).stdout.split()
+        found = []
         for pid in pids:
-            comm = pathlib.Path(f"/proc/{pid}/comm").read_text().strip()
-            if comm == "iperf3":
-                os.kill(int(pid), signal.SIGKILL)
+            try:
+                if pathlib.Path(f"/proc/{pid}/comm").read_text().strip() == "iperf3":
+                    found.append(int(pid))
+            except OSError:     # it ended between the listing and the read
+                pass
+        return found
 
-    t = threading.Thread(target=kill_server)
-    t.start()
+    def reached(name: str) -> None:
+        if name == "mid-test" and not killed:      # the first case's client is started
+            killed.extend(server_pids())           # the server listens: the runner waited for it
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+        real(name)
+
+    monkeypatch.setattr(failpoints, "reached", reached)
     Runner(sc, lab, store).run(S.expand(sc))
-    t.join()
+    assert killed, "the runner reached mid-test with the server running"
     recs = store.records()
     iperf = [r for r in recs if r["test"] == "iperf3.tcp"]
     assert len(iperf) == 1 and iperf[0]["ok"] is False and iperf[0]["metric"] == "failed"

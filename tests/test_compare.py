@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import subprocess
+import sys
 
 import pandas as pd
 import pytest
 
 from harness import compare, gate, verdict
 from harness.errors import HarnessError
+from harness.facts import PROJECT
 from harness.results import Measurement, RunStore
 
 CASE_TP = "sleeve underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"
@@ -155,3 +159,31 @@ def test_tolerances_parse_over_the_defaults():
     for bad in ("throughput_bps", "cpu=0.1", "latency_us=1.5", "latency_us=x"):
         with pytest.raises(HarnessError, match="METRIC=FRACTION"):
             compare.parse_tolerances([bad])
+
+
+RECORDED = PROJECT / "tests" / "data" / "compare"
+
+
+def test_compare_judges_recorded_runs(tmp_path):
+    """`compare --run` on two committed A/B runs recorded on the lab (tests/data/compare,
+    README there): an unchanged pair (16 pairs, both tests) passes, exit 0; a head arm
+    slowed by --inject-ns fails, exit 1, naming its throughput case. The data are fixed,
+    so the verdicts are too: no chance in it."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT)}
+
+    def judge(name, *args):
+        return subprocess.run([sys.executable, "-m", "harness.cli", "compare", "--run", str(RECORDED / name),
+                               *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+
+    aa = judge("aa", "--format", "json")
+    assert aa.returncode == 0, aa.stdout + aa.stderr
+    out = json.loads(aa.stdout)
+    assert out["ok"] is True and len(out["cases"]) == 2
+    assert {c["metric"] for c in out["cases"]} == {"throughput_bps", "latency_us"}
+    assert all(c["n_base"] == c["n_head"] == 16 and c["status"] in ("pass", "improved") for c in out["cases"])
+
+    slow = judge("slowed", "--junit", str(tmp_path / "j.xml"))
+    assert slow.returncode == 1, slow.stdout + slow.stderr
+    fail = [line for line in slow.stdout.splitlines() if line.startswith("  FAIL ")]
+    assert any("iperf3.tcp x1, throughput_bps" in line for line in fail), slow.stdout
+    assert "failure" in (tmp_path / "j.xml").read_text()

@@ -73,19 +73,26 @@ def test_compare_catches_a_commit_that_slows_the_sleeve(clone, tmp_path):
     assert {d["mode"] for d in meta["datapaths"]} == {"sleeve@base", "sleeve@head"}
 
 
-def test_compare_passes_an_unchanged_pair_and_reports_json(clone, tmp_path):
+def test_compare_measures_an_unchanged_pair_and_reports_json(clone, tmp_path):
+    """The mechanics of an A/A comparison, not its verdict: a fresh A/A verdict at α 0.05
+    fails about 1 time in 20 by design (6 pairs all one way happen by chance), so whether
+    this pair passes is left to `test_compare_judges_recorded_runs`, on data whose answer
+    is known (tests/test_compare.py). No assertion here depends on what was measured:
+    false failures, none."""
     skipped = compare(clone, tmp_path, "--base", "HEAD")
     assert skipped.returncode == 0 and "nothing to compare" in skipped.stdout, skipped.stdout + skipped.stderr
     assert not (tmp_path / "results").exists()          # one binary for both arms: nothing measured
     p = compare(clone, tmp_path, "--base", "HEAD", "--measure-unchanged", "--format", "json")
-    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.returncode in (0, 1), p.stdout + p.stderr
     out = json.loads(p.stdout)
-    assert out["ok"] is True and out["kind"] == "compare"
+    assert out["kind"] == "compare" and out["ok"] is (p.returncode == 0)
     (case,) = out["cases"]
-    assert case["status"] in ("pass", "improved") and case["n_base"] == case["n_head"] == 6
+    assert case["status"] in ("pass", "improved", "fail") and (case["status"] == "fail") is (not out["ok"])
+    assert case["n_base"] == case["n_head"] == 6          # six pairs formed, one per repeat
     assert case["mode"] == "sleeve" and case["metric"] == "throughput_bps" and case["base"] > 0
     meta = json.loads((tmp_path / "results" / out["run_id"] / "run.json").read_text())
     assert meta["compare"]["base"]["source_hash"] == meta["compare"]["head"]["source_hash"]
+    assert {d["mode"] for d in meta["datapaths"]} == {"sleeve@base", "sleeve@head"}   # both arms deployed
     # One source, one build: both arms ran the same cached binary.
     assert len(list((tmp_path / "cache" / "sleeve").iterdir())) == 1
 
@@ -101,21 +108,24 @@ def test_compare_refuses_bad_input_in_one_line(clone, tmp_path):
 
 
 class Calibrated(Sleeve):
-    """The sleeve spending 500 µs on every frame it reads from or writes to its device."""
-    flags = ("--calibrate-ns", "500000")
+    """The sleeve spending 10 ms (the most the option takes) on every frame it reads from or writes to its device."""
+    flags = ("--calibrate-ns", "10000000")
 
 
 def _min_rtt_ms(lab, dp):
     c, s = endpoints(lab, dp, "container-container")
-    out = c.host.run(["ping", "-c", "5", "-i", "0.2", "-W", "2", s.addr], check=False).stdout
+    out = c.host.run(["ping", "-c", "5", "-i", "0.2", "-W", "10", s.addr], check=False).stdout
     m = re.search(r"rtt min/avg/max/mdev = ([\d.]+)/", out)
     assert m, out
     return float(m.group(1))
 
 
 def test_calibrate_ns_costs_its_time_on_every_frame_both_ways(lab):
-    # An echo request is read from one sleeve's device and written to the other's; so is
-    # the reply: four frame steps, so a round trip takes at least 4 × 500 µs.
+    """An echo request is read from one sleeve's device and written to the other's; so is
+    the reply: four frame steps, so a calibrated round trip takes at least 4 × 10 ms, by
+    construction. The plain sleeve's fastest of 5 round trips stays under half that unless
+    every one of them waits 20 ms for a CPU (it takes about 0.1 ms): no chance failure
+    by design, even beside CPU hogs."""
     rtts = {}
     for mode in (Sleeve(), Calibrated()):
         dp = mode.deploy(lab, 1450)
@@ -124,5 +134,5 @@ def test_calibrate_ns_costs_its_time_on_every_frame_both_ways(lab):
             rtts[type(mode).__name__] = _min_rtt_ms(lab, dp)
         finally:
             mode.teardown(lab, dp)
-    assert rtts["Calibrated"] >= 4 * 0.5, rtts
-    assert rtts["Sleeve"] < 4 * 0.5, rtts
+    assert rtts["Calibrated"] >= 4 * 10, rtts
+    assert rtts["Sleeve"] < 4 * 10 / 2, rtts

@@ -33,11 +33,11 @@ def test_every_address_is_in_the_benchmark_range_and_no_default_route(lab):
 
 def test_underlay_mgmt_and_rate_cap(lab):
     a, b = lab.sides
-    a.host.run(["ping", "-c", "1", "-W", "2", b.underlay_ip])
-    lab.root.run(["ping", "-c", "1", "-W", "2", lab.mgmt_addrs(1)[1]])
+    a.host.run(["ping", "-c", "1", "-W", "10", b.underlay_ip])
+    lab.root.run(["ping", "-c", "1", "-W", "10", lab.mgmt_addrs(1)[1]])
     lab.set_underlay(9000, "1gbit")
     assert "mtu 9000" in a.host.run(["ip", "link", "show", "ul0"]).stdout
-    a.host.run(["ping", "-c", "1", "-W", "2", "-M", "do", "-s", str(9000 - 28), b.underlay_ip])
+    a.host.run(["ping", "-c", "1", "-W", "10", "-M", "do", "-s", str(9000 - 28), b.underlay_ip])
     qd = a.host.run(["tc", "qdisc", "show", "dev", "ul0"]).stdout
     assert "tbf" in qd and "rate 1Gbit" in qd
     lab.set_underlay(1500, None)

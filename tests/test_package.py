@@ -22,8 +22,9 @@ def wheel(tmp_path_factory):
         if (ROOT / f).is_file():
             (src / f).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / f, src / f)
-    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                        "-w", str(out), str(src)], capture_output=True, text=True, timeout=300)
+    # Offline: the venv's setuptools builds it (no isolated build environment from an index).
+    p = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                        "--no-index", "-w", str(out), str(src)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr
     whl, = out.glob("overlaybench-*.whl")
     return whl

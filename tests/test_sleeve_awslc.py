@@ -74,7 +74,7 @@ def test_aws_lc_and_openssl_builds_agree_on_aes_256_gcm_and_carry_tcp(lab, awslc
         assert h0.startswith("AWS-LC ") and h1.startswith("OpenSSL 3"), dp.info["cipher_impl"]
         assert _iperf(lab, dp, "container-container") > 0
         c, s = endpoints(lab, dp, "container-container")
-        assert c.host.run(["ping", "-c", "2", "-W", "2", s.addr], check=False).returncode == 0
+        assert c.host.run(["ping", "-c", "2", "-W", "10", s.addr], check=False).returncode == 0
         for side, snap in mode.counters(lab, dp).items():
             assert snap["rx"]["frames"] > 0 and snap["drops"]["auth_fail"] == 0, (side, snap["drops"])
     finally:

@@ -27,6 +27,15 @@ nothing comes back from h1's sleeve to the strangers (nft counters on h0).
 
 Whatever fails, the stranger address and the nft tables go again (on remote hosts
 nothing else would remove them).
+
+Chance in it, by design none: the flood starts once iperf3 is connected (a condition),
+captures until its pool is full (milliseconds while TCP flows; 2 s at most, with a
+heartbeat a second besides), and the counters are read once they have caught up with
+what was sent (a condition, 20 s deadline). Lower bounds sit far below what a stalled
+CPU could cause: a quarter of the planned datagrams sent, 20 Mbit/s of TCP (the slowest
+mode carries 2.6 Gbit/s). The kernel's drops before the sleeve (UDP receive errors,
+reassembly failures, and the backlog drops of /proc/net/softnet_stat) are the only
+slack allowed below what was sent.
 """
 
 import json
@@ -48,7 +57,9 @@ SLEEVE_DIR = PROJECT / "overlay" / "sleeve"
 SLEEVES = ["sleeve", "sleeve-basic", "sleeve-l3", "sleeve-crypto", "sleeve-crypto-chacha", "sleeve-seg"]
 MTU = 1410
 FLOOD_SECONDS = 2
+CAPTURE_SECONDS = 2       # at most: the capture ends as soon as its pool is full
 RATE = 2000
+SETTLE_SECONDS = 20       # for h1's sleeve to count what is still in its socket
 STRANGER = "198.18.0.77"
 SPOOF_PORT = 46784
 TABLE = "obflood"
@@ -120,6 +131,36 @@ def _snmp(host) -> dict[tuple[str, str], int]:
     return {(a[0], k): int(v) for a, b in zip(rows[::2], rows[1::2]) for k, v in zip(a[1:], b[1:])}
 
 
+def _kernel_drops(host) -> int:
+    """What the host's kernel dropped of received datagrams before a socket read them: UDP
+    receive errors and reassembly failures (its namespace's), and the backlog drops of
+    every CPU (the machine's: /proc/net/softnet_stat, second column)."""
+    snmp = _snmp(host)
+    backlog = sum(int(line.split()[1], 16) for line in host.run(["cat", "/proc/net/softnet_stat"]).stdout.splitlines())
+    return snmp[("Udp:", "InErrors")] + snmp[("Ip:", "ReasmFails")] + backlog
+
+
+def _wait_connected(host, port: int, deadline_s: float = 30.0) -> None:
+    """Until a TCP connection to `port` is established on `host` (iperf3's client is in)."""
+    end = time.monotonic() + deadline_s
+    while not host.run(["ss", "-Htn", "state", "established", f"sport = :{port}"], check=False).stdout.strip():
+        assert time.monotonic() < end, f"no connection to port {port} within {deadline_s:.0f} s"
+        time.sleep(0.05)
+
+
+def _settled_drops(mode, lab, dp, before, want, kernel0) -> tuple[dict, int]:
+    """h1's drop counts since `before`, read again until every reason holds at least what
+    was sent less what the kernel dropped, or SETTLE_SECONDS pass; and the kernel's drops."""
+    end = time.monotonic() + SETTLE_SECONDS
+    while True:
+        after = mode.counters(lab, dp)["h1"]
+        lost = _kernel_drops(lab.sides[1].host) - kernel0
+        got = {r: after["drops"][r] - before["drops"][r] for r in want}
+        if all(got[r] >= want[r] - lost for r in want) or time.monotonic() > end:
+            return got, lost
+        time.sleep(0.2)
+
+
 @pytest.mark.parametrize("name", SLEEVES)
 def test_a_flood_of_hostile_datagrams_is_dropped_and_counted(lab, name, flood_binary):
     flood_case(lab, name, flood_binary)
@@ -139,24 +180,25 @@ def flood_case(lab, name, flood_binary) -> None:
         # the marked frames' Ethernet destination: the container's own MAC (L2)
         mac = json.loads(s.host.run(["ip", "-j", "link", "show", "dev", b.container_dev]).stdout)[0]["address"]
         before = mode.counters(lab, dp)["h1"]
-        snmp0 = _snmp(b.host)
+        kernel0 = _kernel_drops(b.host)
         srv = s.host.start(["iperf3", "-s", "-1", "-p", "5201"])
         cli = None
         try:
             why = wait_listening(s.host, 5201, srv)
             assert why is None, why
-            cli = c.host.start(["iperf3", "-c", s.addr, "-p", "5201", "-t", str(FLOOD_SECONDS + 2), "-J"])
-            time.sleep(0.3)
+            cli = c.host.start(["iperf3", "-c", s.addr, "-p", "5201", "-t",
+                                str(CAPTURE_SECONDS + FLOOD_SECONDS + 2), "-J"])
+            _wait_connected(s.host, 5201)
             done = a.host.run([str(flood_binary), "--target", f"{b.underlay_ip}:{PORT}",
                                "--peer", f"{a.underlay_ip}:{PORT}", "--stranger", STRANGER,
                                "--spoof-port", str(SPOOF_PORT), "--seconds", str(FLOOD_SECONDS),
-                               "--rate", str(RATE), "--capture", a.underlay_dev, "--capture-seconds", "0.8",
+                               "--rate", str(RATE), "--capture", a.underlay_dev, "--capture-seconds", str(CAPTURE_SECONDS),
                                "--mark-dst", s.addr, "--mark-src", c.addr, "--mark-sport", str(MARK_SPORT),
                                *(["--l3"] if mode.l3 else ["--mark-mac", mac]),
                                *(["--keyed", "--cipher", dp.info["cipher"]] if mode.crypto else [])],
-                              timeout=FLOOD_SECONDS + 30, check=False)
+                              timeout=CAPTURE_SECONDS + FLOOD_SECONDS + 30, check=False)
             try:
-                tcp = cli.wait(FLOOD_SECONDS + 15)
+                tcp = cli.wait(CAPTURE_SECONDS + FLOOD_SECONDS + 30)
             except TimeoutError:
                 tcp = None
         finally:
@@ -178,7 +220,7 @@ def flood_case(lab, name, flood_binary) -> None:
         # the flood was what it claims to be
         sent = sum(sum(kinds.values()) for kinds in flood["sent"].values())
         assert flood["captured"]["datagrams"] > 0, "nothing captured to replay"
-        assert sent >= 0.9 * RATE * FLOOD_SECONDS, flood
+        assert sent >= 0.25 * RATE * FLOOD_SECONDS, flood     # paced by the clock, catching up after a stall
         assert set(flood["sent"]) == set(MARK_SOURCES)
         assert flood["mark_sport"] == {src: MARK_SPORT + i for i, src in enumerate(MARK_SOURCES)}
         marked = {src: flood["sent"][src]["marked"] for src in MARK_SOURCES}
@@ -198,16 +240,13 @@ def flood_case(lab, name, flood_binary) -> None:
         assert arrived["any"] == arrived["spoofed"], f"{name}: other packets to port 9: {arrived}"
 
         # h1's drop counters hold it, reason by reason
-        after = mode.counters(lab, dp)["h1"]
-        snmp1 = _snmp(b.host)
-        lost = sum(snmp1[k] - snmp0[k] for k in [("Udp:", "InErrors"), ("Ip:", "ReasmFails")])
         want: dict[str, int] = {}
         for src, kinds in flood["sent"].items():
             for kind, n in kinds.items():
                 reason = flood["expect"][src][kind]
                 if reason != "accepted":  # plaintext has no replay protection
                     want[reason] = want.get(reason, 0) + n
-        got = {r: after["drops"][r] - before["drops"][r] for r in want}
+        got, lost = _settled_drops(mode, lab, dp, before, want, kernel0)
         assert want["wrong_port"] == sum(flood["sent"]["other_port"].values())
         assert want["no_peer"] == sum(flood["sent"]["stranger"].values())
         off = {r: (got[r], want[r]) for r in want if not want[r] - lost <= got[r] <= want[r]}

@@ -63,7 +63,7 @@ def test_ping_and_tcp_across_each_sleeve_mode(lab, name, underlay, overlay):
         assert dp.kind == "sleeve" and dp.overlay_mtu == overlay
         for placement in ("container-container", "host-container"):
             c, s = endpoints(lab, dp, placement)
-            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", "-M", "do", "-s", str(overlay - 28),
+            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "10", "-M", "do", "-s", str(overlay - 28),
                               s.addr], check=False)
             assert " 0% packet loss" in out.stdout and "DUP" not in out.stdout, (placement, out.stdout)
         bps = _iperf(lab, dp, "container-container")
@@ -171,7 +171,7 @@ def test_auto_falls_back_to_the_sleeve_when_udp_4789_is_dropped(lab):
         assert dp.kind == "sleeve", dp.info
         assert "DF probe across VXLAN failed" in dp.info["decision"]
         c, s = endpoints(lab, dp, "container-container")
-        c.host.run(["ping", "-c", "2", "-W", "2", s.addr])
+        c.host.run(["ping", "-c", "2", "-W", "10", s.addr])
     finally:
         mode.teardown(lab, dp)
 

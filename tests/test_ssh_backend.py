@@ -323,44 +323,80 @@ def test_an_unknown_host_key_is_accepted_only_with_the_flag_and_then_remembered(
 
 # --------------------------------------------------------------------------- faults
 
-def _procs(comm: str) -> list[int]:
+def _testbed_of(pid: int) -> str | None:
+    """The prefix of the remote testbed the orchestrator `pid` made (its state.json on the
+    hosts, which share this machine's /run), or None while there is none yet."""
+    for d in pathlib.Path("/run/overlaybench").glob("ob????"):
+        try:
+            doc = json.loads((d / "state.json").read_text())
+        except (OSError, ValueError):
+            continue
+        if doc.get("kind") == "remote" and doc.get("pid") == pid:
+            return d.name
+    return None
+
+
+def _iperf3_clients(prefix: str) -> list[int]:
+    """iperf3 clients that testbed `prefix` started: it marks its every process with
+    OVERLAYBENCH_PREFIX=<prefix>; other sessions' clients are not counted."""
     out = []
     for d in pathlib.Path("/proc").glob("[0-9]*"):
         try:
-            if (d / "comm").read_text().strip() == comm:
+            if (d / "comm").read_text().strip() == "iperf3" \
+                    and b"-c" in (d / "cmdline").read_bytes().split(b"\0") \
+                    and f"OVERLAYBENCH_PREFIX={prefix}".encode() in (d / "environ").read_bytes().split(b"\0"):
                 out.append(int(d.name))
+        except OSError:     # it ended while we looked
+            pass
+    return out
+
+
+def _sshd_children(listener: int) -> list[int]:
+    out = []
+    for pid in sshd_mod.descendants(listener):
+        try:
+            if pathlib.Path(f"/proc/{pid}/comm").read_text().strip() == "sshd":
+                out.append(pid)
         except OSError:
             pass
     return out
 
 
 def test_a_connection_dropped_mid_case_loses_nothing_and_the_run_reconnects(ssh_lab, tmp_path):
-    """The sshd processes serving h0's connection are killed while a client runs there."""
+    """The sshd processes serving h0's connection are killed while a client runs there.
+
+    Timing: the drop comes once one of this run's own iperf3 clients (4 s each) of its
+    second case or later has been seen for a second by a poll of 50 ms, so it lands inside
+    that case unless this test's thread stalls for 3 s; the waits have deadlines of 300 s
+    and more: below 1e-6."""
     ssh_lab.bare()
     inv = ssh_lab.inventory()
     run = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--modes", "native,fastdp", "--tests",
-                            "iperf3.tcp", "--repeats", "2", "--duration", "3", "--inventory", inv,
+                            "iperf3.tcp", "--repeats", "2", "--duration", "4", "--inventory", inv,
                             "--results", str(tmp_path), "-q"], cwd=ROOT, env=ssh_lab.env(),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     killed = None
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 300
     listener = ssh_lab.sshds[0].pid
     seen: dict[int, float] = {}
+    prefix = None
     try:
         while killed is None and time.monotonic() < deadline and run.poll() is None:
+            prefix = prefix or _testbed_of(run.pid)
             jsonl = next(tmp_path.glob("*/measurements.jsonl"), None)
-            clients = [pid for pid in _procs("iperf3")
-                       if b"-c" in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+            clients = _iperf3_clients(prefix) if prefix else []
             for pid in clients:
                 seen.setdefault(pid, time.monotonic())
             # a client of the second case or later that has run for a second: mid-test
             if any(time.monotonic() - seen[pid] > 1.0 for pid in clients) and jsonl is not None \
                     and jsonl.read_text().count("\n") >= 2:
                 # Every sshd process serving a connection to h0 (the orchestrator's only one).
-                killed = [pid for pid in sshd_mod.descendants(listener)
-                          if pathlib.Path(f"/proc/{pid}/comm").read_text().strip() == "sshd"]
+                killed = _sshd_children(listener)
                 for pid in killed:
-                    os.kill(pid, signal.SIGKILL)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
             time.sleep(0.05)
         out, err = run.communicate(timeout=600)
     finally:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 
 import pytest
+from paramiko.common import cMSG_CHANNEL_EOF
 
 from conftest import needs_root
 from harness.hosts.ssh import SshHost
@@ -159,3 +161,32 @@ def test_a_client_of_another_uid_gets_no_stream(tmp_path):
         assert mine.returncode == 0 and opened == [1], (mine.stderr, opened)
     finally:
         t.close()
+
+
+def test_an_eof_held_up_on_its_way_out_is_never_overtaken_by_the_close(host, thread_errors, monkeypatch):
+    """The race itself, made certain rather than likely: every EOF this connection sends
+    waits 3 s between being built and going out, while the remote command ends after 1 s
+    by itself (its EOF and CLOSE come meanwhile). Sent outside the channel's lock, paramiko's
+    answering CLOSE would go out first and OpenSSH would drop the connection; under it the
+    CLOSE waits. Deterministic: nothing here depends on timing but the order it forces
+    (a pump delayed past the command's end sees its EOF and sends none: a pass either way)."""
+    transport = host._transport()
+    send = transport._send_user_message
+
+    def held_up(m):
+        if m.asbytes()[:1] == cMSG_CHANNEL_EOF:
+            time.sleep(3)
+        return send(m)
+
+    monkeypatch.setattr(transport, "_send_user_message", held_up)
+    t = UnixTunnel(lambda: host.stream(["sleep", "1"]), name="t")
+    try:
+        c = _client(t.path)
+        c.shutdown(socket.SHUT_WR)          # the client is done at once: the tunnel sends EOF
+        assert c.recv(10) == b""            # the command ended and its stream with it
+        c.close()
+    finally:
+        t.close()
+    monkeypatch.setattr(transport, "_send_user_message", send)
+    _same_connection(host, transport)
+    assert thread_errors == []

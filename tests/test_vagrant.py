@@ -22,7 +22,6 @@ import pathlib
 import secrets
 import shutil
 import subprocess
-import time
 
 import pytest
 
@@ -345,9 +344,7 @@ def test_a_build_is_cached_and_redone_when_its_recipe_changes(tools_image, tmp_p
     try:
         assert "built " + tag in _build("tools", env, recipe / "build.sh")
         first = _docker("image", "inspect", "-f", "{{.Id}}", tag).strip()
-        t0 = time.monotonic()
         assert "is up to date" in _build("tools", env, recipe / "build.sh")
-        assert time.monotonic() - t0 < 5
         assert _docker("image", "inspect", "-f", "{{.Id}}", tag).strip() == first
         with open(recipe / "build.sh", "a") as f:
             f.write("# a changed recipe\n")

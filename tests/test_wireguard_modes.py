@@ -90,7 +90,7 @@ def deploy_and_carry(lab, mode, underlay, requested):
             assert port == "51820"
         for placement in PLACEMENTS:
             c, s = endpoints(lab, dp, placement)
-            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", "-M", "do", "-s", str(mtu - 28), s.addr],
+            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "10", "-M", "do", "-s", str(mtu - 28), s.addr],
                              check=False)
             assert " 0% packet loss" in out.stdout and "DUP" not in out.stdout, (placement, out.stdout)
         # One byte more than the overlay MTU does not pass with DF set.

@@ -9,11 +9,14 @@ close() stops accepting, closes every stream and removes the directory. Closing 
 is simply gone.
 
 An SSH channel is half-closed (EOF) and closed under one lock of the tunnel's, never after
-it is closed: paramiko builds a channel's EOF under its own lock but sends it after, so a
-close from another thread can overtake it, and OpenSSH answers an EOF on a channel it has
-already closed by dropping the whole connection ("ieof packet referred to nonexistent
-channel"), every other channel of the run with it. Nor is an EOF sent once the far end
-has sent its own: its close is then on the way.
+it is closed: OpenSSH answers an EOF on a channel it has already closed by dropping the
+whole connection ("ieof packet referred to nonexistent channel"), every other channel of
+the run with it. paramiko's own `shutdown_write` builds the EOF under the channel's lock
+but sends it after releasing it, so the CLOSE with which paramiko's transport thread
+answers the far end's could overtake it; the tunnel therefore builds and sends the EOF
+while it holds the channel's lock (the transport thread takes that lock before it
+closes the channel), and sends none once the far end has sent its own EOF or the channel
+is closed.
 """
 
 from __future__ import annotations
@@ -129,7 +132,7 @@ class _Pair:
         with self._lock:
             if self._closed or getattr(self.stream, "closed", False) or getattr(self.stream, "eof_received", False):
                 return
-            _quietly(self.stream.shutdown_write)
+            _quietly(lambda: _shutdown_write(self.stream))
 
     def end_conn(self) -> None:
         """The stream sent everything: the client reads its end of file."""
@@ -146,6 +149,25 @@ class _Pair:
             # shutdown first: a pump blocked in recv on it wakes, and the client reads its end
             _quietly(lambda: self.conn.shutdown(socket.SHUT_RDWR))
             _quietly(self.conn.close)
+
+
+def _shutdown_write(stream) -> None:
+    """Half-close `stream`. A paramiko channel's EOF is built and sent under the channel's
+    own lock, so that no CLOSE of the transport thread's can go out between the two; it is
+    not sent once the channel has closed or the far end's EOF has come. (A key exchange
+    under way only delays the send: paramiko waits for it, 30 s at most.) Any other
+    stream: its own shutdown_write."""
+    lock, transport = getattr(stream, "lock", None), getattr(stream, "transport", None)
+    build = getattr(stream, "_send_eof", None)
+    if lock is None or transport is None or build is None:
+        stream.shutdown_write()
+        return
+    with lock:
+        if stream.closed or stream.eof_received:
+            return
+        m = build()
+        if m is not None:
+            transport._send_user_message(m)
 
 
 def _quietly(step) -> None:

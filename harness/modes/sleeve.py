@@ -37,8 +37,11 @@ log = logging.getLogger(__name__)
 
 PORT = 6784
 DEV = "sv0"
-READY_TIMEOUT = 10.0
-AGREE_TIMEOUT = 3.0   # for the daemons' first heartbeats: the AEAD they agree on
+# Deadlines catch a hang, never judge speed (each step takes milliseconds): they hold on a
+# machine whose CPUs something else keeps busy.
+READY_TIMEOUT = 30.0
+AGREE_TIMEOUT = 20.0      # for the daemons' first heartbeats: the AEAD they agree on
+COUNTERS_TIMEOUT = 20.0   # for a daemon to write its counters after SIGUSR1
 
 # Overhead from overlay/README.md (wire v2): outer IPv4 20 + UDP 8 + header 8
 # (+ Ethernet 14 for L2) (+ 32 with a key: session 8, counter 8, tag 16).
@@ -218,7 +221,7 @@ class Sleeve(Mode):
                 proc.signal(signal.SIGUSR1)
             except ProcessLookupError:
                 continue
-            deadline = time.monotonic() + 2
+            deadline = time.monotonic() + COUNTERS_TIMEOUT
             snap = None
             while snap is None and time.monotonic() < deadline:
                 done = s.host.run(["cat", path], check=False)

@@ -16,7 +16,8 @@ lab_select() { # lab_select ID : work on lab ID from now on
 }
 lab_select "$LABID"
 LAB_NS_ALL=()
-SLEEVE=${SLEEVE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/build/sleeve}
+TESTS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SLEEVE=${SLEEVE:-$TESTS_DIR/../build/sleeve}
 LAB_TMP=$(mktemp -d /tmp/obs-sleeve.XXXXXX)
 LAB_PIDS=()
 GSO_MAX=${GSO_MAX:-65536} # the kernel default; the sleeve needs nothing smaller
@@ -109,10 +110,16 @@ sleeve_start() {
 	eval "SLEEVE_PID_$side$LABID=$!"
 }
 
+# sleeve_pid SIDE : the pid sleeve_start gave that side's daemon in this lab
+sleeve_pid() { eval "echo \"\${SLEEVE_PID_$1$LABID:-}\""; }
+
+# Every wait below is for a condition, with a deadline that only a hang reaches (each
+# step takes milliseconds; 30 s holds on a machine whose CPUs something else keeps busy).
+
 # sleeve_wait SIDE : wait for "ready", print the MTU
 sleeve_wait() {
 	local side=$1 i line
-	for i in $(seq 1 100); do
+	for i in $(seq 1 300); do
 		line=$(head -n1 "$LAB_TMP/out-$side$LABID" 2>/dev/null)
 		case $line in ready\ *) echo "${line##*mtu=}"; return 0 ;; esac
 		sleep 0.1
@@ -153,13 +160,64 @@ vxlan_up() {
 	done
 }
 
+# wait_listen NS PORT : until a TCP socket listens on PORT in NS (30 s at most)
+wait_listen() {
+	local i
+	for i in $(seq 1 600); do
+		[ -n "$(ns "$1" ss -Hltn "sport = :$2")" ] && return 0
+		sleep 0.05
+	done
+	echo "nothing listens on port $2 in $1" >&2
+	return 1
+}
+
+# wait_connected NS PORT : until a TCP connection to PORT is established in NS (30 s at most)
+wait_connected() {
+	local i
+	for i in $(seq 1 600); do
+		[ -n "$(ns "$1" ss -Htn state established "sport = :$2")" ] && return 0
+		sleep 0.05
+	done
+	echo "no connection to port $2 in $1" >&2
+	return 1
+}
+
+# stats_dump SIDE... : each side's daemon writes its counters (SIGUSR1); returns once every
+# stats file is there again and parses (the daemon writes tmp + rename), 30 s at most
+stats_dump() {
+	local side i f
+	for side in "$@"; do
+		rm -f "$LAB_TMP/stats-$side$LABID.json"
+		kill -USR1 "$(sleeve_pid "$side")" 2>/dev/null || return 1
+	done
+	for side in "$@"; do
+		f=$LAB_TMP/stats-$side$LABID.json
+		for i in $(seq 1 600); do
+			python3 -c "import json; json.load(open('$f'))" 2>/dev/null && break
+			sleep 0.05
+		done
+		[ -s "$f" ] || { echo "sleeve $side wrote no counters" >&2; return 1; }
+	done
+}
+
+# stats_keep SIDE... : dump each side's counters now and keep them as the case's snapshot,
+# which stat_get reads: what a daemon counts while the two stop one after the other (a
+# heartbeat to a peer that has just gone, refused) is not the case's
+stats_keep() {
+	local side
+	stats_dump "$@" || return 1
+	for side in "$@"; do
+		cp "$LAB_TMP/stats-$side$LABID.json" "$LAB_TMP/case-$side$LABID.json"
+	done
+}
+
 # iperf_gbps CLIENT_NS SERVER_NS SERVER_IP SECONDS : received Gbit/s
 iperf_gbps() {
 	local cns=$1 sns=$2 ip=$3 t=$4 out
 	ip netns exec "$sns" iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 	local spid=$!
 	LAB_PIDS+=($spid)
-	sleep 0.3
+	wait_listen "$sns" 5201
 	out=$(ns "$cns" timeout $((t + 15)) iperf3 -c "$ip" -p 5201 -t "$t" -J 2>/dev/null)
 	wait $spid 2>/dev/null
 	python3 -c 'import json,sys
@@ -174,15 +232,17 @@ qperf_lat() {
 	ip netns exec "$sns" timeout $((t + 15)) qperf -lp 19765 >/dev/null 2>&1 &
 	local spid=$!
 	LAB_PIDS+=($spid)
-	sleep 0.3
+	wait_listen "$sns" 19765
 	out=$(ns "$cns" timeout $((t + 10)) qperf -lp 19765 -ip 19766 -t "$t" -uu "$ip" tcp_lat 2>/dev/null)
 	kill $spid 2>/dev/null
 	wait $spid 2>/dev/null
 	awk '/latency/ {print $3}' <<<"$out"
 }
 
-stat_get() { # stat_get SIDE python-expr-on-d
-	python3 -c "import json; d=json.load(open('$LAB_TMP/stats-$1$LABID.json')); print($2)"
+stat_get() { # stat_get SIDE python-expr-on-d : on the case's snapshot (stats_keep), else the last write
+	local f=$LAB_TMP/case-$1$LABID.json
+	[ -f "$f" ] || f=$LAB_TMP/stats-$1$LABID.json
+	python3 -c "import json; d=json.load(open('$f')); print($2)"
 }
 
 # wait_quiet : wait (up to 60 s) until the machine is >= 85% idle over 0.5 s, so

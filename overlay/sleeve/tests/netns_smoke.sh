@@ -6,6 +6,8 @@
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
+# this run's own namespaces (obs-ha<pid> ...), so that two runs on one machine stay apart
+lab_select "${LABID:-$$}"
 trap 'lab_cleanup' EXIT
 trap 'exit 130' INT TERM
 
@@ -64,6 +66,7 @@ run_case() {
 		if [ "$x" = -- ]; then seen=1; continue; fi
 		if [ $seen = 0 ]; then a+=("$x"); else b+=("$x"); fi
 	done
+	rm -f "$LAB_TMP"/case-*                 # the snapshots stat_check reads are this case's
 	lab_up "$umtu"
 	lab_containers "$omtu" "$mode"
 	sleeve_start a "${a[@]}"
@@ -89,11 +92,11 @@ run_case() {
 	else
 		if [ "$expect" = fail ]; then ok "$name: no traffic, as required"; else bad "$name: ping failed"; fi
 	fi
-	kill -USR1 "$SLEEVE_PID_a" "$SLEEVE_PID_b"; sleep 0.3
+	stats_keep a b || bad "$name: counters not written on SIGUSR1"
 	CASE_MTU_A=$mtu_a
 	sleeve_stop_all
 	if ns $HA ip link show obs-sv >/dev/null 2>&1; then bad "$name: device left after SIGTERM"; fi
-	[ -s "$LAB_TMP/stats-a.json" ] || bad "$name: no stats file"
+	[ -s "$LAB_TMP/stats-a$LABID.json" ] || bad "$name: no stats file"
 }
 
 run_case "L2 1500/1410" 1500 1410 l2 pass --mtu 1410 -- --mtu 1410
@@ -124,7 +127,7 @@ run_case "crypto aes-256-gcm vs chacha20-poly1305" 1500 1410 l2 fail --mtu 1410 
 for side in a b; do
 	stat_check $side 'd["drops"]["cipher_mismatch"] > 0 and d["rx"]["frames"] == 0 and d["peers"][0]["cipher"] == "none" and d["peers"][0]["heard"]' \
 		"forced ciphers differ: $side refuses its peer, counts it, receives no frame" "forced ciphers differ: $side counters"
-	n=$(grep -c 'accepts only' "$LAB_TMP/err-$side")
+	n=$(grep -c 'accepts only' "$LAB_TMP/err-$side$LABID")
 	[ "$n" = 1 ] && ok "forced ciphers differ: $side said so once" || bad "forced ciphers differ: $side said so $n times"
 done
 run_case "different keys" 1500 1410 l2 fail --mtu 1410 --key-file "$KEY1" -- --mtu 1410 --key-file "$KEY2"
@@ -239,70 +242,43 @@ flood_case() { # flood_case NAME l2|l3 FLOOD_ARGS -- SLEEVE_ARGS
 		}
 	}
 	NFT
-	kill -USR1 "$SLEEVE_PID_b"; sleep 0.3
-	cp "$LAB_TMP/stats-b.json" "$LAB_TMP/flood-before.json"
+	stats_dump b || bad "flood $name: counters not written on SIGUSR1"
+	cp "$LAB_TMP/stats-b$LABID.json" "$LAB_TMP/flood-before.json"
 	ns $HB cat /proc/net/snmp >"$LAB_TMP/snmp-before"
-	ip netns exec $CB timeout 30 iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	cat /proc/net/softnet_stat >"$LAB_TMP/softnet-before"
+	ip netns exec $CB timeout 60 iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 	LAB_PIDS+=($!)
-	sleep 0.3
-	ns $CA timeout 40 iperf3 -c "$PEER_IP" -p 5201 -t $((FLOOD_S + 2)) -J >"$LAB_TMP/flood-iperf.json" 2>/dev/null &
+	wait_listen $CB 5201
+	# TCP outlasts the capture (it ends once its pool is full: milliseconds while TCP
+	# flows, 2 s at most) and the flood
+	ns $CA timeout 60 iperf3 -c "$PEER_IP" -p 5201 -t $((FLOOD_S + 4)) -J >"$LAB_TMP/flood-iperf.json" 2>/dev/null &
 	pid_ip=$!
-	sleep 0.3
+	wait_connected $CB 5201
 	ns $HA timeout $((FLOOD_S + 20)) "$FLOOD" --target 198.18.0.2:6784 --peer 198.18.0.1:6784 \
 		--stranger 198.18.0.77 --spoof-port $SPOOF_PORT --seconds "$FLOOD_S" --rate 2000 \
-		--capture obs-u0 --capture-seconds 0.8 "${fargs[@]}" >"$LAB_TMP/flood.json"
+		--capture obs-u0 --capture-seconds 2 "${fargs[@]}" >"$LAB_TMP/flood.json"
 	rc=$?
 	wait $pid_ip
-	ns $HB cat /proc/net/snmp >"$LAB_TMP/snmp-after"
 	if [ $rc != 0 ]; then bad "flood $name: flood exited $rc"; fi
-	if kill -0 "$SLEEVE_PID_a" 2>/dev/null && kill -0 "$SLEEVE_PID_b" 2>/dev/null; then
-		kill -USR1 "$SLEEVE_PID_b"; sleep 0.3
-		cp "$LAB_TMP/stats-b.json" "$LAB_TMP/flood-after.json"
+	if kill -0 "$(sleeve_pid a)" 2>/dev/null && kill -0 "$(sleeve_pid b)" 2>/dev/null; then
+		# the counters, read again until b has counted what is still in its socket (20 s at most)
+		for x in $(seq 1 40); do
+			stats_dump b && cp "$LAB_TMP/stats-b$LABID.json" "$LAB_TMP/flood-after.json"
+			ns $HB cat /proc/net/snmp >"$LAB_TMP/snmp-after"
+			cat /proc/net/softnet_stat >"$LAB_TMP/softnet-after"
+			python3 "$TESTS_DIR/flood_check.py" "$LAB_TMP" "$name" "$FLOOD_S" --settled && break
+			sleep 0.5
+		done
 		ok "flood $name: both sleeves up"
 	else
-		bad "flood $name: a sleeve died ($(tail -n1 "$LAB_TMP/err-b"))"; sleeve_stop_all; return
+		bad "flood $name: a sleeve died ($(tail -n1 "$LAB_TMP/err-b$LABID"))"; sleeve_stop_all; return
 	fi
 	ns $HA nft list table inet obs-flood >"$LAB_TMP/flood-nft.txt"
 	sleeve_stop_all
 	# the checks print "ok   ..." / "FAIL ..." lines; counted here, in this shell
 	while read -r x; do
 		case $x in "ok   "*) ok "${x#ok   }" ;; "FAIL "*) bad "${x#FAIL }" ;; *) echo "$x" ;; esac
-	done < <(python3 - "$LAB_TMP" "$name" "$FLOOD_S" "${fargs[@]}" 2>&1 <<-'PY'
-	import json, re, sys
-	tmp, name, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
-	load = lambda f: json.load(open(f"{tmp}/{f}"))
-	flood, before, after = load("flood.json"), load("flood-before.json"), load("flood-after.json")
-	iperf = json.loads(open(f"{tmp}/flood-iperf.json").read() or "{}")
-	def snmp(f):
-	    rows = [l.split() for l in open(f"{tmp}/{f}")]
-	    return {(a[0], k): int(v) for a, b in zip(rows[::2], rows[1::2]) for k, v in zip(a[1:], b[1:])}
-	s0, s1 = snmp("snmp-before"), snmp("snmp-after")
-	# what b's kernel dropped before the sleeve could read it
-	lost = sum(s1[k] - s0[k] for k in [("Udp:", "InErrors"), ("Ip:", "ReasmFails")])
-	want = {}
-	for src, kinds in flood["sent"].items():
-	    for kind, n in kinds.items():
-	        r = flood["expect"][src][kind]
-	        if r != "accepted":
-	            want[r] = want.get(r, 0) + n
-	got = {r: after["drops"][r] - before["drops"][r] for r in want}
-	sent = sum(sum(k.values()) for k in flood["sent"].values())
-	bps = iperf.get("end", {}).get("sum_received", {}).get("bits_per_second", 0)
-	nft = [int(n) for n in re.findall(r"counter packets (\d+)", open(f"{tmp}/flood-nft.txt").read())]
-	def say(ok, what):
-	    print(("ok   " if ok else "FAIL ") + f"flood {name}: {what}")
-	say(flood["captured"]["datagrams"] > 0 and sent >= 0.9 * 2000 * seconds,
-	    f"sent {sent} datagrams, {flood['captured']['datagrams']} of them captured for replay")
-	if "--keyed" in sys.argv[4:]:
-	    refl = flood["sent"]["spoofed"]["reflected"]
-	    say(refl > 0 and flood["expect"]["spoofed"]["reflected"] == "auth_fail",
-	        f"{refl} of b's own datagrams reflected from a's address, each must fail the tag")
-	say(not iperf.get("error") and bps > 20e6, f"TCP completed, {bps / 1e9:.2f} Gbit/s ({iperf.get('error', 'no error')})")
-	say(all(want[r] - lost <= got[r] <= want[r] for r in want),
-	    "drops by reason " + ", ".join(f"{r} {got[r]}/{want[r]}" for r in sorted(want)) + f" (kernel lost {lost})")
-	say(len(nft) == 2 and sum(nft) == 0, f"nothing came back to the strangers (nft {nft})")
-	PY
-	)
+	done < <(python3 "$TESTS_DIR/flood_check.py" "$LAB_TMP" "$name" "$FLOOD_S" "${fargs[@]}" 2>&1)
 }
 flood_case "sleeve" l2 --
 flood_case "basic" l2 -- --basic
@@ -312,6 +288,8 @@ flood_case "crypto chacha" l2 --keyed --cipher chacha20-poly1305 -- --key-file "
 flood_case "segment" l2 -- --segment
 
 lab_down
-if [ -n "$(ip netns list | grep '^obs-')" ]; then bad "namespaces left behind"; fi
+for n in "${LAB_NS_ALL[@]}"; do
+	if ip netns list | grep -q "^$n\b"; then bad "namespace $n left behind"; fi
+done
 echo "netns_smoke: $PASS passed, $FAIL failed"
 [ $FAIL = 0 ]
