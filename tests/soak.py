@@ -31,6 +31,13 @@ def _spin() -> None:
         pass
 
 
+def _default_sigint() -> None:
+    """The tests get SIGINT's default action, as at a terminal: a soak started in the
+    background by a script inherits SIGINT ignored, and the tests that interrupt a run
+    with it would then see it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_hogs(n: int) -> list[multiprocessing.Process]:
     hogs = [multiprocessing.Process(target=_spin, daemon=True, name=f"soak-hog-{i}") for i in range(n)]
     for h in hogs:
@@ -74,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             out = logs / f"round-{i:03d}.log"
             with out.open("w") as f:
-                rc = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT).returncode
+                rc = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
+                                    preexec_fn=_default_sigint).returncode
             took = time.monotonic() - t0
             last = (out.read_text().strip().splitlines() or ["(no output)"])[-1]
             if rc == 0:

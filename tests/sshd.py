@@ -166,7 +166,7 @@ def start_sshd(netns: str, address: str, workdir: str | os.PathLike, authorized:
     finally:
         log.close()
     sshd = Sshd(netns, address, port, work, host_key, proc)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30        # a hang, not a speed: sshd listens within milliseconds
     while "Server listening on" not in sshd.log():
         if proc.poll() is not None or time.monotonic() > deadline:
             sshd.stop()
@@ -350,7 +350,7 @@ class Target:
         from harness.hosts.ssh import SshSettings
         kw = dict(name=self.name, hostname=self.space.addr, port=self.sshd.port, user=self.user,
                   key_file=self.key_file, sudo=self.sudo, known_hosts=self.known_hosts,
-                  ssh_config=self.ssh_config, connect_timeout=5.0)
+                  ssh_config=self.ssh_config, connect_timeout=20.0)
         kw.update(over)
         return SshSettings(**kw)
 

@@ -212,16 +212,21 @@ def test_quick_scenario_over_ssh_matches_the_lab_and_leaves_nothing(ssh_lab, tmp
     assert all(r["ok"] for r in rb), [r for r in rb if not r["ok"]][:3]
     assert {(r["case"], r["repeat"]) for r in ra} == {(r["case"], r["repeat"]) for r in rb}
     # Each mode's throughput over its reference's, repeat by repeat (within a repeat the
-    # modes run back to back, so the machine's drift cancels), both placements pooled; the
-    # ±20 % bar holds for the median of those ratios. One cell of a few short repeats
-    # swings by about that much between two runs on this shared machine; a systematic
-    # difference between the backends would move every ratio.
+    # modes run back to back, so the machine's drift cancels), both placements pooled,
+    # compared as medians of 12 ratios. The two runs follow each other, so whatever load
+    # changes between them moves the ratios of one only: every ratio stayed within 17 % in
+    # two quiet runs (BENCHMARKS.md, the SSH backend beside the lab), and the sleeve's
+    # throughput moved by up to a third between repeats of one run over SSH at MTU 9000.
+    # The bar is what a defect of the backend does and chance does not: a sleeve that
+    # lost its offloads over SSH runs at about an eighth of its lab ratio. A factor of 2
+    # both ways is 4.4 times the largest move seen between two runs (on a log scale); a
+    # chance failure is designed out (well under 1 in 100,000).
     fa, fb = _paired_ratios(ra), _paired_ratios(rb)
     assert sorted(fa) == sorted(fb) == ["fastdp/native", "sleeve/fastdp"], (fa, fb)
     for name in fa:
         lab_ratio, ssh_ratio = float(np.median(fa[name])), float(np.median(fb[name]))
         assert len(fa[name]) == len(fb[name]) == 12, (name, fa[name], fb[name])
-        assert abs(ssh_ratio / lab_ratio - 1) <= 0.20, (name, lab_ratio, ssh_ratio, fa[name], fb[name])
+        assert 0.5 <= ssh_ratio / lab_ratio <= 2.0, (name, lab_ratio, ssh_ratio, fa[name], fb[name])
     meta = results.read_meta(b)
     assert meta["backend"] == "ssh" and meta["cpu_accounting"].startswith("per-host")
     for h in ("h0", "h1"):

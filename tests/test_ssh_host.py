@@ -205,6 +205,7 @@ def test_start_poll_wait_stop(host):
 
 
 def test_poll_sees_an_exit_without_collecting(host):
+    """Timing: one wait for the exit, with a 30 s deadline: ~0."""
     p = host.start(["sh", "-c", "echo done"])
     deadline = time.monotonic() + DEADLINE
     while p.poll() is None and time.monotonic() < deadline:
@@ -214,6 +215,7 @@ def test_poll_sees_an_exit_without_collecting(host):
 
 
 def test_stop_kills_the_whole_group(host):
+    """Timing: waits for both sleeps (30 s deadline) and for their end (30 s each): ~0."""
     a, b = f"31.{secrets.randbelow(10**6)}", f"32.{secrets.randbelow(10**6)}"
     p = host.start(["sh", "-c", f"sleep {a} & sleep {b}; wait"])
     deadline = time.monotonic() + DEADLINE
@@ -239,6 +241,11 @@ def test_stop_escalates_to_kill(host, tmp_path):
 
 
 def test_iperf3_server_stops_on_term_of_its_group(root_host):
+    """Timing: waits for the listening socket (30 s deadline); the bound on the stop only
+    catches a hang, and SIGKILL is what shows an ignored TERM. iperf3 prints "Server
+    listening" a few instructions after listen(): TERM could overtake it only if iperf3 were
+    descheduled in that window for longer than the `ss` round trip and the stop call
+    (milliseconds over SSH): far below 1e-5."""
     port = str(20000 + secrets.randbelow(20000))
     srv = root_host.start(["iperf3", "-s", "-p", port])
     deadline = time.monotonic() + DEADLINE
@@ -380,6 +387,7 @@ def test_put_get_root_owned_paths_through_sudo(sudo_host, ssh_world, tmp_path):
 
 
 def test_close_removes_the_hosts_remote_files_and_reconnects_later(ssh_world):
+    """Timing: one wait, with a 30 s deadline: ~0."""
     h = SshHost(ssh_world.sudo.settings())
     tmp = f"/tmp/obssh-src-{secrets.token_hex(3)}"
     open(tmp, "w").write("x")
@@ -532,6 +540,8 @@ def _fails(settings, kind, *fragments, within: float = HANG):
 
 
 def test_unreachable_address_times_out(ssh_world):
+    """Timing: nobody answers for the address, so the 1 s connect timeout is what ends it
+    (the kernel's own ARP failure takes 3 s); the bound only catches a hang: ~0."""
     target = ssh_world.root
     _fails(target.settings(hostname=target.space.silent_addr, connect_timeout=1), SshConnectError,
            "no answer from", "within 1s", within=1 + 20)
@@ -539,6 +549,8 @@ def test_unreachable_address_times_out(ssh_world):
 
 @pytest.mark.slow
 def test_unreachable_address_no_route(ssh_world):
+    """Timing: the kernel's ARP failure (~3 s) against a 30 s connect timeout; the bound only
+    catches a hang: ~0."""
     target = ssh_world.root   # nobody answers ARP for it: the kernel gives up after ~3 s
     # The connect timeout is ten times that, so the kernel's answer always comes first.
     _fails(target.settings(hostname=target.space.silent_addr, connect_timeout=30), SshConnectError,
@@ -546,6 +558,8 @@ def test_unreachable_address_no_route(ssh_world):
 
 
 def test_no_ssh_server_behind_an_open_port(ssh_world):
+    """Timing: the silent server never sends a banner, so the 1 s timeout always ends it; the
+    bound only catches a hang: ~0."""
     target = ssh_world.root
     with socket.socket() as silent:   # accepts connections and never says a word
         silent.bind((target.space.root_addr, 0))
