@@ -8,7 +8,9 @@
 # over the stream, % of one CPU) and the stream's Gbit/s; with SLEEVE_OLD and
 # FLOOD_OLD (an older build and a flood.c built against its wire version) the
 # builds alternate, round by round, in one run. A measurement, not a test.
-#   tests/forged_cost.sh [ROUNDS]   env: SECONDS_EACH (5), RATE (50000)
+# With IPERF=0 no stream runs: b's CPU is then what the flood alone costs, and
+# ns/dgram that CPU time per datagram sent.
+#   tests/forged_cost.sh [ROUNDS]   env: SECONDS_EACH (5), RATE (50000), IPERF (1)
 set -u
 cd "$(dirname "$0")/.."
 source tests/lib.sh
@@ -49,11 +51,17 @@ one() {
 	}
 	NFT
 	ns $CA ping -c 3 -i 0.2 -W 1 "$PEER_IP" >/dev/null 2>&1 # both sessions proven
-	ip netns exec $CB timeout $((T + 20)) iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
-	LAB_PIDS+=($!)
-	sleep 0.3
+	if [ "${IPERF:-1}" = 1 ]; then
+		ip netns exec $CB timeout $((T + 20)) iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+		LAB_PIDS+=($!)
+		sleep 0.3
+	fi
 	c0=$(cpu_ticks "$SLEEVE_PID_b")
-	ns $CA timeout $((T + 15)) iperf3 -c "$PEER_IP" -p 5201 -t "$T" -J >"$LAB_TMP/iperf.json" 2>/dev/null &
+	if [ "${IPERF:-1}" = 1 ]; then
+		ns $CA timeout $((T + 15)) iperf3 -c "$PEER_IP" -p 5201 -t "$T" -J >"$LAB_TMP/iperf.json" 2>/dev/null &
+	else
+		sleep "$T" &
+	fi
 	local ip=$!
 	if [ "$kind" != none ]; then
 		sent=$(ns $HA "$fl" --target 198.18.0.2:6784 --peer 198.18.0.1:6784 --keyed \
@@ -64,7 +72,9 @@ one() {
 	c1=$(cpu_ticks "$SLEEVE_PID_b")
 	bps=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.2f" % (d["end"]["sum_received"]["bits_per_second"] / 1e9))' "$LAB_TMP/iperf.json" 2>/dev/null)
 	kill -USR1 "$SLEEVE_PID_b"; sleep 0.3
-	echo "$name $kind cpu=$(( (c1 - c0) * 100 / ($(getconf CLK_TCK) * T) ))% gbps=${bps:-0} sent=$sent drops=$(stat_get b 'd["drops"]["auth_fail"], d["drops"].get("unproven_session"), d["drops"].get("trial_limit")')"
+	echo "$name $kind cpu=$(( (c1 - c0) * 100 / ($(getconf CLK_TCK) * T) ))% gbps=${bps:-0} sent=$sent" \
+		"ns/dgram=$([ "$sent" -gt 0 ] && echo $(( (c1 - c0) * 1000000000 / $(getconf CLK_TCK) / sent )) || echo -)" \
+		"drops(auth_fail,unproven_session,trial_limit)=$(stat_get b 'd["drops"]["auth_fail"], d["drops"].get("unproven_session"), d["drops"].get("trial_limit")')"
 	sleeve_stop_all
 }
 
