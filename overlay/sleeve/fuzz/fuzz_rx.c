@@ -59,6 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct sv s;
 	static uint8_t buf[1 << 20];
 	size_t used = 0;
+	int primed = 0;
 	uint64_t now = 1000;
 	struct sockaddr_in *pa = (struct sockaddr_in *)&s.peers[0].addr;
 	struct sockaddr_storage local = {0};
@@ -123,6 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		memcpy(buf + used, data, n); /* decryption works in place */
 		tally_version(data, n);
+		if (s.enc && !primed++)
+			fuzz_prime(&s.peers[0].open, data, n);
 		sv_rx_datagram(&s, &s.peers[0], buf + used, n, now);
 		used += n;
 		if (n & 1) {

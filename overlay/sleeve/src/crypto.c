@@ -10,7 +10,7 @@
 
 #include "crypto.h"
 
-#define KDF_LABEL "sleeve4"
+#define KDF_LABEL "sleeve5"
 
 int sv_key_load(const char *path, uint8_t key[SV_KEY_LEN], char *err, size_t errlen)
 {
@@ -76,7 +76,7 @@ int sv_ident_of(struct sv_ident *id, const struct sockaddr_storage *a)
 	return 0;
 }
 
-/* info = "sleeve4" ‖ aead u8 ‖ session u64 ‖ sender identity */
+/* info = "sleeve5" ‖ aead u8 ‖ session u64 ‖ sender identity */
 int sv_derive(uint8_t out[SV_KEY_LEN], const uint8_t master[SV_KEY_LEN], int cipher,
 	      uint64_t session, const struct sv_ident *sender)
 {
@@ -219,9 +219,10 @@ void sv_open_init(struct sv_open *o, const struct sv_ident *id)
 void sv_open_free(struct sv_open *o)
 {
 	sv_aead_set_free(&o->cur);
+	sv_aead_set_free(&o->cand);
 	sv_aead_set_free(&o->trial);
-	o->keyed = 0;
-	o->have = 0;
+	o->keyed = o->cand_keyed = 0;
+	o->have = o->cand_have = 0;
 }
 
 /* Keys a with the peer's key for (session, cipher). */
@@ -231,6 +232,7 @@ static int key_for(struct sv_open *o, struct sv_aead *a, const uint8_t master[SV
 	uint8_t k[SV_KEY_LEN];
 	int ret = sv_derive(k, master, cipher, session, &o->id);
 
+	o->derived++;
 	if (!ret)
 		ret = sv_aead_setkey(a, k);
 	sv_wipe(k, sizeof(k));
@@ -241,34 +243,25 @@ enum sv_drop sv_open_buf(struct sv_open *o, const uint8_t master[SV_KEY_LEN], in
 			 uint64_t session, uint64_t ctr, uint8_t *c, size_t len, const uint8_t *ad,
 			 size_t adlen)
 {
-	int same = o->have && session == o->session;
-	struct sv_aead_set *t = same ? &o->cur : &o->trial;
 	struct sv_aead *a;
 
 	if (len < SV_TAG_LEN)
 		return SV_D_BAD_LENGTH;
+	if (!sv_open_proven(o, session))
+		return SV_D_UNPROVEN_SESSION;
 	if (sv_replay_check(&o->win, ctr) < 0)
 		return SV_D_REPLAY;
-	/* the current session's key is derived once per AEAD; a new session's is
-	 * tried in its own context and kept only when its tag verifies */
-	a = ctx_of(t, cipher);
+	/* the proven session's key is derived once per AEAD */
+	a = ctx_of(&o->cur, cipher);
 	if (!a)
 		return SV_D_AUTH_FAIL;
-	if ((!same || !(o->keyed & SV_AEAD_BIT(cipher))) && key_for(o, a, master, cipher, session) < 0)
-		return SV_D_AUTH_FAIL;
-	if (same)
+	if (!(o->keyed & SV_AEAD_BIT(cipher))) {
+		if (key_for(o, a, master, cipher, session) < 0)
+			return SV_D_AUTH_FAIL;
 		o->keyed |= SV_AEAD_BIT(cipher);
-	if (sv_open_raw(t, cipher, ctr, c, len, ad, adlen) < 0)
-		return SV_D_AUTH_FAIL;
-	if (!same) {
-		struct sv_aead t = o->cur.a[cipher];
-
-		o->cur.a[cipher] = *a;
-		*a = t;
-		o->keyed = SV_AEAD_BIT(cipher);
-		o->session = session;
-		o->have = 1;
 	}
+	if (sv_open_raw(&o->cur, cipher, ctr, c, len, ad, adlen) < 0)
+		return SV_D_AUTH_FAIL;
 	sv_replay_update(&o->win, ctr);
 	return SV_OK;
 }
@@ -279,6 +272,89 @@ enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], 
 	return sv_open_buf(o, master, h->aead, sv_get64(dgram + SV_HDR_LEN),
 			   sv_get64(dgram + SV_HDR_LEN + 8), dgram + SV_HDR_LEN + SV_CRYPTO_PRE,
 			   (size_t)h->len + SV_TAG_LEN, dgram, SV_HDR_LEN + SV_CRYPTO_PRE);
+}
+
+/* The context a HEARTBEAT under a session that is not the proven one opens with:
+ * the candidate's (keyed once per AEAD), or for an unknown session a trial key,
+ * within the per-second budget. NULL with *why set when there is none. */
+static struct sv_aead_set *hello_set(struct sv_open *o, const uint8_t master[SV_KEY_LEN], int cipher,
+				     uint64_t session, uint64_t now, enum sv_drop *why)
+{
+	int known = o->cand_have && o->cand_session == session;
+	struct sv_aead_set *t = known ? &o->cand : &o->trial;
+	struct sv_aead *a = ctx_of(t, cipher);
+
+	*why = SV_D_AUTH_FAIL;
+	if (!a)
+		return NULL;
+	if (known && (o->cand_keyed & SV_AEAD_BIT(cipher)))
+		return t;
+	if (!known) {
+		if (now - o->trial_t0 >= 1000000000ull || now < o->trial_t0) {
+			o->trial_t0 = now;
+			o->trial_n = 0;
+		}
+		if (o->trial_n >= SV_TRIALS_PER_S) {
+			*why = SV_D_TRIAL_LIMIT;
+			return NULL;
+		}
+		o->trial_n++;
+	}
+	if (key_for(o, a, master, cipher, session) < 0)
+		return NULL;
+	if (known)
+		o->cand_keyed |= SV_AEAD_BIT(cipher);
+	return t;
+}
+
+enum sv_drop sv_open_hello(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,
+			   const struct sv_hdr *h, uint64_t now)
+{
+	uint64_t session = sv_get64(dgram + SV_HDR_LEN), ctr = sv_get64(dgram + SV_HDR_LEN + 8);
+	size_t len = (size_t)h->len + SV_TAG_LEN;
+	struct sv_aead_set *t;
+	enum sv_drop why;
+
+	if (sv_open_proven(o, session))
+		return sv_open_dgram(o, master, dgram, h);
+	/* older than a newer session's HEARTBEAT, or than the window: a replay,
+	 * refused before any key is derived */
+	if (sv_replay_check(&o->win, ctr) < 0 || (o->cand_have && ctr <= o->cand_ctr))
+		return SV_D_REPLAY;
+	t = hello_set(o, master, h->aead, session, now, &why);
+	if (!t)
+		return why;
+	if (sv_open_raw(t, h->aead, ctr, dgram + SV_HDR_LEN + SV_CRYPTO_PRE, len, dgram,
+			SV_HDR_LEN + SV_CRYPTO_PRE) < 0)
+		return SV_D_AUTH_FAIL;
+	if (t == &o->trial) {
+		/* the trial context becomes the candidate's */
+		struct sv_aead x = o->cand.a[h->aead];
+
+		o->cand.a[h->aead] = o->trial.a[h->aead];
+		o->trial.a[h->aead] = x;
+		o->cand_keyed = SV_AEAD_BIT(h->aead);
+		o->cand_session = session;
+	}
+	o->cand_have = 1;
+	o->cand_ctr = ctr;
+	return SV_OK;
+}
+
+void sv_open_prove(struct sv_open *o, uint64_t ctr)
+{
+	struct sv_aead_set x = o->cur;
+
+	if (!o->cand_have)
+		return;
+	o->cur = o->cand;
+	o->cand = x;
+	o->keyed = o->cand_keyed;
+	o->session = o->cand_session;
+	o->have = 1;
+	o->cand_keyed = 0;
+	o->cand_have = 0;
+	sv_replay_from(&o->win, ctr);
 }
 
 /* The ring has SV_REPLAY_BITS bits; the usable window is one word less so that
@@ -316,4 +392,14 @@ void sv_replay_update(struct sv_replay *w, uint64_t ctr)
 		w->top = ctr;
 	}
 	w->bits[(ctr / 64) % WORDS] |= 1ull << (ctr % 64);
+}
+
+void sv_replay_from(struct sv_replay *w, uint64_t ctr)
+{
+	unsigned b = (unsigned)(ctr % 64);
+
+	memset(w->bits, 0xff, sizeof(w->bits));
+	w->bits[(ctr / 64) % WORDS] = b == 63 ? ~0ull : (1ull << (b + 1)) - 1;
+	w->top = ctr;
+	w->any = 1;
 }

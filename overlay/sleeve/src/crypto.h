@@ -50,13 +50,26 @@ struct sv_seal {
 	pthread_mutex_t lock;
 };
 
-/* Receiving side, per peer: the last session that authenticated. */
+/* A new session's key is tried at most this often per peer and second. */
+#define SV_TRIALS_PER_S 8u
+
+/* Receiving side, per peer. DATA, FRAG and probes open only under the proven
+ * session: one that authenticated a HEARTBEAT echoing this side's own session
+ * (so it was sealed after this side started). A newer session that
+ * authenticated a HEARTBEAT but is not proven yet is the candidate. */
 struct sv_open {
 	struct sv_ident id; /* the peer's: who seals what comes from it */
-	uint64_t session;
+	uint64_t session;   /* the proven session */
 	int have;
 	unsigned keyed; /* AEADs of cur keyed for session */
-	struct sv_aead_set cur, trial; /* trial: a new session, until its tag verifies */
+	struct sv_aead_set cur, cand, trial; /* trial: an unknown session, until its tag verifies */
+	uint64_t cand_session, cand_ctr; /* cand_ctr: the newest counter a HEARTBEAT under a
+					  * session other than the proven one carried */
+	int cand_have;
+	unsigned cand_keyed;
+	uint64_t trial_t0; /* the second the trials are counted in, and how many */
+	unsigned trial_n;
+	uint64_t derived; /* keys derived for this peer (tests count them) */
 	struct sv_replay win;
 };
 
@@ -91,9 +104,10 @@ size_t sv_seal_ctl(struct sv_seal *s, uint8_t *dgram, size_t len);
 /* Zeroed is ready (contexts are made on first use); id: the peer's address. */
 void sv_open_init(struct sv_open *o, const struct sv_ident *id);
 void sv_open_free(struct sv_open *o);
-/* c: ciphertext || tag, len bytes in all, sealed with cipher: checks replay,
- * authenticates and decrypts in place; the window moves only after the tag
- * verified. */
+/* c: ciphertext || tag, len bytes in all, sealed with cipher under the proven
+ * session: checks replay, authenticates and decrypts in place; the window moves
+ * only after the tag verified. Any other session is unproven_session, and costs
+ * no key derivation. */
 enum sv_drop sv_open_buf(struct sv_open *o, const uint8_t master[SV_KEY_LEN], int cipher,
 			 uint64_t session, uint64_t ctr, uint8_t *c, size_t len, const uint8_t *ad,
 			 size_t adlen);
@@ -101,8 +115,23 @@ enum sv_drop sv_open_buf(struct sv_open *o, const uint8_t master[SV_KEY_LEN], in
  * dgram + 24), the first 24 bytes as associated data. */
 enum sv_drop sv_open_dgram(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,
 			   const struct sv_hdr *h);
+/* A HEARTBEAT: under the proven session as sv_open_dgram; under another, its
+ * counter must be newer than any such HEARTBEAT's (else replay), an unknown
+ * session's key is derived at most SV_TRIALS_PER_S times a second (else
+ * trial_limit), and once its tag verifies the session is the candidate. */
+enum sv_drop sv_open_hello(struct sv_open *o, const uint8_t master[SV_KEY_LEN], uint8_t *dgram,
+			   const struct sv_hdr *h, uint64_t now);
+/* The candidate's HEARTBEAT with counter ctr echoed our session: the candidate
+ * becomes the proven session, and every counter up to ctr is refused. */
+void sv_open_prove(struct sv_open *o, uint64_t ctr);
+static inline int sv_open_proven(const struct sv_open *o, uint64_t session)
+{
+	return o->have && o->session == session;
+}
 
 int sv_replay_check(const struct sv_replay *w, uint64_t ctr);
 void sv_replay_update(struct sv_replay *w, uint64_t ctr);
+/* The window refuses every counter up to ctr and accepts the ones after it. */
+void sv_replay_from(struct sv_replay *w, uint64_t ctr);
 
 #endif

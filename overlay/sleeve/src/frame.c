@@ -27,6 +27,9 @@ const char *const sv_drop_names[SV_D__MAX] = {
 	[SV_D_REASM_BAD] = "reasm_bad",
 	[SV_D_DEV_WRITE] = "dev_write",
 	[SV_D_SEND_ERR] = "send_err",
+	[SV_D_UNPROVEN_SESSION] = "unproven_session",
+	[SV_D_TRIAL_LIMIT] = "trial_limit",
+	[SV_D_BAD_VNET] = "bad_vnet",
 };
 
 void sv_hdr_put(uint8_t *p, uint8_t type, uint8_t flags, uint16_t len)
@@ -199,7 +202,7 @@ enum sv_drop sv_frag_parse(const uint8_t *body, size_t len, struct sv_frag *f)
 	f->chunk = body + SV_FRAG_HDR;
 	f->clen = len - SV_FRAG_HDR;
 	f->session = f->ctr = 0;
-	f->aead = 0;
+	f->aead = f->trusted = 0;
 	if (f->total == 0 || f->total > SV_MAX_STREAM || f->count == 0 ||
 	    f->count > SV_MAX_FRAGS || f->index >= f->count || f->clen > f->total)
 		return SV_D_BAD_LENGTH;

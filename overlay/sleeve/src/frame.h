@@ -30,6 +30,9 @@ enum sv_drop {
 	SV_D_REASM_BAD,
 	SV_D_DEV_WRITE,
 	SV_D_SEND_ERR,
+	SV_D_UNPROVEN_SESSION,
+	SV_D_TRIAL_LIMIT,
+	SV_D_BAD_VNET,
 	SV_D__MAX
 };
 
@@ -141,6 +144,7 @@ struct sv_frag {
 	size_t clen;
 	uint64_t session, ctr; /* ENC: the unit's (from every piece), else 0 */
 	uint8_t aead;          /* ENC: the unit's AEAD, else 0 */
+	uint8_t trusted;       /* ENC: it names the peer's proven session (reasm.h) */
 };
 void sv_frag_put(uint8_t *p, uint32_t id, uint32_t total, uint16_t index, uint16_t count);
 enum sv_drop sv_frag_parse(const uint8_t *body, size_t len, struct sv_frag *f);

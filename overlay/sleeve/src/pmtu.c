@@ -21,7 +21,7 @@ static size_t finish(struct sv *s, uint8_t *buf, uint8_t type, size_t body_len)
 	return SV_HDR_LEN + body_len;
 }
 
-static uint16_t my_caps(const struct sv *s)
+uint16_t sv_my_caps(const struct sv *s)
 {
 	uint16_t caps = 0;
 
@@ -37,12 +37,13 @@ size_t sv_build_heartbeat(struct sv *s, struct sv_peer *p, uint8_t *buf, int wan
 	uint8_t *body = buf + sv_body_off(s->enc);
 	uint32_t seq = __atomic_fetch_add(&s->hb_seq, 1, __ATOMIC_RELAXED);
 
-	(void)p;
-	sv_put16(body, (uint16_t)(my_caps(s) | (want_reply ? SV_CAP_WANT_REPLY : 0)));
+	sv_put16(body, (uint16_t)(sv_my_caps(s) | (want_reply ? SV_CAP_WANT_REPLY : 0)));
 	sv_put16(body + 2, (uint16_t)s->mtu);
 	sv_put32(body + 4, seq);
 	body[8] = s->enc ? (uint8_t)s->aead_acc : 0;
 	body[9] = s->enc ? (uint8_t)s->aead_fast : 0;
+	/* the peer's session as last heard: proves to it that this HEARTBEAT is new */
+	sv_put64(body + 10, s->enc ? __atomic_load_n(&p->echo, __ATOMIC_RELAXED) : 0);
 	return finish(s, buf, SV_T_HEARTBEAT, SV_HB_LEN);
 }
 

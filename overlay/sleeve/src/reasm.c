@@ -11,51 +11,92 @@ static void slot_reset(struct sv_reasm_slot *s)
 	s->got = 0;
 	s->sum = 0;
 	s->csize = 0;
+	s->lastlen = 0;
 	memset(s->seen, 0, sizeof(s->seen));
+}
+
+static int same_unit(const struct sv_reasm_slot *s, const struct sv_frag *f)
+{
+	return s->used && s->id == f->id && s->session == f->session && s->ctr == f->ctr;
+}
+
+/* A free slot, or the oldest one the piece may evict; NULL if none. */
+static struct sv_reasm_slot *slot_free(struct sv_reasm *r, const struct sv_frag *f)
+{
+	struct sv_reasm_slot *old = NULL;
+
+	for (int i = 0; i < SV_REASM_SLOTS; i++) {
+		struct sv_reasm_slot *s = &r->slot[i];
+
+		if (!s->used)
+			return s;
+		if (s->trusted && !f->trusted)
+			continue;
+		if (!old || s->t0 < old->t0)
+			old = s;
+	}
+	if (old) {
+		r->evicted++;
+		slot_reset(old);
+	}
+	return old;
 }
 
 static struct sv_reasm_slot *slot_for(struct sv_reasm *r, const struct sv_frag *f, uint8_t flags,
 				      uint64_t now)
 {
-	struct sv_reasm_slot *free_s = NULL, *old = NULL;
+	struct sv_reasm_slot *s;
 
 	for (int i = 0; i < SV_REASM_SLOTS; i++) {
-		struct sv_reasm_slot *s = &r->slot[i];
-
+		s = &r->slot[i];
 		if (s->used && now - s->t0 > SV_REASM_TIMEOUT_NS) {
 			r->timeouts++;
 			slot_reset(s);
 		}
-		if (s->used && s->id == f->id)
+		if (same_unit(s, f))
 			return s;
-		if (!s->used) {
-			if (!free_s)
-				free_s = s;
-		} else if (!old || s->t0 < old->t0) {
-			old = s;
-		}
 	}
-	if (!free_s) {
-		r->evicted++;
-		slot_reset(old);
-		free_s = old;
-	}
-	if (!free_s->buf)
-		free_s->buf = malloc(SV_MAX_STREAM);
-	if (!free_s->piece)
-		free_s->piece = malloc(SV_MAX_FRAGS * sizeof(*free_s->piece));
-	if (!free_s->buf || !free_s->piece)
+	s = slot_free(r, f);
+	if (!s)
 		return NULL;
-	free_s->used = 1;
-	free_s->id = f->id;
-	free_s->total = f->total;
-	free_s->count = f->count;
-	free_s->flags = flags;
-	free_s->session = f->session;
-	free_s->ctr = f->ctr;
-	free_s->aead = f->aead;
-	free_s->t0 = now;
-	return free_s;
+	if (!s->buf)
+		s->buf = malloc(SV_MAX_STREAM);
+	if (!s->piece)
+		s->piece = malloc(SV_MAX_FRAGS * sizeof(*s->piece));
+	if (!s->buf || !s->piece)
+		return NULL;
+	s->used = 1;
+	s->trusted = f->trusted;
+	s->id = f->id;
+	s->total = f->total;
+	s->count = f->count;
+	s->flags = flags;
+	s->session = f->session;
+	s->ctr = f->ctr;
+	s->aead = f->aead;
+	s->t0 = now;
+	return s;
+}
+
+/* Where the piece's chunk goes in the stream, or -1 if it does not fit the
+ * unit's cut as far as it is known (then nothing changed). Non-last chunks all
+ * have one size c with (count - 1) * c < total; the last holds the rest. */
+static long piece_off(struct sv_reasm_slot *s, const struct sv_frag *f)
+{
+	size_t rest = (size_t)f->count - 1;
+
+	if (f->index != f->count - 1) {
+		if (s->csize ? s->csize != f->clen
+			     : (rest * f->clen >= f->total ||
+				(s->lastlen && f->total - rest * f->clen != s->lastlen)))
+			return -1;
+		s->csize = (uint32_t)f->clen;
+		return (long)((size_t)f->index * f->clen);
+	}
+	if (s->csize ? f->clen != f->total - rest * s->csize : f->clen + rest > f->total)
+		return -1;
+	s->lastlen = (uint32_t)f->clen;
+	return (long)(f->total - f->clen);
 }
 
 static void settle_slot(struct sv_reasm_slot *s)
@@ -86,8 +127,7 @@ enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t f
 {
 	struct sv_reasm_slot *s;
 	struct sv_reasm_piece *p;
-	size_t off;
-	int last = f->index == f->count - 1;
+	long off;
 
 	u->n = 0;
 	if (f->count == 1) {
@@ -103,22 +143,14 @@ enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t f
 	s = slot_for(r, f, flags, now);
 	if (!s)
 		return SV_D_REASM_EVICTED;
-	if (s->total != f->total || s->count != f->count || s->flags != flags ||
-	    s->session != f->session || s->ctr != f->ctr || s->aead != f->aead)
-		goto bad;
+	/* a piece that disagrees with its unit is dropped, the unit kept */
+	if (s->total != f->total || s->count != f->count || s->flags != flags || s->aead != f->aead)
+		return SV_D_REASM_BAD;
 	if (s->seen[f->index / 64] & (1ull << (f->index % 64)))
 		return SV_D_REASM_BAD; /* duplicate piece: drop it, keep the unit */
-	if (!last) {
-		if (s->csize == 0)
-			s->csize = (uint32_t)f->clen;
-		else if (s->csize != f->clen)
-			goto bad;
-		off = (size_t)f->index * s->csize;
-	} else {
-		off = f->total - f->clen;
-	}
-	if (off + f->clen > f->total || (s->csize && (size_t)(f->count - 1) * s->csize >= f->total))
-		goto bad;
+	off = piece_off(s, f);
+	if (off < 0)
+		return SV_D_REASM_BAD;
 	p = &s->piece[f->index];
 	p->ref = f->chunk;
 	p->off = (uint32_t)off;
@@ -130,9 +162,12 @@ enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t f
 	s->sum += (uint32_t)f->clen;
 	if (s->got < s->count)
 		return SV_OK;
-	/* all pieces: equal non-last chunks and a sum equal to total means no hole */
-	if (s->sum != s->total)
-		goto bad;
+	/* all pieces: equal non-last chunks and a sum equal to total means no hole
+	 * (piece_off already saw to it) */
+	if (s->sum != s->total) {
+		slot_reset(s);
+		return SV_D_REASM_BAD;
+	}
 	u->len = s->total;
 	u->iov = r->iov;
 	if (s->nref == s->count) {
@@ -147,9 +182,6 @@ enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t f
 	}
 	slot_reset(s);
 	return SV_OK;
-bad:
-	slot_reset(s);
-	return SV_D_REASM_BAD;
 }
 
 uint8_t *sv_reasm_flatten(struct sv_reasm *r, const struct sv_unit *u)

@@ -25,6 +25,7 @@ struct sv_reasm_piece {
 
 struct sv_reasm_slot {
 	int used;
+	int trusted;   /* its first piece was trusted */
 	int nref;      /* pieces only referenced */
 	uint8_t flags;
 	uint32_t id, total;
@@ -32,6 +33,7 @@ struct sv_reasm_slot {
 	uint8_t aead;
 	uint16_t count, got;
 	uint32_t csize; /* chunk size of the non-last pieces, 0 = not seen yet */
+	uint32_t lastlen; /* chunk size of the last piece, 0 = not seen yet */
 	uint32_t sum;   /* bytes received */
 	uint64_t t0;
 	uint64_t seen[SV_MAX_FRAGS / 64];
@@ -54,7 +56,12 @@ struct sv_reasm {
 };
 
 /* Adds one piece; on SV_OK u->n > 0 when a unit is complete (valid until the next
- * call or settle). Returns a drop reason for a bad piece. */
+ * call or settle). Returns a drop reason for a bad piece. A unit is known by
+ * (session, counter, frame id) (the peer: one sv_reasm per peer); a piece that
+ * disagrees with its unit's first piece (total, count, flags, aead, chunk
+ * sizes) is dropped alone (reasm_bad) and the unit kept. With no free slot the
+ * oldest unit is evicted, but an untrusted piece (f->trusted 0) never evicts a
+ * trusted unit: then the piece is dropped (reasm_evicted). */
 enum sv_drop sv_reasm_add(struct sv_reasm *r, const struct sv_frag *f, uint8_t flags,
 			  uint64_t now, struct sv_unit *u);
 /* Copies every still-referenced piece into its slot: call before the buffers the

@@ -194,6 +194,9 @@ static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *d, c
 		f.session = sv_get64(d + SV_HDR_LEN);
 		f.ctr = sv_get64(d + SV_HDR_LEN + 8);
 		f.aead = h->aead;
+		if (!sv_open_proven(&p->open, f.session))
+			return SV_D_UNPROVEN_SESSION; /* never takes a slot */
+		f.trusted = 1;
 		if (sv_replay_check(&p->open.win, f.ctr) < 0)
 			return SV_D_REPLAY;
 	}
@@ -206,61 +209,13 @@ static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *d, c
 		if (r)
 			return r;
 	}
-	if (h->flags & SV_F_VNET)
+	if (h->flags & SV_F_VNET) {
+		if (!sv_vnet_ok(s, u.iov, u.n, u.len))
+			return SV_D_BAD_VNET;
 		sv_count(&s->ctr_rx, SV_C_RX_SUPER, 1);
+	}
 	sv_rx_gro_flush(s); /* frames gathered before this unit go first */
 	return deliver(s, u.iov, u.n, u.len, !!(h->flags & SV_F_VNET));
-}
-
-static enum sv_drop rx_ctl(struct sv *s, struct sv_peer *p, const struct sv_hdr *h,
-			   const uint8_t *body, size_t n, uint64_t now)
-{
-	uint8_t out[128];
-	size_t len;
-
-	switch (h->type) {
-	case SV_T_HEARTBEAT: {
-		uint32_t caps, old, acc, fast;
-		int was, aead_new;
-
-		if (h->len < SV_HB_LEN)
-			return SV_D_BAD_LENGTH;
-		acc = body[8];
-		fast = body[9];
-		caps = sv_get16(body) & ~SV_CAP_WANT_REPLY;
-		old = __atomic_exchange_n(&p->caps, caps, __ATOMIC_RELAXED);
-		aead_new = __atomic_exchange_n(&p->aead_acc, acc, __ATOMIC_RELAXED) != acc;
-		aead_new |= __atomic_exchange_n(&p->aead_fast, fast, __ATOMIC_RELAXED) != fast;
-		was = __atomic_exchange_n(&p->heard, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&p->last_heard_ns, now, __ATOMIC_RELAXED);
-		sv_count(&s->ctr_rx, SV_C_HB_RECV, 1);
-		if (sv_get16(body) & SV_CAP_WANT_REPLY) {
-			len = sv_build_heartbeat(s, p, out, 0);
-			if (len && s->send_ctl(s, p, out, len) == 0)
-				sv_count(&s->ctr_rx, SV_C_HB_SENT, 1);
-		}
-		if (!was || old != caps)
-			sv_update_tso(s);
-		if (s->enc && (!was || aead_new))
-			sv_update_cipher(s);
-		return SV_OK;
-	}
-	case SV_T_PROBE:
-		if (h->len < SV_PROBE_MIN)
-			return SV_D_BAD_LENGTH;
-		len = sv_build_probe_ack(s, out, sv_get32(body), (uint32_t)n);
-		if (len)
-			s->send_ctl(s, p, out, len);
-		return SV_OK;
-	case SV_T_PROBE_ACK:
-		if (h->len < SV_PROBE_ACK_LEN)
-			return SV_D_BAD_LENGTH;
-		__atomic_store_n(&p->probe_ack_size, sv_get32(body + 4), __ATOMIC_RELAXED);
-		__atomic_store_n(&p->probe_ack_id, sv_get32(body), __ATOMIC_RELEASE);
-		sv_count(&s->ctr_rx, SV_C_PROBE_ACKED, 1);
-		return SV_OK;
-	}
-	return SV_D_BAD_TYPE;
 }
 
 enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t n, uint64_t now)
@@ -284,9 +239,13 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 		r = SV_D_CIPHER_MISMATCH;
 		goto drop;
 	}
-	/* sealed per datagram, except FRAG pieces: their unit is sealed once */
+	/* sealed per datagram, except FRAG pieces: their unit is sealed once; only a
+	 * HEARTBEAT may come under a session not proven yet */
 	if (s->enc && h.type != SV_T_FRAG) {
-		r = sv_open_dgram(&p->open, s->master, d, &h);
+		if (h.type == SV_T_HEARTBEAT)
+			r = sv_open_hello(&p->open, s->master, d, &h, now);
+		else
+			r = sv_open_dgram(&p->open, s->master, d, &h);
 		if (r)
 			goto drop;
 	}
@@ -301,7 +260,7 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 		else
 			r = rx_frag(s, p, d, &h, now);
 	} else {
-		r = rx_ctl(s, p, &h, body, n, now);
+		r = sv_rx_ctl(s, p, d, &h, body, n, now);
 	}
 drop:
 	if (r)

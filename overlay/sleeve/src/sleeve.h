@@ -77,6 +77,9 @@ struct sv_peer {
 	uint32_t aead_acc, aead_fast;
 	int aead_skip; /* accepts none of ours: no DATA or FRAG to it */
 	int aead_told; /* the refusal was logged */
+	/* with a key: the session of the newest HEARTBEAT that authenticated from it
+	 * (atomic; our HEARTBEATs echo it) and that HEARTBEAT's counter (rx thread) */
+	uint64_t echo, echo_ctr;
 };
 
 struct sv;
@@ -157,6 +160,12 @@ void sv_rx_batch(struct sv *s, struct mmsghdr *msg, unsigned n, uint64_t now);
 /* The peer at exactly this address and port, or NULL (alen: the address's length). */
 struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen);
 void *sv_rx_thread(void *arg);
+/* rxctl.c: a control datagram (d, header h, opened body) from p */
+enum sv_drop sv_rx_ctl(struct sv *s, struct sv_peer *p, const uint8_t *d, const struct sv_hdr *h,
+		       const uint8_t *body, size_t n, uint64_t now);
+/* 1 if the virtio_net_hdr in front of a VNET unit from the network (len bytes in
+ * iov[0..n)) names only offloads this side advertised and fits its frame */
+int sv_vnet_ok(const struct sv *s, const struct iovec *iov, int n, size_t len);
 void sv_update_tso(struct sv *s);
 /* Recomputes the AEAD to seal with and the peers refused, from the heartbeats. */
 void sv_update_cipher(struct sv *s);
@@ -175,6 +184,8 @@ void sv_rx_gro_flush(struct sv *s);
 void *sv_tx_thread(void *arg);
 
 /* pmtu.c: heartbeats and probes */
+/* The caps this side's HEARTBEATs advertise (SV_CAP_*). */
+uint16_t sv_my_caps(const struct sv *s);
 size_t sv_build_heartbeat(struct sv *s, struct sv_peer *p, uint8_t *buf, int want_reply);
 void sv_heartbeat_all(struct sv *s);
 size_t sv_build_probe(struct sv *s, uint8_t *buf, uint32_t id, size_t size);

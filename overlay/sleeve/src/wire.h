@@ -3,7 +3,7 @@
 #define SLEEVE_WIRE_H
 
 #define SV_MAGIC 0x5356u /* "SV" */
-#define SV_VERSION 4
+#define SV_VERSION 5
 #define SV_DEFAULT_PORT 6784
 
 enum sv_type {
@@ -40,7 +40,7 @@ enum sv_type {
 #define SV_CAP_WANT_REPLY 0x0002u
 #define SV_CAP_USO_RX 0x0004u /* accepts VNET units with UDP L4 GSO */
 
-#define SV_HB_LEN 10 /* caps, dev_mtu, seq, aead_accept, aead_fast */
+#define SV_HB_LEN 18 /* caps, dev_mtu, seq, aead_accept, aead_fast, echo */
 #define SV_PROBE_MIN 4
 #define SV_PROBE_ACK_LEN 8
 

@@ -2,6 +2,7 @@
 #ifndef SLEEVE_TEST_CHECK_H
 #define SLEEVE_TEST_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 extern int failures, checks;
@@ -26,5 +27,10 @@ void test_hkdf_kat(void);
 void test_aead_pick(void);
 void test_aead_sealing(void);
 void test_aead_no_alloc(void);
+/* tests/unit_harden.c */
+void test_harden(void);
+struct sv_open;
+/* Makes session the proven one of o directly (tests of the sealing side). */
+void test_trust(struct sv_open *o, uint64_t session);
 
 #endif

@@ -16,8 +16,10 @@
  * one frame far above the MTU, unsealed), random (8..1472 random bytes, not
  * starting with the magic), replayed (a captured datagram of the peer's),
  * wrongkey (a DATA datagram sealed under a random key, with a fresh session and
- * counter, under --cipher), reflected (--keyed only: a captured datagram the
- * target itself sent to the peer, sent back to it from the peer's address),
+ * counter, under --cipher), reflected (--keyed only: a captured DATA or FRAG
+ * datagram the target itself sent to the peer, sent back to it from the peer's
+ * address), wronghb (--only: a HEARTBEAT like wrongkey's, which a keyed target
+ * tries a key for at most 8 times a second: auth_fail or trial_limit),
  * marked (--mark-dst only: a valid plaintext DATA datagram of the current wire
  * version, SINGLE, whose frame is a UDP packet from --mark-src to the container
  * at --mark-dst, port 9 (discard), with a correct IPv4 header checksum, UDP
@@ -32,11 +34,11 @@
  * kind, which drop counter of the target each should land in (--keyed: the
  * target has a key), and the marked kind's UDP source port per source.
  * Replayed datagrams from the spoofed source are not drops without a key
- * (plaintext has no replay protection): "accepted".
- * Reflected ones must fail the tag (auth_fail): their counters are the
- * target's, and when those are ahead of every counter the peer has used, the
- * replay window lets them through to the AEAD; when they are far behind they
- * are replay; in between (the two started within ~2 ms) they are not sent. */
+ * (plaintext has no replay protection): "accepted". With a key, wrongkey and
+ * reflected datagrams name a session the target never proved for the peer:
+ * unproven_session, before any key is derived. --only KIND[,KIND...] sends
+ * only those kinds, with --spoof-port from the spoofed source alone (the
+ * measurements of what a forged datagram costs, tests/forged_cost.sh). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -61,10 +63,11 @@
 
 enum kind {
 	K_EMPTY, K_ONE, K_HEADER, K_TRUNCATED, K_OVERSIZED, K_RANDOM, K_REPLAYED, K_WRONGKEY, K_REFLECTED,
-	K_MARKED, K__N
+	K_MARKED, K_WRONGHB, K__N
 };
 static const char *const kind_names[K__N] = {"empty",  "one",      "header",   "truncated", "oversized",
-					     "random", "replayed", "wrongkey", "reflected", "marked"};
+					     "random", "replayed", "wrongkey", "reflected", "marked",
+					     "wronghb"};
 enum source { S_OTHER_PORT, S_STRANGER, S_SPOOFED, S__N };
 static const char *const source_names[S__N] = {"other_port", "stranger", "spoofed"};
 
@@ -78,6 +81,7 @@ struct opts {
 	struct sockaddr_in target, peer;
 	const char *stranger, *capture_dev, *seeds_dir, *seed_prefix;
 	int spoof_port, l3, keyed, seed_cfg, seeds_max, seed_from, cipher;
+	unsigned only; /* --only: a mask of kinds, 0 = the usual mix */
 	int mark, mark_sport;              /* mark: --mark-dst given */
 	struct in_addr mark_dst, mark_src; /* the marked frames' IPv4 addresses */
 	uint8_t mark_mac[6];               /* and their Ethernet destination (L2) */
@@ -86,14 +90,13 @@ struct opts {
 };
 
 /* captured datagrams: the peer's to the target (replay), the target's to the
- * peer (reflect); with a key, the lowest and highest counter in each */
+ * peer (reflect) */
 struct pool {
 	uint8_t *d[POOL_MAX];
 	size_t n[POOL_MAX];
 	int count, reads, seeds;
-	uint64_t ctr_min, ctr_max;
 };
-static struct pool pool = {.ctr_min = UINT64_MAX}, reflect = {.ctr_min = UINT64_MAX}, *const pools[2] = {&pool, &reflect};
+static struct pool pool, reflect, *const pools[2] = {&pool, &reflect};
 
 /* not cryptographic: the junk kinds only (xorshift64*, seeded by getrandom) */
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -196,18 +199,15 @@ static void keep(struct pool *pl, const uint8_t *p, size_t n)
 
 		if (!len)
 			break;
-		if (len <= 1472) {
+		/* the target's own HEARTBEATs are not reflected: where one lands
+		 * depends on how its counter compares with the peer's */
+		if (len <= 1472 && !(pl == &reflect && p[off + 3] == SV_T_HEARTBEAT)) {
 			pl->d[pl->count] = malloc(len);
 			if (!pl->d[pl->count])
 				die("malloc");
 			memcpy(pl->d[pl->count], p + off, len);
 			pl->n[pl->count++] = len;
-			if ((p[off + 4] & SV_F_ENC) && len >= SV_HDR_LEN + SV_CRYPTO_PRE) {
-				uint64_t c = sv_get64(p + off + SV_HDR_LEN + 8);
 
-				pl->ctr_min = c < pl->ctr_min ? c : pl->ctr_min;
-				pl->ctr_max = c > pl->ctr_max ? c : pl->ctr_max;
-			}
 		}
 		off += len;
 	}
@@ -265,20 +265,12 @@ static void capture(const struct opts *o)
 	close(fd);
 }
 
-/* Where the target's own datagrams, sent back as the peer's, must land: its
- * counters ahead of the peer's by more than the peer can seal while the flood
- * runs (2^21, two milliseconds of the clock they start from) reach the AEAD
- * and fail the tag; far behind the peer's window they are replays. NULL: too
- * close to tell, do not send them. */
+/* Where the target's own datagrams (DATA and FRAG), sent back as the peer's,
+ * must land: under the target's own session, which is never the peer's proven
+ * one. NULL: nothing captured to send. */
 static const char *reflect_reason(void)
 {
-	if (!reflect.count || !pool.count || pool.ctr_max == 0)
-		return NULL;
-	if (reflect.ctr_min > pool.ctr_max + (1ull << 21))
-		return "auth_fail";
-	if (reflect.ctr_max + SV_REPLAY_BITS < pool.ctr_min)
-		return "replay";
-	return NULL;
+	return reflect.count ? "unproven_session" : NULL;
 }
 
 static uint64_t realtime_ns(void)
@@ -362,7 +354,8 @@ static long build(const struct opts *o, enum source src, enum kind k, unsigned l
 		n = pool.n[i % (unsigned long)pool.count];
 		memcpy(buf, pool.d[i % (unsigned long)pool.count], n);
 		return (long)n;
-	case K_WRONGKEY: {
+	case K_WRONGKEY:
+	case K_WRONGHB: {
 		static struct sv_seal seal;
 		struct sockaddr_storage peer = {0};
 		uint8_t key[SV_KEY_LEN];
@@ -377,7 +370,10 @@ static long build(const struct opts *o, enum source src, enum kind k, unsigned l
 		/* a counter no window has seen: the target must check the tag */
 		if (sv_seal_init(&seal, key, session, realtime_ns(), &id, o->cipher) < 0)
 			die("sv_seal_init");
-		sv_hdr_put(buf, SV_T_DATA, SV_F_ENC | SV_F_SINGLE | l3, 60);
+		if (k == K_WRONGHB)
+			sv_hdr_put(buf, SV_T_HEARTBEAT, SV_F_ENC | l3, 60);
+		else
+			sv_hdr_put(buf, SV_T_DATA, SV_F_ENC | SV_F_SINGLE | l3, 60);
 		rnd_buf(buf + sv_body_off(1), 60);
 		n = sv_seal_ctl(&seal, buf, 60);
 		sv_seal_free(&seal);
@@ -417,7 +413,9 @@ static const char *expect(const struct opts *o, enum source src, enum kind k)
 	case K_REPLAYED:
 		return o->keyed ? "replay" : "accepted";
 	case K_WRONGKEY:
-		return o->keyed ? "auth_fail" : "crypto_mismatch";
+		return o->keyed ? "unproven_session" : "crypto_mismatch";
+	case K_WRONGHB:
+		return o->keyed ? "auth_fail|trial_limit" : "crypto_mismatch";
 	case K_REFLECTED:
 		return o->keyed && reflect_reason() ? reflect_reason() : "accepted";
 	case K_MARKED:
@@ -426,6 +424,13 @@ static const char *expect(const struct opts *o, enum source src, enum kind k)
 	default:
 		return "?";
 	}
+}
+
+/* Kinds in the output: all of the usual mix (sent or not), wronghb only when
+ * asked for (its drops split between two reasons by timing). */
+static int listed(const struct opts *o, int k)
+{
+	return k != K_WRONGHB || (o->only >> K_WRONGHB) & 1;
 }
 
 static int src_socket(const char *addr, uint16_t port)
@@ -443,6 +448,24 @@ static int src_socket(const char *addr, uint16_t port)
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
 		die(addr);
 	return fd;
+}
+
+/* "wrongkey,wronghb" -> a mask of kinds; -1 on a name that is none */
+static int parse_kinds(const char *s, unsigned *mask)
+{
+	char buf[256], *save = NULL, *w;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (w = strtok_r(buf, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		int k = 0;
+
+		while (k < K__N && strcmp(w, kind_names[k]))
+			k++;
+		if (k == K__N)
+			return -1;
+		*mask |= 1u << k;
+	}
+	return *mask ? 0 : -1;
 }
 
 static void usage(FILE *f)
@@ -468,7 +491,8 @@ static void parse(int argc, char **argv, struct opts *o)
 		{"seed-from", required_argument, NULL, 'f'}, {"cipher", required_argument, NULL, 'a'},
 		{"mark-dst", required_argument, NULL, 'D'}, {"mark-src", required_argument, NULL, 'R'},
 		{"mark-mac", required_argument, NULL, 'M'}, {"mark-sport", required_argument, NULL, 'o'},
-		{"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+		{"only", required_argument, NULL, 'O'},     {"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	int c, have_t = 0, have_p = 0, have_src = 0, bad = 0;
 
@@ -550,6 +574,9 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'o':
 			o->mark_sport = atoi(optarg);
 			break;
+		case 'O':
+			bad |= parse_kinds(optarg, &o->only);
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -586,9 +613,12 @@ int main(int argc, char **argv)
 	inet_ntop(AF_INET, &o.peer.sin_addr, peer_ip, sizeof(peer_ip));
 	if (o.capture_dev)
 		capture(&o);
-	fd[S_OTHER_PORT] = src_socket(peer_ip, 0);
-	srcs[nsrc++] = S_OTHER_PORT;
-	if (o.stranger) {
+	/* --only with --spoof-port: the spoofed source alone (the measurements) */
+	if (!o.only || !o.spoof_port) {
+		fd[S_OTHER_PORT] = src_socket(peer_ip, 0);
+		srcs[nsrc++] = S_OTHER_PORT;
+	}
+	if (o.stranger && !(o.only && o.spoof_port)) {
 		fd[S_STRANGER] = src_socket(o.stranger, 0);
 		srcs[nsrc++] = S_STRANGER;
 	}
@@ -599,7 +629,7 @@ int main(int argc, char **argv)
 	/* the kinds there is something to send of, in turn */
 	for (int k = 0; k < K__N; k++)
 		if ((k != K_REPLAYED || pool.count) && (k != K_REFLECTED || (o.keyed && reflect_reason())) &&
-		    (k != K_MARKED || o.mark))
+		    (k != K_MARKED || o.mark) && (o.only ? (o.only >> k) & 1 : k != K_WRONGHB))
 			kinds[nkinds++] = (enum kind)k;
 	t0 = now_s();
 	end = t0 + o.seconds;
@@ -630,7 +660,8 @@ int main(int argc, char **argv)
 
 		printf("%s\n  \"%s\": {", j ? "," : "", source_names[src]);
 		for (int k = 0; k < K__N; k++)
-			printf("%s\"%s\": %lu", k ? ", " : "", kind_names[k], sent[src][k]);
+			if (listed(&o, k))
+				printf("%s\"%s\": %lu", k ? ", " : "", kind_names[k], sent[src][k]);
 		printf("}");
 	}
 	printf("},\n \"expect\": {");
@@ -639,7 +670,9 @@ int main(int argc, char **argv)
 
 		printf("%s\n  \"%s\": {", j ? "," : "", source_names[src]);
 		for (int k = 0; k < K__N; k++)
-			printf("%s\"%s\": \"%s\"", k ? ", " : "", kind_names[k], expect(&o, src, (enum kind)k));
+			if (listed(&o, k))
+				printf("%s\"%s\": \"%s\"", k ? ", " : "", kind_names[k],
+				       expect(&o, src, (enum kind)k));
 		printf("}");
 	}
 	printf("},\n \"mark_sport\": {");

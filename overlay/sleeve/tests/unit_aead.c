@@ -424,6 +424,13 @@ static size_t sealed_data(struct sv_seal *se, uint8_t *d, size_t flen)
 	return sv_seal_ctl(se, d, flen);
 }
 
+void test_trust(struct sv_open *o, uint64_t session)
+{
+	o->cand_session = session;
+	o->cand_have = 1;
+	sv_open_prove(o, 0);
+}
+
 static int all(const uint8_t *p, size_t n, uint8_t v)
 {
 	for (size_t i = 0; i < n; i++)
@@ -458,6 +465,9 @@ static void sealing(int c)
 	CHECK_EQ(sv_hdr_parse(d, n, &h), SV_OK);
 	CHECK_EQ(h.aead, c);
 	sv_open_init(&op, &a);
+	CHECK_EQ(sv_open_dgram(&op, master, d, &h), SV_D_UNPROVEN_SESSION); /* not before proven */
+	CHECK_EQ(op.derived, 0);
+	test_trust(&op, 1234);
 	CHECK_EQ(sv_open_dgram(&op, master, d, &h), SV_OK);
 	CHECK(all(d + 24, 100, 0x5a));
 	/* the same datagram again is a replay */
@@ -474,8 +484,10 @@ static void sealing(int c)
 			if (sv_hdr_parse(d, n, &h) != SV_OK)
 				continue;
 			sv_open_init(&fresh, &a);
-			CHECK_EQ(sv_open_dgram(&fresh, master, d, &h), SV_D_AUTH_FAIL);
-			CHECK(!fresh.have && !fresh.win.any);
+			test_trust(&fresh, 1234);
+			CHECK_EQ(sv_open_dgram(&fresh, master, d, &h),
+				 byte >= 8 && byte < 16 ? SV_D_UNPROVEN_SESSION : SV_D_AUTH_FAIL);
+			CHECK_EQ(fresh.win.top, 0);
 			sv_open_free(&fresh);
 		}
 	/* a counter fresh to the window with the old tag */
@@ -489,22 +501,26 @@ static void sealing(int c)
 	d[5] = (uint8_t)other_c;
 	CHECK_EQ(sv_hdr_parse(d, n, &h), SV_OK);
 	sv_open_init(&fresh, &a);
+	test_trust(&fresh, 1234);
 	CHECK_EQ(sv_open_dgram(&fresh, master, d, &h), SV_D_AUTH_FAIL);
 	sv_open_free(&fresh);
 	/* another master key */
 	memcpy(d, copy, n);
 	CHECK_EQ(sv_hdr_parse(d, n, &h), SV_OK);
 	sv_open_init(&fresh, &a);
+	test_trust(&fresh, 1234);
 	CHECK_EQ(sv_open_dgram(&fresh, other, d, &h), SV_D_AUTH_FAIL);
 	sv_open_free(&fresh);
 	/* reflected: a's datagram taken for b's (or for a's other port) does not
 	 * open, and the window of that peer does not move */
 	sv_open_init(&fresh, &b);
+	test_trust(&fresh, 1234);
 	memcpy(d, copy, n);
 	CHECK_EQ(sv_open_dgram(&fresh, master, d, &h), SV_D_AUTH_FAIL);
-	CHECK(!fresh.have && !fresh.win.any);
+	CHECK_EQ(fresh.win.top, 0);
 	sv_open_free(&fresh);
 	sv_open_init(&fresh, &a_port);
+	test_trust(&fresh, 1234);
 	memcpy(d, copy, n);
 	CHECK_EQ(sv_open_dgram(&fresh, master, d, &h), SV_D_AUTH_FAIL);
 	sv_open_free(&fresh);
@@ -550,17 +566,32 @@ static void sealing(int c)
 	CHECK_EQ(sv_open_dgram(&op, master, d, &h), SV_OK);
 	CHECK(all(d + 24, 60, 0x5a));
 	se.cipher = c;
-	/* a restarted peer: a new session from a later clock opens; the old
-	 * session's datagram is now a replay */
+	/* a restarted peer: its new session (a later clock) opens nothing until a
+	 * HEARTBEAT under it proved it; then the old session's datagram is refused */
 	sv_seal_free(&se);
 	CHECK_EQ(sv_seal_init(&se, master, 999, 1ull << 50, &a, c), 0);
+	n = sealed_data(&se, d, 60);
+	CHECK_EQ(sv_hdr_parse(d, n, &h), SV_OK);
+	CHECK_EQ(sv_open_dgram(&op, master, d, &h), SV_D_UNPROVEN_SESSION);
+	sv_hdr_put(d, SV_T_HEARTBEAT, SV_F_ENC, SV_HB_LEN);
+	memset(d + 24, 0, SV_HB_LEN);
+	n = sv_seal_ctl(&se, d, SV_HB_LEN);
+	CHECK_EQ(sv_hdr_parse(d, n, &h), SV_OK);
+	memcpy(ucopy, d, n);
+	CHECK_EQ(sv_open_hello(&op, master, d, &h, 1), SV_OK);
+	CHECK(op.session == 1234 && op.cand_have && op.cand_session == 999);
+	memcpy(d, ucopy, n); /* the same HEARTBEAT again: a replay, no key derived */
+	ctr = op.derived;
+	CHECK_EQ(sv_open_hello(&op, master, d, &h, 1), SV_D_REPLAY);
+	CHECK_EQ(op.derived, ctr);
+	sv_open_prove(&op, sv_get64(ucopy + 16));
 	n = sealed_data(&se, d, 60);
 	CHECK_EQ(sv_hdr_parse(d, n, &h), SV_OK);
 	CHECK_EQ(sv_open_dgram(&op, master, d, &h), SV_OK);
 	CHECK(op.have && op.session == 999);
 	memcpy(d, copy, 140);
 	CHECK_EQ(sv_hdr_parse(d, 140, &h), SV_OK);
-	CHECK_EQ(sv_open_dgram(&op, master, d, &h), SV_D_REPLAY);
+	CHECK_EQ(sv_open_dgram(&op, master, d, &h), SV_D_UNPROVEN_SESSION);
 	/* the counter never wraps: at the limit nothing is sealed, and nothing of
 	 * the plaintext is left to send */
 	se.counter = SV_CTR_LIMIT - 1;
@@ -597,6 +628,7 @@ void test_aead_no_alloc(void)
 	CHECK_EQ(sv_seal_init(&se, master, 77, 1000, &a, SV_AEAD_AES256GCM), 0);
 	CHECK_EQ(sv_seal_set_init(&t, &se), 0);
 	sv_open_init(&op, &a);
+	test_trust(&op, 77);
 	for (int round = 0; round < 501; round++) {
 		if (round == 1)
 			before = __atomic_load_n(&allocs, __ATOMIC_RELAXED);
