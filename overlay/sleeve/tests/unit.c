@@ -1892,15 +1892,20 @@ static void tx_stop(struct sv *s)
 }
 
 /* Datagrams that reach peer i: waits up to first_ms for one, then until none
- * came for 100 ms; each one's first bytes kept in d (up to max). */
+ * came for 100 ms; each one's first bytes kept in d (up to max). Pieces of one
+ * FRAG unit are waited for until all of them (the count in their header) are
+ * there, 10 s at most: the send thread may flush a unit in several batches, and
+ * a busy machine can hold it between two for longer than any short gap. */
 static int tx_collect(int i, uint8_t (*d)[64], size_t *len, int max, int first_ms)
 {
 	struct pollfd pfd = {.fd = txl.peer[i], .events = POLLIN};
 	static uint8_t buf[65536];
+	unsigned frag_count = 0;
 	int n = 0;
 
-	while (poll(&pfd, 1, n ? 100 : first_ms) == 1) {
+	while (poll(&pfd, 1, n ? (frag_count ? 10000 : 100) : first_ms) == 1) {
 		ssize_t r = recv(txl.peer[i], buf, sizeof(buf), 0);
+		struct sv_hdr h;
 
 		if (r < 0)
 			break;
@@ -1909,6 +1914,13 @@ static int tx_collect(int i, uint8_t (*d)[64], size_t *len, int max, int first_m
 			len[n] = (size_t)r;
 		}
 		n++;
+		if (sv_hdr_parse(buf, (size_t)r, &h) == SV_OK && h.type == SV_T_FRAG &&
+		    (size_t)r >= SV_HDR_LEN + 12)
+			frag_count = sv_get16(buf + SV_HDR_LEN + 10);
+		else
+			frag_count = 0;
+		if (frag_count && (unsigned)n >= frag_count)
+			break;
 	}
 	return n;
 }
@@ -1929,7 +1941,7 @@ static void test_tx_device(void)
 	CHECK_EQ(n, 0);
 	memset(frame, 0x5a, 60);
 	CHECK(write(txl.dev[1], frame, 60) == 60);
-	n = tx_collect(0, got, glen, 4, 2000);
+	n = tx_collect(0, got, glen, 4, 10000);
 	CHECK_EQ(n, 1);
 	CHECK(n >= 1 && glen[0] == 8 + 60 && sv_hdr_parse(got[0], glen[0], &h) == SV_OK &&
 	      (h.flags & SV_F_SINGLE));
@@ -1949,7 +1961,7 @@ static void test_tx_device(void)
 			uint8_t seen[SV_MAX_FRAGS] = {0};
 			unsigned cnt = 0, dup = 0, bad = 0;
 
-			n = tx_collect(i, got, glen, 1100, 2000);
+			n = tx_collect(i, got, glen, 1100, 10000);
 			for (int k = 0; k < n && k < 1100; k++) {
 				unsigned idx;
 
@@ -1967,6 +1979,8 @@ static void test_tx_device(void)
 			CHECK(cnt > 40);
 			CHECK_EQ(n, cnt);
 		}
+		for (int i = 0; i < TX_PEERS; i++) /* and no piece more */
+			CHECK_EQ(tx_collect(i, got, glen, 4, 100), 0);
 		CHECK_EQ(s.ctr_tx.c[SV_C_TX_SUPER], 1);
 		CHECK_EQ(s.ctr_tx.drop[SV_D_SEND_ERR], 0);
 	}
