@@ -160,26 +160,26 @@ vxlan_up() {
 	done
 }
 
-# wait_listen NS PORT : until a TCP socket listens on PORT in NS (30 s at most)
-wait_listen() {
-	local i
+# wait_ss NS WHAT SS_ARGS... : until `ss -Hn SS_ARGS` in NS lists a socket (30 s at most)
+wait_ss() {
+	local n=$1 what=$2 i; shift 2
 	for i in $(seq 1 600); do
-		[ -n "$(ns "$1" ss -Hltn "sport = :$2")" ] && return 0
+		[ -n "$(ns "$n" ss -Hn "$@")" ] && return 0
 		sleep 0.05
 	done
-	echo "nothing listens on port $2 in $1" >&2
+	echo "no $what in $n within 30 s" >&2
 	return 1
 }
+wait_listen() { wait_ss "$1" "listener on port $2" -lt "sport = :$2"; }                        # NS PORT
+wait_connected() { wait_ss "$1" "connection to port $2" -t state established "sport = :$2"; } # NS PORT
 
-# wait_connected NS PORT : until a TCP connection to PORT is established in NS (30 s at most)
-wait_connected() {
-	local i
-	for i in $(seq 1 600); do
-		[ -n "$(ns "$1" ss -Htn state established "sport = :$2")" ] && return 0
-		sleep 0.05
+# lab_left : the namespaces this script made that are still there, one a line
+lab_left() {
+	local n
+	for n in "${LAB_NS_ALL[@]}"; do
+		ip netns list | grep -q "^$n\b" && echo "$n"
 	done
-	echo "no connection to port $2 in $1" >&2
-	return 1
+	return 0
 }
 
 # stats_dump SIDE... : each side's daemon writes its counters (SIGUSR1); returns once every

@@ -133,8 +133,6 @@ else
 		bad "replay: b's unproven_session counted $why for ${data:-0} DATA datagrams"
 fi
 lab_down
-for n in "${LAB_NS_ALL[@]}"; do
-	if ip netns list | grep -q "^$n\b"; then bad "namespace $n left behind"; fi
-done
+for n in $(lab_left); do bad "namespace $n left behind"; done
 echo "netns_replay: $PASS passed, $FAIL failed"
 [ $FAIL = 0 ]

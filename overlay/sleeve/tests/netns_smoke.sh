@@ -285,8 +285,6 @@ flood_case "crypto chacha" l2 --keyed --cipher chacha20-poly1305 -- --key-file "
 flood_case "segment" l2 -- --segment
 
 lab_down
-for n in "${LAB_NS_ALL[@]}"; do
-	if ip netns list | grep -q "^$n\b"; then bad "namespace $n left behind"; fi
-done
+for n in $(lab_left); do bad "namespace $n left behind"; done
 echo "netns_smoke: $PASS passed, $FAIL failed"
 [ $FAIL = 0 ]
