@@ -5,7 +5,7 @@ leaves nothing `overlaybench down` cannot remove. Unset, a point costs one dict 
 
     deploy          a mode's data path is half up (after the first host's daemon started)
     mid-test        the client is running
-    append          half of a result line is written
+    append          a case's lines are cut off halfway through the last one
     run-json        the new run.json is written but not yet in place
     teardown        the testbed is half removed (after the first host)
 

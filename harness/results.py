@@ -81,6 +81,14 @@ def new_run_id() -> str:
     return f"{stamp}-{secrets.token_hex(2)}"
 
 
+def _torn(data: bytes) -> int:
+    """Where the append failpoint cuts a batch: halfway through its last line, so that the
+    lines before it are whole and the last one is always torn (half of the whole batch
+    can fall on a line's end, depending on the lengths the measured numbers print at)."""
+    last = data.rfind(b"\n", 0, len(data) - 1) + 1
+    return last + (len(data) - last) // 2
+
+
 class RunStore:
     """One run directory. Appends are flushed and fsynced line by line: a killed run keeps
     everything measured before the kill."""
@@ -206,7 +214,7 @@ class RunStore:
         try:
             start = os.fstat(fd).st_size
             if failpoints.armed("append"):          # a writer cut off mid-batch (power loss)
-                os.write(fd, data[:len(data) // 2])
+                os.write(fd, data[:_torn(data)])
             failpoints.reached("append")
             try:
                 done = os.write(fd, data)
