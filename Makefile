@@ -13,7 +13,7 @@ WIREGUARD_GO_MODULE  := golang.zx2c4.com/wireguard
 WIREGUARD_GO_VERSION := v0.0.0-20260522210424-ecfc5a8d5446
 SCENARIO ?= scenarios/quick.toml
 # AWS-LC for the sleeve's AES-256-GCM (overlay/sleeve/aws-lc.sh: source pinned on PyPI), where
-# the harness's local sleeve builds find it (harness/sleeve_build.py).
+# the harness's local sleeve builds find it (harness/sleeve/build.py).
 AWSLC_DIR := $(or $(OVERLAYBENCH_CACHE),$(HOME)/.cache/overlaybench)/aws-lc
 # Vagrant hosts and Docker containers: make test and the image targets need these, make bench does not.
 APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt

@@ -39,7 +39,7 @@ def stray_processes() -> list[str]:
     """Tool and sleeve processes that belong to no live namespace but a lab's: inside a
     lab-prefixed namespace, or in a namespace whose name is gone (a deleted lab's)."""
     import re
-    from harness.lab import leftovers
+    from harness.testbeds.lab import leftovers
     # Labs that another live process owns (a run going on beside the tests) are not ours.
     others = {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
     root = _netns_inode("/proc/1/ns/net")
@@ -67,13 +67,13 @@ def stray_processes() -> list[str]:
 
 
 def stray_tables() -> list[str]:
-    """Testbeds' nftables tables (inet <P>-h<i>, harness/confine.py) whose testbed has no
+    """Testbeds' nftables tables (inet <P>-h<i>, harness/net/confine.py) whose testbed has no
     live owner beside the tests, in the root namespace or any named one; a lab's own
     tables inside its namespaces go with them and are not counted."""
     import re
     import subprocess
-    from harness.confine import TABLE_RE
-    from harness.lab import leftovers
+    from harness.net.confine import TABLE_RE
+    from harness.testbeds.lab import leftovers
     others = {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
     spaces = [None] + [n for n in (os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])]
     out = []
@@ -97,7 +97,7 @@ def _owner_alive(prefix: str) -> bool:
     beside the tests."""
     import json
     import pathlib
-    from harness.lab import pid_alive
+    from harness.testbeds.lab import pid_alive
     try:
         pid = json.loads((pathlib.Path("/run/overlaybench") / prefix / "state.json").read_text()).get("pid")
     except (OSError, ValueError):
@@ -108,8 +108,8 @@ def _owner_alive(prefix: str) -> bool:
 def stray_containers() -> list[str]:
     """Docker containers a testbed made (they carry its prefix label) whose owner is gone
     or is this process; none when no dockerd answers (then none of anyone's runs)."""
-    from harness.docker_containers import PREFIX_LABEL, connect
-    from harness.errors import HarnessError
+    from harness.testbeds.containers.docker import PREFIX_LABEL, connect
+    from harness.core.errors import HarnessError
     from harness.hosts import LocalHost
     try:
         client, _ = connect(LocalHost("local"))
@@ -126,7 +126,7 @@ def stray_containers() -> list[str]:
 def leftovers_now() -> list[str]:
     """What the tests left on this machine: labs whose owner is dead or is this process,
     tool and sleeve processes in lab namespaces, and testbed containers. Empty when clean."""
-    from harness.lab import leftovers
+    from harness.testbeds.lab import leftovers
     labs = {p: i for p, i in leftovers().items() if not i["alive"] or i["pid"] == os.getpid()}
     problems = []
     if labs:
@@ -151,7 +151,7 @@ def nothing_left_behind():
     yield
     if os.geteuid() != 0:
         return                      # without root no test could make a lab or a container
-    from harness.lab import leftovers, remove_lab
+    from harness.testbeds.lab import leftovers, remove_lab
     problems = leftovers_now()
     for p, i in leftovers().items():
         if not i["alive"] or i["pid"] == os.getpid():
@@ -163,7 +163,7 @@ def nothing_left_behind():
 @pytest.fixture
 def lab():
     """A fresh two-host lab, removed afterwards whatever the test did."""
-    from harness.lab import Lab
+    from harness.testbeds.lab import Lab
     with Lab.create() as lab:
         yield lab
 

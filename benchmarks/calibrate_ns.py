@@ -17,8 +17,10 @@ import sys
 
 import numpy as np
 
-from harness import compare, results, stats
-from harness.facts import PROJECT
+from harness.gates import compare
+from harness.run import results
+from harness.analysis import stats
+from harness.testbeds.facts import PROJECT
 
 
 def main() -> int:

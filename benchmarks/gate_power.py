@@ -12,9 +12,9 @@ shuffled per round, then rotated by the runner from repeat to repeat):
 
 From one round come four comparisons for each gate:
 
-  ab   `overlaybench compare`'s judgement (harness/compare.py) of sleeve@KIND against
+  ab   `overlaybench compare`'s judgement (harness/gates/compare.py) of sleeve@KIND against
        sleeve@base, repeat by repeat;
-  old  the stored-baseline gate (harness/gate.py): sleeve@KIND's ratio to native over the
+  old  the stored-baseline gate (harness/gates/baseline.py): sleeve@KIND's ratio to native over the
        round's first --old-repeats repeats, against a baseline of the sleeve's ratio to
        native: round 0's run (same machine, same hour: that gate's best case), and the
        committed results/baseline.json (another day).
@@ -44,8 +44,11 @@ import time
 import numpy as np
 import pandas as pd
 
-from harness import builds, compare, gate, results, session, stats
-from harness.facts import PROJECT
+from harness.sleeve import refs as builds
+from harness.gates import compare, baseline as gate
+from harness.run import results, session
+from harness.analysis import stats
+from harness.testbeds.facts import PROJECT
 
 KINDS = ("aa", "p5", "p10", "p20")
 ARMS = ("base",) + KINDS

@@ -13,9 +13,11 @@ import subprocess
 import tempfile
 import time
 
-from harness import modes, results, scenario as S
-from harness.lab import Lab
-from harness.runner import Runner
+from harness import modes
+from harness.run import results
+from harness.config import scenario as S
+from harness.testbeds.lab import Lab
+from harness.run.runner import Runner
 
 
 def hand_run(lab: Lab, duration: int) -> float:

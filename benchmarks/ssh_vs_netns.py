@@ -20,7 +20,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from harness import results  # noqa: E402
+from harness.run import results  # noqa: E402
 from test_ssh_backend import SshLab  # noqa: E402
 
 

@@ -27,7 +27,7 @@ GATED = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "iper
 
 
 def _cases(config) -> list[dict]:
-    from harness import scenario as S
+    from harness.config import scenario as S
     sc = S.load(ROOT / config.getoption("--scenario"))
     seen, out = set(), []
     for c in S.expand(sc):
@@ -54,7 +54,7 @@ def pytest_generate_tests(metafunc):
 def regression_run(request):
     if os.geteuid() != 0:
         pytest.fail("the regression run needs root (it builds a lab of network namespaces)")
-    from harness import session
+    from harness.run import session
     cfg = request.config
     matrix = {k: cfg.getoption(f"--{k}") for k in ("repeats", "duration") if cfg.getoption(f"--{k}") is not None}
     store = session.run(scenario_path=str(ROOT / cfg.getoption("--scenario")),
@@ -70,7 +70,7 @@ def regression_run(request):
 
 @pytest.fixture(scope="session")
 def verdict(request, regression_run):
-    from harness import gate
+    from harness.gates import baseline as gate
     cfg = request.config
     path = ROOT / cfg.getoption("--baseline")
     if cfg.getoption("--update-baseline"):
@@ -89,7 +89,7 @@ def verdict(request, regression_run):
 
 
 def test_case_against_baseline(gated_case, regression_run, verdict, request):
-    from harness import results
+    from harness.run import results
     df = results.load(regression_run)
     mine = df[(df["mode"] == gated_case["mode"]) & (df["underlay_mtu"] == gated_case["underlay_mtu"])
               & (df["overlay_mtu"] == gated_case["overlay_mtu"]) & (df["placement"] == gated_case["placement"])

@@ -347,7 +347,7 @@ class Target:
         return self.space.sshd
 
     def settings(self, **over):
-        from harness.hosts.ssh import SshSettings
+        from harness.hosts.ssh.connect import SshSettings
         kw = dict(name=self.name, hostname=self.space.addr, port=self.sshd.port, user=self.user,
                   key_file=self.key_file, sudo=self.sudo, known_hosts=self.known_hosts,
                   ssh_config=self.ssh_config, connect_timeout=20.0)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness import lab as labmod
+from harness.testbeds import lab as labmod
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

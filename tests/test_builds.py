@@ -1,4 +1,4 @@
-"""harness.builds on a throwaway git repository whose "sleeve" is a tiny Makefile project.
+"""harness.sleeve.refs on a throwaway git repository whose "sleeve" is a tiny Makefile project.
 
 The Makefile counts its own runs (in $BUILDS_LOG), so the tests see when the cache spares a build.
 """
@@ -9,8 +9,9 @@ import subprocess
 
 import pytest
 
-from harness import builds, modes, sleeve_build
-from harness.errors import HarnessError
+from harness.sleeve import refs as builds, build as sleeve_build
+from harness import modes
+from harness.core.errors import HarnessError
 
 MAKEFILE = """\
 build/sleeve: src/main.c

@@ -12,7 +12,7 @@ import subprocess
 
 import pytest
 
-from harness.facts import PROJECT
+from harness.core.paths import PROJECT
 
 
 def git(repo, *args):

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import needs_root
-from harness import lab as labmod
+from harness.testbeds import lab as labmod
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIELDS = ["case", "mode", "datapath", "underlay_mtu", "overlay_mtu", "placement", "test", "streams",
@@ -182,8 +182,10 @@ def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_pat
     """Timing: none decides the outcome. The iperf3 server is killed by the runner's own
     thread at its "mid-test" point (the client has just been started and is not yet waited
     for), so the death lands inside that case by construction: ~0."""
-    from harness import failpoints, results, scenario as S
-    from harness.runner import Runner
+    from harness.core import failpoints
+    from harness.run import results
+    from harness.config import scenario as S
+    from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["native"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "repeats": 1,
                              "duration": 4}})
     store = results.RunStore.create(tmp_path, {"scenario": sc.to_dict()})
@@ -221,7 +223,7 @@ def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_pat
 
 
 def test_show_into_a_closed_pipe_is_quiet(tmp_path):
-    from harness import results
+    from harness.run import results
     store = results.RunStore.create(tmp_path, {})
     store.append([results.Measurement(case=f"c{i}", mode="native", datapath="native", underlay_mtu=1500 + i,
                                       overlay_mtu=1500 + i, placement="host-host", test="iperf3.tcp", streams=1,

@@ -1,4 +1,4 @@
-"""harness.compare's judgement on synthetic A/B runs: pairs by repeat, signed-rank, then tolerance.
+"""harness.gates.compare's judgement on synthetic A/B runs: pairs by repeat, signed-rank, then tolerance.
 
 Each synthetic repeat has a machine speed that drifts a lot between repeats (as this
 shared machine does) and hits both arms of that repeat alike, plus a little noise per
@@ -17,10 +17,10 @@ import sys
 import pandas as pd
 import pytest
 
-from harness import compare, gate, verdict
-from harness.errors import HarnessError
-from harness.facts import PROJECT
-from harness.results import Measurement, RunStore
+from harness.gates import compare, baseline as gate, verdict
+from harness.core.errors import HarnessError
+from harness.core.paths import PROJECT
+from harness.run.results import Measurement, RunStore
 
 CASE_TP = "sleeve underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"
 CASE_LAT = "sleeve underlay 1500 overlay 1450 container-container qperf.tcp_lat x1 latency_us"

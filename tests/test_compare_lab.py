@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from conftest import needs_root
-from harness.endpoints import endpoints
-from harness.facts import PROJECT
+from harness.run.endpoints import endpoints
+from harness.core.paths import PROJECT
 from harness.modes.sleeve import Sleeve
 
 pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.slow]

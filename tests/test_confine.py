@@ -24,9 +24,10 @@ import tempfile
 import pytest
 
 from conftest import needs_root
-from harness import confine, modes
-from harness.endpoints import endpoints
-from harness.runner import wait_listening
+from harness.net import confine
+from harness import modes
+from harness.run.endpoints import endpoints
+from harness.run.runner import wait_listening
 from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
 pytestmark = [needs_root(), pytest.mark.lab]
@@ -134,8 +135,8 @@ def test_the_lab_forwards_nothing_from_the_overlay_to_another_network(lab, name)
 
 
 def test_the_lab_without_nft_fails_preflight_naming_nftables(lab, tmp_path, monkeypatch):
-    from harness import scenario as S
-    from harness.errors import HarnessError
+    from harness.config import scenario as S
+    from harness.core.errors import HarnessError
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for d in ("/usr/sbin", "/usr/bin"):
@@ -151,7 +152,7 @@ def test_the_lab_without_nft_fails_preflight_naming_nftables(lab, tmp_path, monk
 def test_a_table_that_cannot_be_made_is_an_error_naming_nftables():
     """The table cannot be made (no nft on the host): a clear error, never a testbed that
     forwards unconfined."""
-    from harness.errors import HarnessError
+    from harness.core.errors import HarnessError
     from harness.hosts.base import Completed
 
     class NoNft:
@@ -170,8 +171,9 @@ def test_a_testbed_over_ssh_forwards_nothing_from_the_overlay_to_another_network
     """The issue's experiment on two sshd hosts (each a lab namespace running sshd): a host
     that forwards nothing between its interfaces (ip_forward 0, as a real host), the
     testbed built over SSH, every mode that forwards tried in turn."""
-    from harness import backends, scenario as S
-    from harness.testbed import Options
+    from harness.testbeds import registry as backends
+    from harness.config import scenario as S
+    from harness.testbeds.base import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
     for s in ssh_lab.lab.sides:
@@ -193,8 +195,9 @@ def test_a_testbed_over_ssh_forwards_nothing_from_the_overlay_to_another_network
 # An orchestrator killed once its testbed is built: the tables stay on the hosts.
 KILLED = """
 import os, signal, sys
-from harness import backends, scenario as S
-from harness.testbed import Options
+from harness.testbeds import registry as backends
+from harness.config import scenario as S
+from harness.testbeds.base import Options
 sc = S.build({"matrix": {"modes": ["fastdp"]}, "testbed": {"backend": "ssh", "inventory": sys.argv[1]}})
 tb = backends.open_testbed(sc, Options())
 tb.preflight(sc)

@@ -1,6 +1,6 @@
 import pathlib
 
-from harness import cpu
+from harness.testbeds import cpu
 
 DATA = pathlib.Path(__file__).parent / "data"
 

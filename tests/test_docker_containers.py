@@ -16,7 +16,8 @@ import time
 import pytest
 
 from conftest import needs_root, stray_processes
-from harness import lab as labmod, results
+from harness.testbeds import lab as labmod
+from harness.run import results
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -221,9 +222,9 @@ def test_the_docker_sdk_is_imported_only_when_docker_containers_are_used():
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0
     imported = {ln.split("|")[-1].strip() for ln in p.stderr.splitlines() if ln.startswith("import time:")}
-    assert "harness.errors" in imported and not [m for m in imported if m.split(".")[0] == "docker"]
+    assert "harness.core.errors" in imported and not [m for m in imported if m.split(".")[0] == "docker"]
 
 
 def test_seed003_asks_for_docker_containers():
-    from harness import scenario
+    from harness.config import scenario
     assert scenario.load(ROOT / "scenarios" / "seed003-weave-docker-ping-iperf.toml").containers == "docker"

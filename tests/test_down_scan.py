@@ -14,8 +14,8 @@ import time
 import pytest
 
 from conftest import needs_root
-from harness import remote_down
-from harness.hosts.ssh import SshHost
+from harness.testbeds import remote_down
+from harness.hosts.ssh.host import SshHost
 from sshd import ssh_world  # noqa: F401 - the fixture
 
 pytestmark = [needs_root()]

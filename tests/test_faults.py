@@ -11,8 +11,11 @@ import time
 import pytest
 
 from conftest import needs_root
-from harness import failpoints, lab as labmod, results, scenario as S
-from harness.runner import Runner
+from harness.core import failpoints
+from harness.testbeds import lab as labmod
+from harness.run import results
+from harness.config import scenario as S
+from harness.run.runner import Runner
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
-"""harness.gate: baselines of ratios to native, significance before threshold, reports.
+"""harness.gates.baseline: baselines of ratios to native, significance before threshold, reports.
 
-The significance rule these tests pin down (see harness/gate.py): a case fails only when
+The significance rule these tests pin down (see harness/gates/baseline.py): a case fails only when
 the one-sided Mann–Whitney U of the run's per-repeat ratios against the baseline's gives
 p ≤ 0.05 AND the median ratio moved beyond the tolerance the bad way. 2 repeats against 2
 can never reach p ≤ 0.05 (smallest p = 1/6): "not enough repeats", no failure. 2 against
@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 import pandas as pd
 import pytest
 
-from harness import gate
-from harness.errors import HarnessError
+from harness.gates import baseline as gate
+from harness.core.errors import HarnessError
 from report_fixtures.synth import make_records, make_run
 
 META = {"run_id": "base", "hostname": "bench-01", "kernel": "6.18.44", "cpu": {"model": "AMD EPYC 7B13"}}

@@ -6,10 +6,13 @@ import sys
 import pytest
 
 from conftest import needs_root
-from harness import gate, modes, results, scenario as S
-from harness.lab import Lab
+from harness.gates import baseline as gate
+from harness import modes
+from harness.run import results
+from harness.config import scenario as S
+from harness.testbeds.lab import Lab
 from harness.modes.sleeve import Sleeve
-from harness.runner import Runner
+from harness.run.runner import Runner
 
 pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.slow]
 

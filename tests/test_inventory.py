@@ -5,8 +5,8 @@ import pathlib
 
 import pytest
 
-from harness import inventory, scenario as S
-from harness.errors import ScenarioError
+from harness.config import inventory, scenario as S
+from harness.core.errors import ScenarioError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "scenarios" / "inventory.example.toml"

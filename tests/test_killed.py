@@ -10,7 +10,9 @@ import sys
 import pytest
 
 from conftest import needs_root, stray_processes
-from harness import failpoints, lab as labmod, results
+from harness.core import failpoints
+from harness.testbeds import lab as labmod
+from harness.run import results
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent

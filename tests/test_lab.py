@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from conftest import needs_root
-from harness import lab as labmod
-from harness.errors import HarnessError
+from harness.testbeds import lab as labmod
+from harness.core.errors import HarnessError
 
 pytestmark = [needs_root(), pytest.mark.lab]
 LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
@@ -59,7 +59,7 @@ def test_teardown_on_error_removes_everything_and_kills_processes():
 
 CHILD = """
 import sys, time
-from harness.lab import Lab
+from harness.testbeds.lab import Lab
 lab = Lab.create()
 print(lab.prefix, flush=True)
 time.sleep(60)

@@ -11,7 +11,7 @@ import subprocess
 import time
 
 from conftest import leftovers_now, needs_root, stray_processes, stray_tables
-from harness.lab import Lab
+from harness.testbeds.lab import Lab
 
 
 def _wait_for_exec(pid: int, comm: str, deadline_s: float = 30.0) -> None:

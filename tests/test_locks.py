@@ -21,9 +21,10 @@ import time
 
 import pytest
 
-from harness import results, scenario as S
-from harness.errors import HarnessError
-from harness.lab import STATE_ROOT, pid_alive
+from harness.run import results
+from harness.config import scenario as S
+from harness.core.errors import HarnessError
+from harness.testbeds.lab import STATE_ROOT, pid_alive
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TIMEOUT = 30            # seconds: the most any step of these tests waits for a child
@@ -32,7 +33,7 @@ TIMEOUT = 30            # seconds: the most any step of these tests waits for a 
 # holds it until its stdin closes (or it is killed).
 OWNER = """\
 import sys
-from harness.results import RunStore
+from harness.run.results import RunStore
 store = RunStore.open(sys.argv[1])
 store.lock()
 print("locked", flush=True)
@@ -43,7 +44,7 @@ sys.stdin.read()
 # it holds it, releases it on the first line of stdin and says when it did, then exits on EOF.
 MACHINE = """\
 import pathlib, sys, time
-from harness.runlock import hold_machine
+from harness.run.runlock import hold_machine
 m = hold_machine(sys.argv[2], quiet=sys.argv[3] == "quiet", path=pathlib.Path(sys.argv[1]))
 print("held", time.monotonic(), flush=True)
 if sys.stdin.readline():
@@ -252,7 +253,7 @@ def test_the_run_lock_is_free_once_its_owner_is_killed(locked_run):
     finally:
         store.unlock()
     # Released: the next writer (another process) takes it.
-    p = subprocess.run([sys.executable, "-c", "import sys; from harness.results import RunStore; "
+    p = subprocess.run([sys.executable, "-c", "import sys; from harness.run.results import RunStore; "
                         "RunStore.open(sys.argv[1]).lock(); print('locked')", str(run_dir)],
                        cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
     assert p.returncode == 0 and p.stdout.strip() == "locked", p.stderr
@@ -346,7 +347,7 @@ def test_duplicated_lines_are_counted_and_reported_by_load(tmp_path, caplog):
     clean = _run_with_lines(tmp_path / "clean", [])
     dup = _run_with_lines(tmp_path / "dup", [0, 0, 2])      # 3 lines repeat an earlier key
 
-    caplog.set_level(logging.WARNING, logger="harness.results")
+    caplog.set_level(logging.WARNING, logger="harness.run.results")
     assert results.duplicates(results.read_records(clean)) == 0
     df = results.load(clean)
     assert df.attrs["duplicates"] == 0 and len(df) == 4

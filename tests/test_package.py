@@ -46,7 +46,7 @@ def test_installed_outside_the_checkout_it_finds_hashes_and_builds_the_same_sour
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, timeout=300)
-    code = ("import harness.sleeve_build as b, harness; s = b.Source.shipped(); "
+    code = ("import harness.sleeve.build as b, harness; s = b.Source.shipped(); "
             "print(harness.__file__); print(s.path); print(s.hash); print(b.build_local())")
     env = {"PYTHONPATH": str(target), "PATH": "/usr/local/bin:/usr/bin:/bin",
            "OVERLAYBENCH_CACHE": str(tmp_path / "cache"), "HOME": str(tmp_path)}
@@ -55,7 +55,7 @@ def test_installed_outside_the_checkout_it_finds_hashes_and_builds_the_same_sour
     assert p.returncode == 0, p.stderr
     mod, path, digest, binary = p.stdout.split()
     assert mod.startswith(str(target)) and path.startswith(str(target))
-    from harness.sleeve_build import Source
+    from harness.sleeve.build import Source
     assert digest == Source.shipped().hash
     v = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
     assert v.returncode == 0 and v.stdout.startswith("sleeve ")

@@ -13,7 +13,7 @@ import socket
 import pytest
 
 from conftest import needs_root
-from harness import lab as labmod
+from harness.testbeds import lab as labmod
 from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
 pytestmark = [needs_root(), pytest.mark.lab]
@@ -54,8 +54,9 @@ def test_a_lab_draws_again_on_a_prefix_that_is_taken(taken, monkeypatch):
 
 
 def test_a_remote_testbed_draws_again_and_leaves_the_other_testbeds_objects(ssh_lab, taken, monkeypatch):
-    from harness import backends, scenario as S
-    from harness.testbed import Options
+    from harness.testbeds import registry as backends
+    from harness.config import scenario as S
+    from harness.testbeds.base import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
     h0 = ssh_lab.lab.sides[0].host

@@ -14,8 +14,9 @@ import platform
 import pytest
 
 from conftest import needs_root
-from harness import preflight, scenario as S
-from harness.hosts.ssh import SshHost
+from harness.testbeds import preflight
+from harness.config import scenario as S
+from harness.hosts.ssh.host import SshHost
 from sshd import ssh_world  # noqa: F401 - the fixture
 
 pytestmark = [needs_root()]

@@ -18,7 +18,7 @@ import tempfile
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.report.render import render
 from report_fixtures.synth import make_run
 
@@ -251,7 +251,7 @@ def test_udp_latency_run_shows_udp_latency_columns(tmp_path):
 
 
 def test_run_with_every_test_shows_every_column(tmp_path):
-    from harness import tablefmt
+    from harness.analysis import tablefmt
     from report_fixtures.synth import EVERY_TEST
     run = make_run(tmp_path, underlay_mtus=[1500], tests=EVERY_TEST, repeats=2,
                    placements=("host-host", "container-container"))

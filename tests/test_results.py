@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from harness import results
-from harness.errors import HarnessError
+from harness.run import results
+from harness.core.errors import HarnessError
 
 
 def _m(**kw):

@@ -7,8 +7,10 @@ import subprocess
 import pytest
 
 from conftest import needs_root
-from harness import failpoints, results, scenario as S
-from harness.runner import Runner
+from harness.core import failpoints
+from harness.run import results
+from harness.config import scenario as S
+from harness.run.runner import Runner
 
 pytestmark = [needs_root(), pytest.mark.lab]
 

@@ -13,12 +13,13 @@ import paramiko
 import pytest
 
 from conftest import needs_root
-from harness import results, scenario as S
+from harness.run import results
+from harness.config import scenario as S
 from harness.hosts import LocalHost
-from harness.hosts.ssh import SshHost
+from harness.hosts.ssh.host import SshHost
 from harness.modes import sleeve as sleeve_mod, wireguard as wg_mod
 from harness.report import render
-from harness.runner import Runner
+from harness.run.runner import Runner
 from sshd import ssh_world  # noqa: F401 - the fixture
 from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
@@ -106,8 +107,8 @@ def test_the_keys_appear_nowhere_and_their_files_are_private_on_the_lab(lab, tmp
 
 def test_the_keys_appear_nowhere_and_their_files_are_private_over_ssh(ssh_lab, tmp_path, monkeypatch, caplog,
                                                                      capsys):
-    from harness import backends
-    from harness.testbed import Options
+    from harness.testbeds import registry as backends
+    from harness.testbeds.base import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
     sc = S.build({"matrix": {"modes": ["sleeve-crypto"]},

@@ -9,9 +9,9 @@ import subprocess
 import pytest
 
 from conftest import needs_root
-from harness import sleeve_build
-from harness.endpoints import endpoints
-from harness.errors import HarnessError
+from harness.sleeve import build as sleeve_build
+from harness.run.endpoints import endpoints
+from harness.core.errors import HarnessError
 from harness.modes.sleeve import SleeveCrypto
 from test_sleeve_modes import _iperf, cpu_has_fast_aes
 

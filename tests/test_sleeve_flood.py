@@ -46,10 +46,10 @@ import pytest
 
 from conftest import needs_root
 from harness import modes
-from harness.endpoints import endpoints
-from harness.facts import PROJECT
+from harness.run.endpoints import endpoints
+from harness.core.paths import PROJECT
 from harness.modes.sleeve import PORT
-from harness.runner import wait_listening
+from harness.run.runner import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
 SLEEVE_DIR = PROJECT / "overlay" / "sleeve"

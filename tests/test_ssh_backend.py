@@ -21,7 +21,10 @@ import sshd as sshd_mod
 from sshd import ssh_world  # noqa: F401 - the fixture
 from test_sleeve_flood import SLEEVES, flood_binary, flood_case  # noqa: F401 - the fixture
 from conftest import needs_root
-from harness import confine, lab as labmod, results, sleeve_build
+from harness.net import confine
+from harness.testbeds import lab as labmod
+from harness.run import results
+from harness.sleeve import build as sleeve_build
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -77,7 +80,7 @@ class SshLab:
 
     @staticmethod
     def _host_dirs() -> list[pathlib.Path]:
-        """The SSH transport's directories (harness/hosts/ssh.py), on either host: the hosts
+        """The SSH transport's directories (harness/hosts/ssh/host.py), on either host: the hosts
         are namespaces of this machine, so their /tmp is this one."""
         return sorted(d for pat in ("overlaybench-ssh-*", "overlaybench-up-*")
                       for d in pathlib.Path("/tmp").glob(pat) if d.is_dir())
@@ -430,7 +433,8 @@ def test_a_connection_dropped_mid_case_loses_nothing_and_the_run_reconnects(ssh_
 # files; the sudo host's upload directory too), then it dies without closing them.
 KILLED = """
 import json, os, signal, sys
-from harness.hosts.ssh import SshHost, SshSettings
+from harness.hosts.ssh.host import SshHost
+from harness.hosts.ssh.connect import SshSettings
 dirs = []
 for kw in json.loads(sys.argv[1]):
     h = SshHost(SshSettings(**kw))
@@ -444,7 +448,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def test_down_inventory_removes_the_ssh_directories_of_a_killed_orchestrator_and_no_live_ones(ssh_world, tmp_path):
     import dataclasses
-    from harness.hosts.ssh import SshHost
+    from harness.hosts.ssh.host import SshHost
     targets = (ssh_world.root, ssh_world.sudo)
     inv = tmp_path / "inventory.toml"
     inv.write_text("".join(f'[[hosts]]\nname = "{t.name}"\naddress = "{t.space.addr}"\nuser = "{t.user}"\n'
@@ -491,8 +495,9 @@ def test_down_inventory_removes_the_ssh_directories_of_a_killed_orchestrator_and
 def test_a_flood_against_a_sleeve_deployed_over_ssh_is_dropped_and_counted(ssh_lab, name, flood_binary,
                                                                             monkeypatch):
     """The sleeve's flood test, on a sleeve the ssh backend deployed on its hosts."""
-    from harness import backends, scenario as S
-    from harness.testbed import Options
+    from harness.testbeds import registry as backends
+    from harness.config import scenario as S
+    from harness.testbeds.base import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
     sc = S.build({"matrix": {"modes": [name]}, "testbed": {"backend": "ssh", "inventory": ssh_lab.inventory()}})

@@ -1,4 +1,4 @@
-"""harness.stats on frames built here: medians, native reference, ratios, the seed table."""
+"""harness.analysis.stats on frames built here: medians, native reference, ratios, the seed table."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from harness import significance, stats, summary, tablefmt
-from harness.errors import HarnessError
+from harness.analysis import significance, stats, summary, tablefmt
+from harness.core.errors import HarnessError
 from report_fixtures.synth import make_records
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.tools.base import TestSpec as Spec  # "Test*" would be collected by pytest
 from harness.tools.iperf3 import Iperf3Tcp, Iperf3Udp
 from captures import DATA, capture, captured_argv, values

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import tools
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.tools.base import Tool
 
 NAMES = ["iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",

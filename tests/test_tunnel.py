@@ -17,7 +17,7 @@ import pytest
 from paramiko.common import cMSG_CHANNEL_EOF
 
 from conftest import needs_root
-from harness.hosts.ssh import SshHost
+from harness.hosts.ssh.host import SshHost
 from harness.hosts.tunnel import UnixTunnel
 from sshd import ssh_world  # noqa: F401 - the fixture
 

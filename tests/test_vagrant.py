@@ -26,7 +26,7 @@ import subprocess
 import pytest
 
 from conftest import needs_root
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.hosts import vagrant
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from conftest import needs_root
-from harness import results
+from harness.run import results
 from test_vagrant import early_exit_vagrantfile
 
 pytestmark = [needs_root(), pytest.mark.slow]

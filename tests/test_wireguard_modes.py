@@ -15,11 +15,11 @@ import pytest
 
 from conftest import needs_root
 from harness import modes
-from harness.endpoints import endpoints
-from harness.errors import HarnessError, UnsupportedError
+from harness.run.endpoints import endpoints
+from harness.core.errors import HarnessError, UnsupportedError
 from harness.modes import wireguard as wg
-from harness.runner import wait_listening
-from harness.testbed import Side, Testbed
+from harness.run.runner import wait_listening
+from harness.testbeds.base import Side, Testbed
 
 PLACEMENTS = ("container-container", "host-container", "host-host")
 UNSUPPORTED_GO = ("mode wireguard-go: unsupported here: wireguard-go is not built and there is no go to build it "
@@ -175,8 +175,9 @@ def test_kernel_wireguard_deploys(lab):
 @pytest.mark.lab
 @needs_root()
 def test_wireguard_go_runs_through_the_runner(lab, tmp_path):
-    from harness import results, scenario as S
-    from harness.runner import Runner
+    from harness.run import results
+    from harness.config import scenario as S
+    from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["wireguard-go"], "tests": ["qperf.tcp_lat"],
                              "placements": ["host-host", "container-container"], "repeats": 1, "duration": 1}})
     store = results.RunStore.create(tmp_path, {"scenario": sc.to_dict()})
@@ -202,7 +203,7 @@ def path_without_go() -> str:
 
 
 def test_no_go_makes_wireguard_go_unsupported_in_one_line(monkeypatch, tmp_path):
-    from harness import doctor
+    from harness.cli import doctor
     monkeypatch.delenv(wg.ENV_BINARY, raising=False)
     monkeypatch.setenv("PATH", path_without_go())
     assert shutil.which("go") is None

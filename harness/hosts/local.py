@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 
-from harness.errors import CommandError
+from harness.core.errors import CommandError
 from harness.hosts.base import Completed, Host, Process
 
 log = logging.getLogger(__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from harness.errors import CommandError
+from harness.core.errors import CommandError
 from harness.hosts.base import Completed, Host, Process
 from harness.hosts.local import LocalHost
 

@@ -28,7 +28,7 @@ from typing import Callable, Iterable, Mapping
 
 import paramiko
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 
 log = logging.getLogger(__name__)
 

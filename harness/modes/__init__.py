@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.modes.base import ALL_PLACEMENTS, Datapath, Mode
 from harness.modes.fastdp import FastDP
 from harness.modes.native import Native

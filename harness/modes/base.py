@@ -11,10 +11,10 @@ import abc
 import dataclasses
 import logging
 
-from harness import confine
-from harness.errors import HarnessError
+from harness.net import confine
+from harness.core.errors import HarnessError
 from harness.hosts.base import Process
-from harness.testbed import Side, Testbed
+from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +131,7 @@ def route_l3(side: Side, peer: Side, dev: str) -> None:
             h.run(["ip", "route", "replace", f"{dst}/32", "dev", dev, "src", side.overlay_ip])
     # Forwarding on these two devices only, never host-wide (a real host's ip_forward is
     # not overlaybench's to change); the kernel forwards what arrives on them anywhere, so
-    # the side's table (harness/confine.py) lets the tunnel reach the bridge and nothing
+    # the side's table (harness/net/confine.py) lets the tunnel reach the bridge and nothing
     # else, before forwarding is on.
     if side.table:
         confine.allow_tunnel(h, side.table, dev)

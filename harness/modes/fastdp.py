@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from harness.errors import CommandError, HarnessError, UnsupportedError
+from harness.core.errors import CommandError, HarnessError, UnsupportedError
 from harness.modes.base import Datapath, Mode, reset_overlay_path
 
 log = logging.getLogger(__name__)

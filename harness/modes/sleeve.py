@@ -13,7 +13,7 @@ A keyed deployment records the AEAD the two daemons agreed on in Datapath.info["
 that seals it in Datapath.info["cipher_impl"].
 
 The testbed puts a binary on each host (built once per run from the shipped source:
-harness/sleeve_build.py), the mode starts one daemon per host, waits for its device
+harness/sleeve/build.py), the mode starts one daemon per host, waits for its device
 to come up, and wires the device in.
 """
 
@@ -27,11 +27,11 @@ import secrets
 import signal
 import time
 
-from harness import failpoints
-from harness.errors import CommandError, HarnessError, UnsupportedError
+from harness.core import failpoints
+from harness.core.errors import CommandError, HarnessError, UnsupportedError
 from harness.hosts.base import Process
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
-from harness.testbed import Side, Testbed
+from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class Sleeve(Mode):
     l3 = False
     crypto = False
     cipher = "auto"       # --cipher, with a key
-    # A harness.builds.Build to deploy instead of the project's own build (the arms of
+    # A harness.sleeve.refs.Build to deploy instead of the project's own build (the arms of
     # `overlaybench compare`, e.g. sleeve@base and sleeve@head; see builds.variant).
     sleeve_build = None
 

@@ -27,11 +27,11 @@ import signal
 import subprocess
 import time
 
-from harness.errors import CommandError, HarnessError, UnsupportedError
-from harness.facts import PROJECT
+from harness.core.errors import CommandError, HarnessError, UnsupportedError
+from harness.core.paths import PROJECT
 from harness.hosts.base import Process
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
-from harness.testbed import Side, Testbed
+from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 

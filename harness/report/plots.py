@@ -1,6 +1,6 @@
 """The report's figures: matplotlib (Agg, no pyplot state), returned as data: URIs.
 
-Every function takes frames from harness.stats and returns a `Figure`-free result:
+Every function takes frames from harness.analysis.stats and returns a `Figure`-free result:
 a `Plot` (title, data URI, caption) or None when the run has nothing to draw — the
 report then says what is missing instead.
 """
@@ -20,7 +20,7 @@ from matplotlib.colors import to_rgb
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from harness import stats, tablefmt
+from harness.analysis import stats, tablefmt
 
 # A fixed colour per mode (Okabe–Ito, colour-blind safe); the same in every plot and table.
 MODE_COLORS = {

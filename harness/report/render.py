@@ -1,7 +1,7 @@
 """One self-contained HTML report from one or more run directories.
 
 `render(run_dirs, out_path)` loads each run (run.json + measurements.jsonl), builds the
-seed-style tables (harness.stats) and the figures (plots.py, PNG as data: URIs), and
+seed-style tables (harness.analysis.stats) and the figures (plots.py, PNG as data: URIs), and
 fills templates/report.html.j2. The file needs nothing else: no external CSS, JS, fonts
 or images, so it opens offline and can be attached to a CI run as is.
 """
@@ -18,10 +18,10 @@ from typing import Any, Sequence
 import jinja2
 import pandas as pd
 
-from harness import stats, summary as summ, tablefmt
-from harness.errors import HarnessError
+from harness.analysis import stats, summary as summ, tablefmt
+from harness.core.errors import HarnessError
 from harness.report import plots
-from harness.results import load, read_meta, resolve_run
+from harness.run.results import load, read_meta, resolve_run
 
 log = logging.getLogger(__name__)
 

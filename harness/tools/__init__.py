@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.tools.base import Sample, TestSpec, Tool, ToolResult
 from harness.tools.iperf3 import Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import math
 
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.tools.base import Sample, ToolResult
 
 IPV4_UDP_HEADERS = 20 + 8

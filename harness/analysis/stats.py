@@ -1,0 +1,360 @@
+"""Numbers from a run's measurements: medians over repeats, ratios to native, A/B pairs, CPU cost.
+
+Everything here is a pure function of the DataFrame that `harness.run.results.load` returns
+(one row per metric). Nothing reads files, nothing prints. The significance tests are in
+`significance`, the seed-style table in `summary`, its text in `tablefmt`.
+
+Vocabulary
+----------
+config key
+    (mode, underlay_mtu, overlay_mtu, placement, test, streams): one measurement
+    configuration. The repeats of a config are its samples.
+native reference
+    For a row of mode M at underlay MTU U, placement P, test T, streams S: mode
+    "native" at the same U, T, S and placement P; native only runs host-host, so
+    when there is no native row for P, native host-host is the reference. The
+    overlay MTU plays no part (native's is the underlay's).
+% of native
+    value / native value × 100, for every metric. Throughput below 100 % and latency
+    above 100 % are both costs of the overlay (the seed's "BW %" and "Lat %").
+arm
+    One build of a mode in an A/B run: mode names `MODE@LABEL` (sleeve@base, sleeve@head).
+    Repeat r of one arm is paired with repeat r of the other: both were deployed one after
+    the other within that repeat.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from harness.analysis.significance import mann_whitney
+
+log = logging.getLogger(__name__)
+
+CONFIG_KEY = ["mode", "underlay_mtu", "overlay_mtu", "placement", "test", "streams"]
+NATIVE = "native"
+REFERENCE_PLACEMENT = "host-host"
+
+MODE_ORDER = ["native", "fastdp", "auto", "sleeve", "sleeve-seg", "sleeve-l3", "sleeve-crypto", "sleeve-basic"]
+PLACEMENT_ORDER = ["host-host", "host-container", "container-container"]
+
+# Which way is better, per metric. Unknown metrics are treated as lower-is-better costs.
+HIGHER_IS_BETTER = {"throughput_bps": True}
+
+def higher_is_better(metric: str) -> bool:
+    return HIGHER_IS_BETTER.get(metric, False)
+
+
+# --------------------------------------------------------------------------- selection
+
+def _truthy(v: Any) -> bool:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return False
+    if isinstance(v, str):
+        return v.strip().lower() in ("true", "1", "yes")
+    return bool(v)
+
+
+def _ensure_columns(df: pd.DataFrame, cols: Iterable[str]) -> pd.DataFrame:
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        df = df.copy()
+        for c in missing:
+            df[c] = None
+    return df
+
+
+def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows that carry a usable measurement: ok, not the "failed" marker, a finite value."""
+    df = _ensure_columns(df, CONFIG_KEY + ["metric", "value", "ok", "repeat", "datapath", "unit"])
+    values = pd.to_numeric(df["value"], errors="coerce")
+    keep = (df["ok"].map(_truthy) & (df["metric"] != "failed")
+            & values.notna() & np.isfinite(values.astype(float)))
+    out = df.loc[keep].copy()
+    out["value"] = values[keep].astype(float)
+    return out
+
+
+def failures(df: pd.DataFrame) -> pd.DataFrame:
+    """Failed cases, one row per (config, repeat), with the reason(s) in `error`."""
+    cols = CONFIG_KEY + ["repeat", "datapath", "error"]
+    df = _ensure_columns(df, cols + ["metric", "ok"])
+    bad = df[(df["metric"] == "failed") | ~df["ok"].map(_truthy)]
+    if bad.empty:
+        return pd.DataFrame(columns=cols)
+    bad = bad.assign(error=bad["error"].map(lambda e: "" if e is None or e != e else str(e)))
+    g = bad.groupby(CONFIG_KEY + ["repeat"], dropna=False, sort=False)
+    out = g.agg(datapath=("datapath", _join_unique),
+                error=("error", lambda s: "; ".join(dict.fromkeys(e for e in s if e)) or "no reason recorded"))
+    out = out.reset_index()
+    return sort_configs(out)[cols].reset_index(drop=True)
+
+
+def _join_unique(values: Iterable[Any]) -> str:
+    seen = dict.fromkeys(str(v) for v in values if v is not None and v == v and str(v) != "")
+    return "/".join(seen)
+
+
+def _key(v: Any) -> Any:
+    """A hashable, NaN-free, int-where-possible version of one key value."""
+    if v is None:
+        return None
+    if isinstance(v, (float, np.floating)):
+        if math.isnan(v):
+            return None
+        if float(v).is_integer():
+            return int(v)
+        return float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    return v
+
+
+def _mode_rank(mode: Any) -> tuple:
+    m = str(mode)
+    return (MODE_ORDER.index(m), m) if m in MODE_ORDER else (len(MODE_ORDER), m)
+
+
+def _placement_rank(p: Any) -> tuple:
+    s = str(p)
+    return (PLACEMENT_ORDER.index(s), s) if s in PLACEMENT_ORDER else (len(PLACEMENT_ORDER), s)
+
+
+def sort_configs(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows in reading order: underlay MTU, mode (native first), overlay MTU, placement, test, streams."""
+    if df.empty:
+        return df
+
+    def keyfunc(col: pd.Series) -> pd.Series:
+        if col.name == "mode":
+            return col.map(_mode_rank)
+        if col.name == "placement":
+            return col.map(_placement_rank)
+        if col.name in ("underlay_mtu", "overlay_mtu", "streams", "repeat"):
+            return pd.to_numeric(col, errors="coerce")
+        return col.astype(str)
+
+    by = [c for c in ["underlay_mtu", "mode", "overlay_mtu", "placement", "test", "streams", "metric",
+                      "repeat"] if c in df.columns]
+    return df.sort_values(by=by, key=keyfunc, kind="stable", na_position="last")
+
+
+# --------------------------------------------------------------------------- medians
+
+def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Median, min, max and count over repeats, per config key and metric.
+
+    Columns: CONFIG_KEY + metric, n, median, min, max, unit, datapath.
+    """
+    cols = CONFIG_KEY + ["metric", "n", "median", "min", "max", "unit", "datapath"]
+    d = ok_rows(df)
+    if metrics is not None:
+        d = d[d["metric"].isin(list(metrics))]
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    g = d.groupby(CONFIG_KEY + ["metric"], dropna=False, sort=False)
+    out = g.agg(n=("value", "count"), median=("value", "median"), min=("value", "min"),
+                max=("value", "max"), unit=("unit", "first"), datapath=("datapath", _join_unique))
+    out = out.reset_index()
+    return sort_configs(out)[cols].reset_index(drop=True)
+
+
+def _native_lookup(table: dict, u: Any, p: Any, t: Any, s: Any, metric: Any, *rest: Any) -> Any:
+    """The native entry for (U, P, T, S, metric, …), falling back to native host-host."""
+    k = (_key(u), _key(p), _key(t), _key(s), metric, *rest)
+    if k in table:
+        return table[k]
+    k = (_key(u), REFERENCE_PLACEMENT, _key(t), _key(s), metric, *rest)
+    return table.get(k)
+
+
+def with_native(summary: pd.DataFrame) -> pd.DataFrame:
+    """`summarize` output plus `native` (the reference median) and `pct_of_native`."""
+    s = summary.copy()
+    nat = s[s["mode"] == NATIVE]
+    table: dict = {}
+    for r in nat.itertuples(index=False):
+        k = (_key(r.underlay_mtu), _key(r.placement), _key(r.test), _key(r.streams), r.metric)
+        table.setdefault(k, []).append(r.median)
+    table = {k: float(np.median(v)) for k, v in table.items()}
+    s["native"] = [
+        _native_lookup(table, r.underlay_mtu, r.placement, r.test, r.streams, r.metric)
+        for r in s.itertuples(index=False)]
+    s["native"] = pd.to_numeric(s["native"], errors="coerce")
+    s["pct_of_native"] = _pct(s["median"], s["native"])
+    return s
+
+
+def _pct(value: pd.Series, ref: pd.Series) -> pd.Series:
+    value = pd.to_numeric(value, errors="coerce").astype(float)
+    ref = pd.to_numeric(ref, errors="coerce").astype(float)
+    return (value / ref.where(ref != 0)) * 100.0
+
+
+def repeat_ratios(df: pd.DataFrame, metrics: Sequence[str] | None = None,
+                  include_native: bool = False) -> pd.DataFrame:
+    """Per-repeat ratio to native: each repeat's value over the same repeat's native value.
+
+    Columns: CONFIG_KEY + metric, repeat, datapath, value, native, ratio. A repeat whose
+    native counterpart is missing (failed, or not measured) gets no ratio and is left out.
+    Several values for one (config, metric, repeat) — a resumed run — are medianed first.
+    """
+    cols = CONFIG_KEY + ["metric", "repeat", "datapath", "value", "native", "ratio"]
+    d = ok_rows(df)
+    if metrics is not None:
+        d = d[d["metric"].isin(list(metrics))]
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    g = d.groupby(CONFIG_KEY + ["metric", "repeat"], dropna=False, sort=False)
+    per = g.agg(value=("value", "median"), datapath=("datapath", _join_unique)).reset_index()
+    nat: dict = {}
+    for r in per[per["mode"] == NATIVE].itertuples(index=False):
+        k = (_key(r.underlay_mtu), _key(r.placement), _key(r.test), _key(r.streams), r.metric, _key(r.repeat))
+        nat.setdefault(k, []).append(r.value)
+    nat = {k: float(np.median(v)) for k, v in nat.items()}
+    if not include_native:
+        per = per[per["mode"] != NATIVE]
+    per = per.copy()
+    per["native"] = [
+        _native_lookup(nat, r.underlay_mtu, r.placement, r.test, r.streams, r.metric, _key(r.repeat))
+        for r in per.itertuples(index=False)]
+    per["native"] = pd.to_numeric(per["native"], errors="coerce")
+    per["ratio"] = per["value"] / per["native"].where(per["native"] != 0)
+    dropped = per["ratio"].isna().sum()
+    if dropped:
+        log.info("%d repeat(s) without a native counterpart left out of the ratios", dropped)
+    per = per[per["ratio"].notna()]
+    return sort_configs(per)[cols].reset_index(drop=True)
+
+
+def ratio_to_native(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per config and metric: the median of per-repeat ratios and their min–max.
+
+    Columns: CONFIG_KEY + metric, n, ratio, ratio_min, ratio_max.
+    """
+    cols = CONFIG_KEY + ["metric", "n", "ratio", "ratio_min", "ratio_max"]
+    r = repeat_ratios(df, metrics)
+    if r.empty:
+        return pd.DataFrame(columns=cols)
+    g = r.groupby(CONFIG_KEY + ["metric"], dropna=False, sort=False)
+    out = g.agg(n=("ratio", "count"), ratio=("ratio", "median"), ratio_min=("ratio", "min"),
+                ratio_max=("ratio", "max")).reset_index()
+    return sort_configs(out)[cols].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- A/B arms
+
+ARM_SEP = "@"
+
+
+def split_arm(mode: Any) -> tuple[str, str | None]:
+    """"sleeve@head" → ("sleeve", "head"); a plain mode → (mode, None)."""
+    name, sep, label = str(mode).partition(ARM_SEP)
+    return (name, label) if sep else (str(mode), None)
+
+
+def arm_pairs(df: pd.DataFrame, base: str, head: str, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per config, metric and repeat: the base arm's value, the head arm's and log(head / base).
+
+    Columns: CONFIG_KEY (the mode without its arm label) + metric, repeat, base, head,
+    log_ratio. A repeat missing from either arm (failed or not measured) makes no pair.
+    Several values for one (config, metric, repeat, arm), as a resumed run may hold, are
+    medianed first.
+    """
+    cols = CONFIG_KEY + ["metric", "repeat", "base", "head", "log_ratio"]
+    d = ok_rows(df)
+    if metrics is not None:
+        d = d[d["metric"].isin(list(metrics))]
+    arms = d["mode"].map(split_arm)
+    d = d.assign(mode=[a[0] for a in arms], arm=[a[1] for a in arms])
+    d = d[d["arm"].isin([base, head]) & (d["value"] > 0)]
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    keys = CONFIG_KEY + ["metric", "repeat"]
+    per = {a: g.groupby(keys, dropna=False, sort=False)["value"].median().rename(a)
+           for a, g in d.groupby("arm")}
+    if base not in per or head not in per:
+        return pd.DataFrame(columns=cols)
+    wide = pd.concat([per[base].rename("base"), per[head].rename("head")], axis=1).dropna().reset_index()
+    if wide.empty:
+        return pd.DataFrame(columns=cols)
+    wide["log_ratio"] = np.log(wide["head"] / wide["base"])
+    return sort_configs(wide)[cols].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- CPU cost
+
+def cpu_per_gbps(df: pd.DataFrame, tests: Sequence[str] | None = None) -> pd.DataFrame:
+    """CPU percent per Gbit/s of throughput, per config and repeat.
+
+    CPU is cpu_total_pct where the run recorded it (the whole machine in the lab), else
+    cpu_client_pct + cpu_server_pct. Columns: CONFIG_KEY + repeat, cpu_pct, gbps, cpu_per_gbps.
+    """
+    cols = CONFIG_KEY + ["repeat", "cpu_pct", "gbps", "cpu_per_gbps"]
+    d = ok_rows(df)
+    if tests is not None:
+        d = d[d["test"].isin(list(tests))]
+    wanted = ["throughput_bps", "cpu_total_pct", "cpu_client_pct", "cpu_server_pct"]
+    d = d[d["metric"].isin(wanted)]
+    if d.empty:
+        return pd.DataFrame(columns=cols)
+    wide = d.pivot_table(index=CONFIG_KEY + ["repeat"], columns="metric", values="value",
+                         aggfunc="median", dropna=False, observed=True)
+    wide = wide.dropna(how="all").reset_index()
+    for m in wanted:
+        if m not in wide.columns:
+            wide[m] = np.nan
+    cpu = wide["cpu_total_pct"].where(wide["cpu_total_pct"].notna(),
+                                      wide["cpu_client_pct"] + wide["cpu_server_pct"])
+    wide["cpu_pct"] = cpu
+    wide["gbps"] = wide["throughput_bps"] / 1e9
+    wide["cpu_per_gbps"] = wide["cpu_pct"] / wide["gbps"].where(wide["gbps"] > 0)
+    wide = wide[wide["cpu_per_gbps"].notna()]
+    return sort_configs(wide)[cols].reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------- comparing runs
+
+def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
+                 metrics: Sequence[str] = ("throughput_bps", "latency_us"),
+                 alpha: float = 0.05) -> pd.DataFrame:
+    """Run b against run a, per config and metric present in both.
+
+    Columns: CONFIG_KEY + metric, n_a, n_b, median_a, median_b, delta_pct, p, significant,
+    better (True: b is better, False: worse, None: no significant change).
+    The test is two-sided Mann–Whitney on the raw per-repeat values.
+    """
+    cols = CONFIG_KEY + ["metric", "n_a", "n_b", "median_a", "median_b", "delta_pct", "p",
+                         "significant", "better"]
+    va, vb = ok_rows(a), ok_rows(b)
+    va = va[va["metric"].isin(list(metrics))]
+    vb = vb[vb["metric"].isin(list(metrics))]
+    ga = {tuple(_key(x) for x in k): g["value"].tolist()
+          for k, g in va.groupby(CONFIG_KEY + ["metric"], dropna=False)}
+    gb = {tuple(_key(x) for x in k): g["value"].tolist()
+          for k, g in vb.groupby(CONFIG_KEY + ["metric"], dropna=False)}
+    rows = []
+    for k in ga.keys() & gb.keys():
+        xa, xb = ga[k], gb[k]
+        ma, mb = float(np.median(xa)), float(np.median(xb))
+        mw = mann_whitney(xb, xa, "two-sided", alpha)
+        sig = mw.significant(alpha)
+        delta = (mb / ma - 1) * 100 if ma else math.nan
+        better = None
+        if sig:
+            better = (mb > ma) == higher_is_better(k[-1])
+        rows.append(dict(zip(CONFIG_KEY + ["metric"], k), n_a=len(xa), n_b=len(xb), median_a=ma,
+                         median_b=mb, delta_pct=delta, p=mw.p, significant=sig, better=better))
+    if not rows:
+        return pd.DataFrame(columns=cols)
+    out = sort_configs(pd.DataFrame(rows))[cols].reset_index(drop=True)
+    out["better"] = pd.Series([None if v is None else bool(v) for v in out["better"]], dtype=object,
+                              index=out.index)
+    return out
+
+

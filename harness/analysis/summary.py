@@ -1,0 +1,266 @@
+"""The seed-style summary table: one row per configuration, its columns defined once in COLUMNS.
+
+One row per (underlay MTU, mode, overlay MTU, placement[, streams]): TCP throughput
+(iperf3.tcp, else qperf.tcp_bw), TCP latency (qperf.tcp_lat), BW % and Lat % of native,
+UDP throughput, loss and jitter (iperf3.udp, else qperf.udp_bw), UDP latency
+(qperf.udp_lat), ping RTT (ping.flood: avg, and the min/max/mdev of each run's rtt line),
+CPU per Gbit/s, each a median over repeats with its min–max, and a % of native for every
+throughput and latency. Whichever of these a run did not measure stays empty; the text
+table (`tablefmt`) and the report leave such columns out.
+
+COLUMNS is the one list both the numbers and their display come from: each entry says
+which tests and metric fill it, which summary fields it owns, its title, and how it is
+shown. The DataFrame's columns (SUMMARY_COLUMNS) are the row fields followed by every
+column's fields in display order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import pandas as pd
+
+from harness.analysis.stats import (CONFIG_KEY, _ensure_columns, _join_unique, _key, _truthy, cpu_per_gbps, failures,
+                           higher_is_better, sort_configs, summarize, with_native)
+
+TCP_BW_TESTS = ("iperf3.tcp", "qperf.tcp_bw")      # first present wins
+TCP_LAT_TESTS = ("qperf.tcp_lat",)
+UDP_TESTS = ("iperf3.udp", "qperf.udp_bw")
+UDP_LAT_TESTS = ("qperf.udp_lat",)
+PING_TESTS = ("ping.flood",)
+
+ROW_KEY = ["underlay_mtu", "mode", "overlay_mtu", "placement"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Column:
+    """One column of the summary table.
+
+    kind: "config" (a row field), "value" (a median over repeats of `metric` from the
+    first of `tests` present), "pct" (the % of native of the value column `of`), "parts"
+    (medians of several metrics in one cell: `parts` = (field, metric) pairs), "cpu" (CPU
+    per Gbit/s of the TCP throughput test) or "failed".
+    """
+
+    key: str                          # cell key (text table, report)
+    title: str
+    kind: str = "value"
+    field: str | None = None          # the summary field holding the median
+    tests: tuple[str, ...] = ()
+    metric: str | None = None
+    scale: float = 1.0                # e.g. 1e-9: bits/s → Gbit/s
+    ranged: bool = False              # field_min and field_max too
+    text_range: bool = True           # the text table shows the min–max (else only the report)
+    digits: int = 3
+    compact: bool = False             # no trailing zeros (fmt_compact)
+    test_field: str | None = None     # records which test filled it (tcp_test, udp_test)
+    of: str | None = None             # pct: the value column's key
+    what: str = ""                    # value: what it measures, for "no native … to compare with"
+    parts: tuple[tuple[str, str], ...] = ()
+    shown_when_positive: bool = False  # shown only when some row is above 0 (ping loss)
+
+    @property
+    def fields(self) -> list[str]:
+        """The summary fields this column owns, in order."""
+        if self.kind == "parts":
+            return [f for f, _ in self.parts]
+        if self.field is None:
+            return []
+        return [self.field] + ([f"{self.field}_min", f"{self.field}_max"] if self.ranged else [])
+
+
+COLUMNS: list[Column] = [
+    Column("mode", "Mode", kind="config"),
+    Column("overlay_mtu", "Overlay MTU", kind="config"),
+    Column("datapath", "Datapath", kind="config"),
+    Column("placement", "Placement", kind="config"),
+    Column("streams", "Streams", kind="config"),
+    Column("tcp", "TCP BW (Gbit/s)", field="tcp_gbps", tests=TCP_BW_TESTS, metric="throughput_bps", scale=1e-9,
+           ranged=True, test_field="tcp_test", what="TCP throughput"),
+    Column("lat", "TCP Lat (µs)", field="tcp_lat_us", tests=TCP_LAT_TESTS, metric="latency_us", ranged=True,
+           what="TCP latency"),
+    Column("bw_pct", "BW %", kind="pct", field="bw_pct", of="tcp"),
+    Column("lat_pct", "Lat %", kind="pct", field="lat_pct", of="lat"),
+    Column("udp_bw", "UDP BW (Gbit/s)", field="udp_gbps", tests=UDP_TESTS, metric="throughput_bps", scale=1e-9,
+           ranged=True, test_field="udp_test", what="UDP throughput"),
+    Column("udp_bw_pct", "UDP BW %", kind="pct", field="udp_bw_pct", of="udp_bw"),
+    Column("loss", "UDP loss %", field="udp_loss_pct", tests=UDP_TESTS, metric="loss_pct", ranged=True,
+           text_range=False, digits=2),
+    Column("jitter", "UDP jitter (ms)", field="udp_jitter_ms", tests=UDP_TESTS, metric="jitter_ms", ranged=True,
+           text_range=False, digits=2),
+    Column("udp_lat", "UDP Lat (µs)", field="udp_lat_us", tests=UDP_LAT_TESTS, metric="latency_us", ranged=True,
+           what="UDP latency"),
+    Column("udp_lat_pct", "UDP Lat %", kind="pct", field="udp_lat_pct", of="udp_lat"),
+    Column("ping", "Ping avg (µs)", field="ping_avg_us", tests=PING_TESTS, metric="latency_us", ranged=True,
+           compact=True, what="ping"),
+    Column("ping_pct", "Ping %", kind="pct", field="ping_pct", of="ping"),
+    Column("ping_rtt", "Ping min/avg/max/mdev (µs)", kind="parts", tests=PING_TESTS,
+           parts=(("ping_min_us", "latency_min_us"), ("ping_max_us", "latency_max_us"),
+                  ("ping_mdev_us", "latency_mdev_us"))),
+    Column("ping_loss", "Ping loss %", field="ping_loss_pct", tests=PING_TESTS, metric="loss_pct", digits=2,
+           shown_when_positive=True),
+    Column("cpu", "CPU %/Gbit/s", kind="cpu", field="cpu_per_gbps", ranged=True, text_range=False),
+    Column("failed", "Failed", kind="failed"),
+]
+BY_KEY = {c.key: c for c in COLUMNS}
+ROW_TCP = BY_KEY["tcp"]               # its stream counts make the rows
+
+ROW_FIELDS = ["underlay_mtu", "rate", "mode", "overlay_mtu", "datapath", "placement", "streams", "repeats", "failed"]
+TEST_FIELDS = [c.test_field for c in COLUMNS if c.test_field]
+SUMMARY_COLUMNS = ROW_FIELDS + TEST_FIELDS + [f for c in COLUMNS for f in c.fields]
+_NOT_FLOAT = set(ROW_FIELDS) | set(TEST_FIELDS)
+
+
+def pct_higher_is_better(col: Column) -> bool:
+    """For a % of native column: is above 100 better (throughput) or worse (latency)?"""
+    return higher_is_better(BY_KEY[col.of].metric or "")
+
+
+def has_data(summary: pd.DataFrame, field: str) -> bool:
+    return field in summary.columns and bool(pd.to_numeric(summary[field], errors="coerce").notna().any())
+
+
+def _pick(s: pd.DataFrame, tests: Sequence[str], metric: str) -> pd.DataFrame:
+    """Summary rows of `metric` from the first of `tests` present per config, others dropped."""
+    sub = s[(s["metric"] == metric) & s["test"].isin(list(tests))]
+    if sub.empty:
+        return sub
+    rank = sub["test"].map({t: i for i, t in enumerate(tests)})
+    sub = sub.assign(_rank=rank)
+    keys = ["underlay_mtu", "mode", "overlay_mtu", "placement", "streams"]
+    best = sub.groupby(keys, dropna=False)["_rank"].transform("min")
+    return sub[sub["_rank"] == best].drop(columns="_rank")
+
+
+def _by_row(frame: pd.DataFrame, per_streams: bool) -> dict:
+    """Row key → the summary row of the lowest stream count (or → {streams: row})."""
+    out: dict = {}
+    if frame.empty:
+        return out
+    frame = frame.assign(_s=pd.to_numeric(frame["streams"], errors="coerce"))
+    frame = frame.sort_values("_s", na_position="last", kind="stable")
+    for r in frame.to_dict("records"):
+        k = tuple(_key(r[c]) for c in ROW_KEY)
+        if per_streams:
+            out.setdefault(k, {})[_key(r["streams"])] = r
+        else:
+            out.setdefault(k, r)
+    return out
+
+
+def _cpu_by(df: pd.DataFrame) -> dict:
+    """(row key…, test, streams) → the per-repeat CPU per Gbit/s of that TCP throughput test."""
+    cpu = cpu_per_gbps(df, TCP_BW_TESTS)
+    out: dict = {}
+    for k, g in cpu.groupby(CONFIG_KEY, dropna=False):
+        d = dict(zip(CONFIG_KEY, (_key(x) for x in k)))
+        out[tuple(d[c] for c in ROW_KEY + ["test", "streams"])] = g["cpu_per_gbps"]
+    return out
+
+
+def _row_info(df: pd.DataFrame) -> tuple[dict, dict]:
+    """Every row key seen in the run, ok or failed, with its datapaths, rates and repeats;
+    and the number of failed (config, repeat)s per row key."""
+    info: dict = {}
+    for r in df.to_dict("records"):
+        if r.get("mode") is None:
+            continue
+        k = tuple(_key(r.get(c)) for c in ROW_KEY)
+        e = info.setdefault(k, {"datapath": [], "rate": [], "repeats": set()})
+        e["datapath"].append(r.get("datapath"))
+        e["rate"].append(r.get("rate"))
+        if _truthy(r.get("ok")) and r.get("metric") != "failed":
+            e["repeats"].add(_key(r.get("repeat")))
+    nfail: dict = {}
+    for r in failures(df).to_dict("records"):
+        k = tuple(_key(r[c]) for c in ROW_KEY)
+        nfail[k] = nfail.get(k, 0) + 1
+    return info, nfail
+
+
+def _fill(row: dict, col: Column, src: dict | None, sources: dict) -> None:
+    """Put one column's numbers from its source summary row(s) into `row`."""
+    if col.kind == "value" and src is not None:
+        row[col.field] = src["median"] * col.scale
+        if col.ranged:
+            row[f"{col.field}_min"], row[f"{col.field}_max"] = src["min"] * col.scale, src["max"] * col.scale
+        if col.test_field:
+            row[col.test_field] = src["test"]
+    elif col.kind == "pct" and src is not None:
+        row[col.field] = src["pct_of_native"]
+    elif col.kind == "parts":
+        for field, metric in col.parts:
+            part = sources.get((col.key, metric))
+            if part is not None:
+                row[field] = part["median"]
+
+
+def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The seed's table as a DataFrame, one row per (underlay MTU, mode, overlay MTU,
+    placement, streams of the TCP throughput test). See COLUMNS and the module doc.
+
+    Latency, UDP, ping and CPU columns come from their own tests; they are matched on
+    (underlay MTU, mode, overlay MTU, placement) and, where several stream counts exist,
+    the lowest. Ping: `ping_avg_us` is the median (min–max) over repeats of each run's
+    avg RTT, ping_min/max/mdev_us the medians of each run's min, max and mdev.
+    Configs whose every case failed still get a row (empty values, `failed` counts them).
+    """
+    df = _ensure_columns(df, CONFIG_KEY + ["metric", "value", "ok", "repeat", "datapath", "rate", "error"])
+    s = with_native(summarize(df))
+    picked: dict = {}
+    for col in COLUMNS:
+        if col.kind == "value":
+            picked[col.key] = _by_row(_pick(s, col.tests, col.metric), per_streams=col is ROW_TCP)
+        elif col.kind == "parts":
+            for _, metric in col.parts:
+                picked[(col.key, metric)] = _by_row(_pick(s, col.tests, metric), per_streams=False)
+    cpu_by = _cpu_by(df)
+    info, nfail = _row_info(df)
+
+    rows = []
+    for k, e in info.items():
+        for streams, tcp in (picked[ROW_TCP.key].get(k) or {None: None}).items():
+            row: dict = dict(zip(ROW_KEY, k))
+            row.update(datapath=_join_unique(e["datapath"]), rate=_join_unique(e["rate"]) or None,
+                       streams=streams, repeats=len(e["repeats"]), failed=nfail.get(k, 0))
+            sources = {key: (tcp if key == ROW_TCP.key else rows_of.get(k))
+                       for key, rows_of in picked.items()}
+            for col in COLUMNS:
+                src = sources.get(col.of if col.kind == "pct" else col.key)
+                _fill(row, col, src, sources)
+            c = cpu_by.get((*k, tcp["test"], _key(tcp["streams"]))) if tcp is not None else None
+            if c is not None and len(c):
+                row.update(cpu_per_gbps=float(c.median()), cpu_per_gbps_min=float(c.min()),
+                           cpu_per_gbps_max=float(c.max()))
+            rows.append(row)
+    out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
+    for c in SUMMARY_COLUMNS:
+        if c not in _NOT_FLOAT:
+            out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
+    return sort_configs(out).reset_index(drop=True)
+
+
+def missing_columns(summary: pd.DataFrame) -> list[str]:
+    """Human notes on the core columns that have no data at all (and why that may be).
+
+    Only what a reader of the seed's table would look for: TCP throughput; TCP latency
+    when the run measured no latency of any kind (qperf.tcp_lat, qperf.udp_lat,
+    ping.flood); a % of native whose values exist but have no native reference; CPU per
+    Gbit/s when there is TCP throughput but no CPU sample. Optional measurements nobody
+    ran (UDP, ping) get no note: their columns are simply left out.
+    """
+    if summary.empty:
+        return ["no measurements at all"]
+    notes = []
+    if not has_data(summary, "tcp_gbps"):
+        notes.append("TCP throughput (no iperf3.tcp or qperf.tcp_bw measurements)")
+    if not any(has_data(summary, c) for c in ("tcp_lat_us", "udp_lat_us", "ping_avg_us")):
+        notes.append("TCP latency (no qperf.tcp_lat measurements)")
+    for pct in (c for c in COLUMNS if c.kind == "pct"):
+        value = BY_KEY[pct.of]
+        if has_data(summary, value.field) and not has_data(summary, pct.field):
+            notes.append(f"{pct.title} of native (no native {value.what} to compare with)")
+    if has_data(summary, "tcp_gbps") and not has_data(summary, "cpu_per_gbps"):
+        notes.append("CPU per Gbit/s (no CPU samples alongside TCP throughput)")
+    return notes

@@ -1,0 +1,269 @@
+"""Text of the summary table: number formats, its cells and columns, and `show`'s output formats.
+
+Every column's title, digits and range come from `summary.COLUMNS`; the HTML report
+shares `table_columns`, `table_cells` and `table_notes`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from harness.core.errors import HarnessError
+from harness.run.results import FIELDS
+from harness.analysis.stats import _join_unique, _key
+from harness.analysis.summary import (COLUMNS, SUMMARY_COLUMNS, Column, has_data, missing_columns, pct_higher_is_better,
+                             summary_table)
+
+TABLE_HEADERS = [(c.key, c.title) for c in COLUMNS]
+# % of native columns: True where above 100 is better (throughput), False for latencies.
+PCT_CELLS = {c.key: pct_higher_is_better(c) for c in COLUMNS if c.kind == "pct"}
+TEXT_CELLS = {"mode", "datapath", "placement"}
+
+
+# --------------------------------------------------------------------------- numbers
+
+def fmt_num(v: Any, digits: int = 3) -> str:
+    """About `digits` significant digits without exponents; "—" for missing."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return "—"
+    if not math.isfinite(x):
+        return "—"
+    a = abs(x)
+    if a == 0:
+        return "0"
+    if a >= 10 ** (digits - 1):
+        return f"{x:.0f}"
+    decimals = digits - 1 - int(math.floor(math.log10(a)))
+    return f"{x:.{max(0, min(decimals, 6))}f}"
+
+
+def fmt_compact(v: Any, digits: int = 3) -> str:
+    """fmt_num without trailing zeros: 5 → "5", 52.30 → "52.3"; "—" for missing."""
+    s = fmt_num(v, digits)
+    if "." in s:
+        s = s.rstrip("0").rstrip(".")
+    return s
+
+
+def fmt_range(med: Any, lo: Any, hi: Any, digits: int = 3, fmt: Callable[..., str] | None = None) -> str:
+    """"9.41 (9.38–9.45)"; just the median when min == max or they are missing.
+    `fmt` formats each number (default fmt_num)."""
+    fmt = fmt or fmt_num
+    m = fmt(med, digits)
+    if m == "—":
+        return m
+    lo_s, hi_s = fmt(lo, digits), fmt(hi, digits)
+    if lo_s == "—" or hi_s == "—" or lo_s == hi_s:
+        return m
+    return f"{m} ({lo_s}–{hi_s})"
+
+
+def fmt_pct(v: Any) -> str:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return "—"
+    return "—" if not math.isfinite(x) else f"{x:.1f}"
+
+
+def _fmt_int(v: Any) -> str:
+    k = _key(v)
+    return "—" if k is None else str(k)
+
+
+def fmt_ping_rtt(r: dict[str, Any]) -> str:
+    """"52/61/90/7": medians of ping's min/avg/max/mdev, like its rtt line; "—" if none."""
+    parts = [fmt_compact(r.get(c)) for c in ("ping_min_us", "ping_avg_us", "ping_max_us", "ping_mdev_us")]
+    return "—" if all(p == "—" for p in parts) else "/".join(parts)
+
+
+def number_format(col: Column) -> Callable[..., str]:
+    return fmt_compact if col.compact else fmt_num
+
+
+# --------------------------------------------------------------------------- cells and columns
+
+def _streams_vary(summary: pd.DataFrame) -> bool:
+    s = pd.to_numeric(summary["streams"], errors="coerce").dropna()
+    return s.nunique() > 1 or bool((s > 1).any())
+
+
+def _has_cell_data(summary: pd.DataFrame, col: Column) -> bool:
+    if col.shown_when_positive:
+        v = pd.to_numeric(summary.get(col.field, pd.Series(dtype=float)), errors="coerce")
+        return bool((v > 0).any())
+    fields = ["ping_avg_us", *col.fields] if col.kind == "parts" else col.fields[:1]
+    return any(has_data(summary, f) for f in fields)
+
+
+def table_columns(summary: pd.DataFrame, show_streams: bool | None = None) -> list[tuple[str, str]]:
+    """The TABLE_HEADERS entries worth showing for these summary rows: the config columns,
+    Streams when stream counts vary (`show_streams` overrides), Failed when a case failed,
+    and each measurement column that has data in at least one row."""
+    if show_streams is None:
+        show_streams = _streams_vary(summary)
+    out = []
+    for col in COLUMNS:
+        if col.key == "streams":
+            keep = show_streams
+        elif col.kind == "failed":
+            keep = bool(pd.to_numeric(summary["failed"], errors="coerce").fillna(0).astype(int).any())
+        elif col.kind == "config":
+            keep = True
+        else:
+            keep = _has_cell_data(summary, col)
+        if keep:
+            out.append((col.key, col.title))
+    return out
+
+
+def _cell(col: Column, r: dict[str, Any], all_ranges: bool) -> str:
+    if col.kind == "config":
+        v = r[col.key]
+        if col.key in ("overlay_mtu", "streams"):
+            return _fmt_int(v)
+        return (v or "—") if col.key == "datapath" else str(v)
+    if col.kind == "failed":
+        return str(int(r["failed"])) if r["failed"] else ""
+    if col.kind == "pct":
+        return fmt_pct(r[col.field])
+    if col.kind == "parts":
+        return fmt_ping_rtt(r)
+    f = col.field
+    if col.ranged and (col.text_range or all_ranges):
+        return fmt_range(r[f], r[f"{f}_min"], r[f"{f}_max"], col.digits, fmt=number_format(col))
+    return number_format(col)(r[f], col.digits)
+
+
+def table_cells(summary: pd.DataFrame, all_ranges: bool = True) -> list[dict[str, str]]:
+    """Each summary row as display strings keyed like TABLE_HEADERS (shared with the report).
+
+    Throughputs, latencies and ping avg always carry their min–max; the UDP loss and
+    jitter and the CPU columns only when `all_ranges`. A TCP throughput taken from
+    qperf.tcp_bw where the run has iperf3.tcp elsewhere is marked with "*".
+    """
+    main_test = summary["tcp_test"].dropna().mode()
+    main_test = main_test.iloc[0] if len(main_test) else None
+    cells = []
+    for r in summary.to_dict("records"):
+        r = {**{c: None for c in SUMMARY_COLUMNS}, **r}
+        c = {col.key: _cell(col, r, all_ranges) for col in COLUMNS}
+        if r["tcp_test"] and main_test and r["tcp_test"] != main_test:
+            c["tcp"] += "*"
+        c["tcp_test"] = r["tcp_test"] or ""
+        c["udp_test"] = r["udp_test"] if isinstance(r["udp_test"], str) else ""
+        cells.append(c)
+    return cells
+
+
+def table_notes(keys: Iterable[str]) -> list[str]:
+    """What the shown columns mean (shared by the text table's footer and the report)."""
+    keys = set(keys)
+    notes = []
+    ranged = [c.title.split(" (")[0] for c in COLUMNS if c.key in keys and c.ranged and c.text_range]
+    if ranged:
+        notes.append(f"{', '.join(ranged)}: median (min–max) over repeats; other columns: medians.")
+    pcts = [t for k, t in TABLE_HEADERS if k in PCT_CELLS and k in keys]
+    if pcts:
+        lower = [t for k, t in TABLE_HEADERS if k in keys and PCT_CELLS.get(k) is False]
+        notes.append(f"{', '.join(pcts)}: % of native at the same underlay MTU, test and streams"
+                     + (f" ({', '.join(lower)}: above 100 is slower)." if lower else "."))
+    if "ping_rtt" in keys:
+        notes.append("Ping min/avg/max/mdev: medians over repeats of each ping.flood rtt summary.")
+    return notes
+
+
+# --------------------------------------------------------------------------- whole tables
+
+def format_table(df: pd.DataFrame) -> str:
+    """The summary as plain-text, pipe-aligned tables (valid markdown), one per underlay MTU.
+
+    Accepts `summary_table` output, or a measurements frame (it is summarized first).
+    Each table has the measurement columns that have data at that underlay MTU (see
+    `table_columns`); values are "median (min–max)" over repeats, % columns are % of native.
+    """
+    summary = summary_table(df) if "metric" in df.columns else df
+    if summary.empty:
+        return "No measurements."
+    show_streams = _streams_vary(summary)
+    numeric = {k for k, _ in TABLE_HEADERS} - TEXT_CELLS
+    blocks, shown = [], set()
+    for mtu, part in summary.groupby("underlay_mtu", dropna=False, sort=False):
+        headers = table_columns(part, show_streams)
+        shown |= {k for k, _ in headers}
+        rate = _join_unique(part["rate"])
+        title = f"Underlay MTU {_fmt_int(mtu)}" + (f", rate {rate}" if rate else "")
+        cells = table_cells(part, all_ranges=False)
+        width = {k: max(len(t), *(len(c[k]) for c in cells)) for k, t in headers}
+
+        def line(values: dict[str, str]) -> str:
+            return " | ".join(values[k].rjust(width[k]) if k in numeric else values[k].ljust(width[k])
+                              for k, _ in headers).rstrip()
+
+        lines = [title, "", line({k: t for k, t in headers}),
+                 " | ".join("-" * width[k] for k, _ in headers)]
+        lines += [line(c) for c in cells]
+        blocks.append("\n".join(lines))
+    notes = missing_columns(summary)
+    text = "\n\n".join(blocks)
+    footer = table_notes(shown)
+    if "tcp" in shown and any(c["tcp"].endswith("*") for c in table_cells(summary)):
+        footer.append("* TCP BW from qperf.tcp_bw: this config has no iperf3.tcp result.")
+    if notes:
+        footer.append("No data: " + "; ".join(notes) + ".")
+    if footer:
+        text += "\n\n" + "\n".join(footer)
+    return text
+
+
+def json_value(v: Any) -> Any:
+    """A value as JSON wants it: NaN and pandas' missing markers → None, numpy → Python."""
+    if isinstance(v, (float, np.floating)):
+        return None if not math.isfinite(float(v)) else float(v)
+    if isinstance(v, np.integer):
+        return int(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if v is not None and not isinstance(v, (str, int, bool, list, dict)) and pd.isna(v):
+        return None
+    return v
+
+
+def frame_as(frame: pd.DataFrame, fmt: str) -> str:
+    """A frame as CSV or as a JSON list of records (NaN → null)."""
+    if fmt == "csv":
+        buf = io.StringIO()
+        frame.to_csv(buf, index=False, float_format="%.6g")
+        return buf.getvalue().rstrip("\n")
+    records = [{k: json_value(v) for k, v in r.items()} for r in frame.to_dict("records")]
+    return json.dumps(records, indent=2)
+
+
+def format_summary(df: pd.DataFrame, fmt: str = "table") -> str:
+    """What `overlaybench show RUN --format table|csv|json` prints, from a measurements frame."""
+    if fmt not in ("table", "csv", "json"):
+        raise HarnessError(f"unknown format {fmt!r}: use table, csv or json")
+    summary = summary_table(df)
+    return format_table(summary) if fmt == "table" else frame_as(summary, fmt)
+
+
+RAW_COLUMNS = FIELDS + ["rate"]
+
+
+def format_raw(df: pd.DataFrame, fmt: str = "csv") -> str:
+    """Every measurement line, `overlaybench show RUN --raw --format csv|json`: one row per
+    metric per repeat, failed cases included (metric "failed", ok false, the reason in
+    error). JSON keeps each throughput's per-second intervals; CSV leaves them out."""
+    if fmt not in ("csv", "json"):
+        raise HarnessError(f"--raw prints every measurement as csv or json, not {fmt!r}")
+    cols = RAW_COLUMNS + (["intervals"] if fmt == "json" and "intervals" in df.columns else [])
+    frame = df.reindex(columns=cols)
+    return frame_as(frame, fmt)

@@ -1,0 +1,259 @@
+"""Scenario files (TOML) → a frozen Scenario → the list of Cases it asks for.
+
+    [scenario]  name, description
+    [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration
+    [underlay]  rate
+    [testbed]   backend, inventory (or hosts inline), pair, containers
+
+Every key is checked before anything runs (harness/config/schema.py's field tables); an error
+names the file and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import pathlib
+import tomllib
+from typing import Any
+
+from harness.config import schema
+from harness.core.errors import HarnessError, ScenarioError, read_text
+
+PLACEMENTS = ("host-host", "host-container", "container-container")
+TESTS = ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
+         "qperf.udp_lat", "ping.flood")
+BACKENDS = ("netns", "ssh", "vagrant")
+CONTAINERS = ("netns", "docker")
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    name: str = "adhoc"
+    description: str = ""
+    modes: tuple[str, ...] = ("native", "fastdp")
+    # Whole numbers, or "auto": the underlay's own MTU (a remote NIC's; 1500 on the lab).
+    underlay_mtus: tuple[int | str, ...] = (1500,)
+    # A list for every underlay MTU, or {"1500": (1410,), "9000": (8950,)} per underlay MTU.
+    overlay_mtus: tuple[int | str, ...] | dict[str, tuple[int | str, ...]] = ("auto",)
+    placements: tuple[str, ...] = ("host-host", "container-container")
+    tests: tuple[str, ...] = ("iperf3.tcp", "qperf.tcp_lat")
+    streams: tuple[int, ...] = (1,)
+    repeats: int = 3
+    duration: float = 5.0
+    unfit: str = "error"      # a mode/overlay MTU that cannot fit the underlay: "error" or "skip"
+    rate: str | None = None
+    backend: str = "netns"
+    inventory: str | None = None      # the ssh backend's hosts file
+    hosts: tuple[dict, ...] = ()      # or the hosts themselves, inline in [testbed]
+    pair: tuple[str, ...] = ()        # which two inventory hosts (default: the first two)
+    containers: str = "netns"         # what a container endpoint is
+    source: str = "<defaults>"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Scenario":
+        """The inverse of to_dict (run.json keeps the scenario this way; --resume reads it)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        out: dict[str, Any] = {}
+        for k, v in d.items():
+            if k not in names:
+                continue
+            if k == "hosts":
+                v = tuple(dict(h) for h in v or ())
+            elif isinstance(v, list):
+                v = tuple(v)
+            elif isinstance(v, dict):
+                v = {kk: tuple(vv) for kk, vv in v.items()}
+            out[k] = v
+        return cls(**out)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    mode: str
+    underlay_mtu: int
+    overlay_mtu: int          # resolved: "auto" is already underlay − the mode's overhead
+    placement: str
+    test: str
+    streams: int
+    repeat: int
+
+    @property
+    def key(self) -> str:
+        """Identifies the configuration across repeats (what `case` holds in a result line)."""
+        return (f"{self.mode}/u{self.underlay_mtu}/o{self.overlay_mtu}/{self.placement}/"
+                f"{self.test}/p{self.streams}")
+
+    @property
+    def group(self) -> tuple[int, str, int]:
+        """Cases of one group share one deployment."""
+        return (self.underlay_mtu, self.mode, self.overlay_mtu)
+
+
+def _mode_names():
+    from harness import modes as modes_mod  # the registry knows the valid mode names
+    return modes_mod.MODES
+
+
+def _rate(v: str) -> str:
+    from harness.core.units import parse_rate
+    try:
+        parse_rate(v)
+    except HarnessError as e:
+        raise ValueError(str(e)) from e
+    return v
+
+
+def _overlay_mtus(v):
+    if isinstance(v, dict):
+        return v    # checked against the underlay MTUs in build(), which knows them
+    return schema.int_list(576, 65535, allow_auto=True)(v)
+
+
+F = schema.Field
+TABLES: dict[str, dict[str, schema.Field]] = {
+    "scenario": {
+        "name": F(str, schema.non_empty),
+        "description": F(str),
+    },
+    "matrix": {
+        "modes": F(list, schema.choice_list(_mode_names, "mode")),
+        "underlay_mtu": F(list, schema.int_list(1280, 65535, allow_auto=True), "underlay_mtus"),
+        "overlay_mtu": F((list, dict), _overlay_mtus, "overlay_mtus"),
+        "placements": F(list, schema.choice_list(PLACEMENTS, "placement")),
+        "tests": F(list, schema.choice_list(TESTS, "test")),
+        "streams": F(list, schema.int_list(1, 128)),
+        "repeats": F(int, schema.int_range(1, 1000)),
+        "duration": F((int, float), lambda v: float(schema.int_range(1, 3600, " s")(v))),
+        "unfit": F(str, schema.one_of("error", "skip")),
+    },
+    "underlay": {
+        "rate": F(str, _rate),
+    },
+    "testbed": {
+        "backend": F(str, schema.one_of(*BACKENDS)),
+        "inventory": F(str, schema.non_empty),
+        "hosts": F(list, doc="the inventory's [[hosts]], inline"),
+        "pair": F(list, lambda v: _pair(v)),
+        "containers": F(str, schema.one_of(*CONTAINERS)),
+    },
+}
+
+
+def _pair(v) -> tuple[str, ...]:
+    if len(v) != 2 or not all(isinstance(x, str) and x for x in v) or v[0] == v[1]:
+        raise ValueError(f"{v!r}: expected two different host names")
+    return tuple(v)
+
+
+def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = None) -> Scenario:
+    """Validate a parsed TOML document (or flag overrides in the same shape) onto `base`."""
+    base = base or Scenario()
+    got = schema.check(raw, TABLES, source)
+    ch: dict[str, Any] = {"source": source}
+    for table in got.values():
+        ch.update(table)
+    o = ch.get("overlay_mtus")
+    if isinstance(o, dict):
+        unders = ch.get("underlay_mtus", base.underlay_mtus)
+        per = {}
+        for k, v in o.items():
+            key = f"[matrix.overlay_mtu] {k}"
+            if not k.isdigit() or int(k) not in unders:
+                raise schema.error(source, key, f"not one of the underlay MTUs ({', '.join(map(str, unders))})")
+            if not isinstance(v, list):
+                raise schema.error(source, key, f"expected a list, got {type(v).__name__} {v!r}")
+            try:
+                per[k] = schema.int_list(576, 65535, allow_auto=True)(v)
+            except ValueError as e:
+                raise schema.error(source, key, str(e)) from e
+        missing = [u for u in unders if str(u) not in per]
+        if missing:
+            raise schema.error(source, "[matrix.overlay_mtu]",
+                               f"no overlay MTUs for underlay MTU {', '.join(map(str, missing))}")
+        ch["overlay_mtus"] = per
+    if "hosts" in ch:
+        ch["hosts"] = tuple(ch["hosts"])
+    return dataclasses.replace(base, **ch)
+
+
+def load(path: str | pathlib.Path) -> Scenario:
+    p = pathlib.Path(path)
+    try:
+        text = read_text(p)
+    except HarnessError as e:
+        raise ScenarioError(str(e)) from e
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{p}: not valid TOML ({e})") from e
+    if not raw:
+        raise ScenarioError(f"{p}: empty: a scenario needs at least a [matrix] table "
+                            f"(see scenarios/quick.toml)")
+    sc = build(raw, source=str(p))
+    if sc.inventory and not pathlib.Path(sc.inventory).is_absolute():
+        # An inventory named in a scenario file is relative to that file.
+        sc = dataclasses.replace(sc, inventory=str((p.parent / sc.inventory).resolve()))
+    return sc
+
+
+def resolve_underlay(sc: Scenario, auto_mtu: int) -> Scenario:
+    """The scenario with underlay MTU "auto" replaced by the testbed's own (a NIC's MTU)."""
+    if "auto" not in sc.underlay_mtus:
+        return sc
+    mtus = tuple(dict.fromkeys(auto_mtu if u == "auto" else u for u in sc.underlay_mtus))
+    o = sc.overlay_mtus
+    if isinstance(o, dict) and "auto" in o:
+        o = {(str(auto_mtu) if k == "auto" else k): v for k, v in o.items()}
+    return dataclasses.replace(sc, underlay_mtus=mtus, overlay_mtus=o)
+
+
+def expand(sc: Scenario) -> list[Case]:
+    """Every case of the matrix, in run order: underlay MTU, then repeat, then groups with the
+    mode order rotated each repeat (so drift hits every mode alike), then the tests of a group.
+    Overlay MTUs are resolved and checked against each mode here, before anything runs."""
+    from harness import modes as modes_mod
+
+    cases: list[Case] = []
+    for u in sc.underlay_mtus:
+        if u == "auto":
+            raise ScenarioError(f"{sc.source}: [matrix] underlay_mtu: \"auto\" is resolved by the testbed "
+                                f"(the underlay's own MTU) before the cases are expanded")
+        if isinstance(sc.overlay_mtus, dict):
+            if str(u) not in sc.overlay_mtus:
+                raise ScenarioError(f"{sc.source}: [matrix.overlay_mtu]: no overlay MTUs for underlay MTU {u}")
+            overlays = sc.overlay_mtus[str(u)]
+        else:
+            overlays = sc.overlay_mtus
+        groups = [(m, o) for m in sc.modes for o in overlays]
+        resolved: list[tuple[str, int]] = []
+        for mode_name, o in groups:
+            mode = modes_mod.get(mode_name)
+            if mode.kind == "native":
+                pair = (mode_name, u)   # native has no overlay MTU: it is the underlay's
+            else:
+                try:
+                    pair = (mode_name, mode.overlay_mtu(u, o))
+                except HarnessError as e:
+                    if sc.unfit == "skip":
+                        log.warning("skipped: %s", e)
+                        continue
+                    raise ScenarioError(f"{sc.source}: [matrix] overlay_mtu: {e}") from e
+            if pair not in resolved:
+                resolved.append(pair)
+        for r in range(sc.repeats):
+            k = r % len(resolved)
+            for mode_name, o in resolved[k:] + resolved[:k]:
+                mode = modes_mod.get(mode_name)
+                placements = [p for p in sc.placements if p in mode.placements] or list(mode.placements)
+                for pl in placements:
+                    for t in sc.tests:
+                        # Only iperf3 runs parallel streams; other tools run one.
+                        for st in (sc.streams if t.startswith("iperf3.") else (1,)):
+                            cases.append(Case(mode_name, u, o, pl, t, st, r))
+    return cases

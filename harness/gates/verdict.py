@@ -1,0 +1,157 @@
+"""Verdicts of the regression gates, and the one rule both gates judge a case by.
+
+Two gates produce these: `gate` (a run's ratios to native against a stored baseline,
+harness/gates/baseline.py) and `compare` (a head build against a base build measured side by side
+in one run, harness/gates/compare.py). Both decide a case the same way (STYLE.md, point 7:
+significance before threshold):
+
+1. the change is significant: a one-sided test in the bad direction gives p ≤ alpha;
+2. the estimated change is beyond the metric's tolerance in the bad direction.
+
+With too few repeats the test cannot reach alpha at all; such a case is "not enough
+repeats" and never fails. A case that failed outright fails the gate. Rendering (text,
+markdown, JUnit, JSON) is in `verdict_render`; nothing here prints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Protocol
+
+from harness.analysis.stats import CONFIG_KEY, _key
+
+CASE_FIELDS = CONFIG_KEY + ["metric"]
+
+# Verdict statuses. FAIL and ERROR fail the gate; the rest do not.
+PASS, FAIL, ERROR, IMPROVED = "pass", "fail", "error", "improved"
+NOT_ENOUGH, MISSING, SKIPPED, NEW = "not enough repeats", "missing", "skipped", "new"
+FAILING = (FAIL, ERROR)
+
+BASELINE, AB = "baseline", "ab"      # Verdict.kind: against a stored baseline / head against base
+
+
+class Test(Protocol):
+    """What `decide` needs of a significance test (significance.MannWhitney, SignedRank)."""
+
+    p: float | None
+    min_p: float
+    enough: bool
+
+    def significant(self, alpha: float = 0.05) -> bool: ...
+
+
+def case_name(d: dict[str, Any]) -> str:
+    """"fastdp underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"."""
+    k = {f: _key(d.get(f)) for f in CASE_FIELDS}
+    return (f"{k['mode']} underlay {k['underlay_mtu']} overlay {k['overlay_mtu']} {k['placement']} "
+            f"{k['test']} x{k['streams']} {k['metric']}")
+
+
+@dataclasses.dataclass
+class CaseVerdict:
+    case: dict[str, Any]                 # CASE_FIELDS
+    status: str
+    message: str = ""
+    baseline_median: float | None = None  # baseline: ratio to native; A/B: the base arm's median value
+    current_median: float | None = None   # this run: ratio to native; A/B: the head arm's median value
+    change: float | None = None          # relative change, e.g. -0.12
+    p: float | None = None
+    n_baseline: int = 0
+    n_current: int = 0
+    tolerance: float | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILING
+
+    @property
+    def name(self) -> str:
+        return case_name(self.case)
+
+    def headline(self) -> str:
+        c = self.case
+        return (f"{c['mode']} at underlay MTU {c['underlay_mtu']} (overlay {c['overlay_mtu']}), "
+                f"{c['placement']}, {c['test']} x{c['streams']}, {c['metric']}: {self.message}")
+
+
+@dataclasses.dataclass
+class Verdict:
+    cases: list[CaseVerdict]
+    warnings: list[str]
+    run_id: str | None = None
+    baseline_run_id: str | None = None
+    alpha: float = 0.05
+    kind: str = BASELINE
+    arms: dict[str, str] = dataclasses.field(default_factory=dict)  # A/B: label → where the build came from
+
+    @property
+    def title(self) -> str:
+        return "compare" if self.kind == AB else "gate"
+
+    @property
+    def failures(self) -> list[CaseVerdict]:
+        return [c for c in self.cases if c.failed]
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for c in self.cases:
+            out[c.status] = out.get(c.status, 0) + 1
+        return out
+
+    def headline(self) -> str:
+        gated = [c for c in self.cases if c.status != NEW]
+        counts = self.counts()
+        extra = ", ".join(f"{n} {s}" for s, n in counts.items() if s not in (PASS, FAIL, ERROR, NEW))
+        extra = f" ({extra})" if extra else ""
+        if self.ok:
+            return f"{self.title} passed: no significant regression in {len(gated)} cases{extra}"
+        return f"{self.title} FAILED: {len(self.failures)} of {len(gated)} cases regressed{extra}"
+
+    # Output lives in verdict_render; these keep the verdict's callers short.
+    def to_text(self) -> str:
+        from harness.gates import render as verdict_render
+        return verdict_render.text(self)
+
+    def to_markdown(self) -> str:
+        from harness.gates import render as verdict_render
+        return verdict_render.markdown(self)
+
+    def to_junit_xml(self) -> str:
+        from harness.gates import render as verdict_render
+        return verdict_render.junit_xml(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        from harness.gates import render as verdict_render
+        return verdict_render.as_dict(self)
+
+
+def decide(case: dict[str, Any], *, higher_better: bool, base: float, current: float, change: float,
+           worse: Test, better: Test, tolerance: float, alpha: float, n_base: int, n_current: int,
+           what: str, improved_hint: str = "") -> CaseVerdict:
+    """Judge one case. `change` is the estimated relative change (current vs base), `worse`
+    the one-sided test for a move in the bad direction, `better` for the good one. `what`
+    opens the message (the numbers); the rule is in the module doc."""
+    bad = -change if higher_better else change        # > 0: moved the bad way
+    v = CaseVerdict(dict(case), PASS, baseline_median=base, current_median=current, change=change,
+                    p=worse.p, n_baseline=n_base, n_current=n_current, tolerance=tolerance)
+    what = f"{what} ({change * 100:+.1f} %"
+    if bad > tolerance:
+        if not worse.enough:
+            v.status = NOT_ENOUGH
+            v.message = (f"{what}, beyond ±{tolerance * 100:.0f} %) but {n_current} vs {n_base} repeats cannot "
+                         f"reach significance (smallest p {worse.min_p:.3g} > α {alpha})")
+        elif worse.significant(alpha):
+            v.status = FAIL
+            v.message = f"{what}, beyond ±{tolerance * 100:.0f} %, p = {worse.p:.3g})"
+        else:
+            v.message = f"{what}) beyond tolerance but not significant (p = {worse.p:.3g})"
+    elif -bad > tolerance and better.significant(alpha):
+        v.status, v.p = IMPROVED, better.p
+        v.message = f"{what}, p = {better.p:.3g})" + (f"; {improved_hint}" if improved_hint else "")
+    else:
+        v.message = f"{what})"
+    return v

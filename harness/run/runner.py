@@ -1,0 +1,304 @@
+"""Walk the cases: deploy each group once per repeat, run its tests, append every result.
+
+A tool that fails, dies or times out makes a row with ok=false and the reason; the
+matrix goes on. A mode that fails to deploy fails its group's cases the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import logging
+import math
+import signal
+import sys
+import time
+from typing import TextIO
+
+from harness.testbeds import cpu
+from harness.core import failpoints
+from harness import modes
+from harness.run.endpoints import endpoints
+from harness.core.errors import HarnessError
+from harness.hosts.base import Completed, Host
+from harness.modes.base import Datapath, offloads
+from harness.run.results import Measurement, RunStore
+from harness.config.scenario import Case, Scenario
+from harness.testbeds.base import Testbed
+from harness.tools import get as get_tool
+from harness.tools.base import Sample, TestSpec, ToolResult
+
+log = logging.getLogger(__name__)
+
+# Fixed ports (DESIGN.md): reproducible, and what a firewall rule would name.
+PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766)}
+# Deadlines catch a hang, never judge speed: a server listens within milliseconds, and 30 s
+# holds on a machine whose CPUs something else keeps busy.
+SERVER_READY_TIMEOUT = 30.0
+
+
+class Progress:
+    """One status line per case: a bar, the case, the ETA. Redrawn in place on a TTY."""
+
+    def __init__(self, total: int, stream: TextIO = sys.stderr, width: int = 24):
+        self.total, self.stream, self.width = total, stream, width
+        self.done = 0
+        self.t0 = time.monotonic()
+        self.tty = stream.isatty()
+
+    def show(self, label: str) -> None:
+        n = self.done
+        frac = n / self.total if self.total else 1.0
+        bar = "#" * int(frac * self.width) + "." * (self.width - int(frac * self.width))
+        elapsed = time.monotonic() - self.t0
+        eta = "?" if n == 0 else _fmt_secs(elapsed / n * (self.total - n))
+        line = f"[{bar}] {n}/{self.total} ETA {eta}  {label}"
+        if self.tty:
+            self.stream.write("\r\x1b[K" + line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def step(self) -> None:
+        self.done += 1
+
+    def finish(self) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[K")
+        self.stream.write(f"{self.done}/{self.total} cases in {_fmt_secs(time.monotonic() - self.t0)}\n")
+        self.stream.flush()
+
+
+def _fmt_secs(s: float) -> str:
+    s = int(s)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def _raw_name(case: Case) -> str:
+    return f"{case.key.replace('/', '_')}_r{case.repeat}"
+
+
+def wait_listening(host: Host, port: int, proc, timeout: float = SERVER_READY_TIMEOUT) -> str | None:
+    """Wait until something listens on `port` on `host`; the reason if it never does."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.wait(0)
+            return f"server exited {out.returncode} before listening: {(out.stderr or out.stdout).strip()[-300:]}"
+        done = host.run(["ss", "-Hltn", f"sport = :{port}"], check=False, timeout=5)
+        if done.ok and done.stdout.strip():
+            return None
+        time.sleep(0.05)
+    return f"server not listening on port {port} after {timeout:.0f}s"
+
+
+# After this many cases in a row fail with an exception (not a tool's own failure: a host
+# that stopped answering), the run stops cleanly instead of failing every remaining case.
+MAX_BROKEN_IN_A_ROW = 3
+
+
+def daemon_death(testbed: Testbed, dp: Datapath) -> str | None:
+    """Why a data path's daemon is gone ("sleeve on h1 died (signal 8 SIGFPE): …"), or None."""
+    for side_index, proc in sorted(dp.processes.items()):
+        rc = proc.poll()
+        if rc is None:
+            continue
+        out = proc.wait(0)
+        how = f"signal {-rc}, {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() \
+            else f"exit {rc}"
+        last = (out.stderr.strip() or out.stdout.strip()).splitlines()[-1:]
+        return (f"{dp.kind} on {testbed.sides[side_index].host.name} died ({how})"
+                + (f": {last[0][-300:]}" if last else ""))
+    return None
+
+
+class Runner:
+    def __init__(self, scenario: Scenario, testbed: Testbed, store: RunStore,
+                 progress: Progress | None = None):
+        self.sc = scenario
+        self.tb = testbed
+        self.store = store
+        self.progress = progress
+        self.datapaths: list[dict] = []
+        self._broken: list[str] = []
+
+    # ------------------------------------------------------------------ matrix
+    def run(self, cases: list[Case], skip: set[tuple[str, int]] = frozenset()) -> None:
+        todo = [c for c in cases if (c.key, c.repeat) not in skip]
+        if self.progress:
+            self.progress.total = len(todo)
+        current_u, unusable = None, None
+        for (u, r, mode_name, o), group in itertools.groupby(
+                todo, key=lambda c: (c.underlay_mtu, c.repeat, c.mode, c.overlay_mtu)):
+            group = list(group)
+            if u != current_u:
+                current_u, unusable = u, None
+                try:
+                    self.tb.set_underlay(u, self.sc.rate)
+                except HarnessError as e:
+                    # This underlay cannot be had (a path that does not carry its MTU):
+                    # its cases fail with the reason, the other underlays are measured.
+                    log.warning("underlay MTU %s: %s", u, e)
+                    unusable = f"underlay MTU {u}: {e}"
+            if unusable:
+                for case in group:
+                    self._fail(case, modes.get(mode_name).kind, unusable)
+                continue
+            self._run_group(modes.get(mode_name), o, group)
+
+    def _deploy(self, mode, overlay_mtu: int, cases: list[Case], label: str) -> Datapath | None:
+        if self.progress:
+            self.progress.show(f"{label}: deploying")
+        try:
+            dp = mode.deploy(self.tb, overlay_mtu)
+        except HarnessError as e:
+            log.warning("deploy %s failed: %s", label, e)
+            for case in cases:
+                self._fail(case, mode.kind, f"deploy failed: {e}")
+            return None
+        self._record_datapath(cases[0], dp)
+        return dp
+
+    def _run_group(self, mode, overlay_mtu: int, group: list[Case]) -> None:
+        label = f"{mode.name} u{group[0].underlay_mtu} o{overlay_mtu} r{group[0].repeat}"
+        dp = self._deploy(mode, overlay_mtu, group, label)
+        try:
+            for i, case in enumerate(group):
+                if dp is None:
+                    return
+                if self.progress:
+                    self.progress.show(f"{case.key} r{case.repeat}")
+                self.store.append(self._guarded_case(case, dp))
+                if self.progress:
+                    self.progress.step()
+                if daemon_death(self.tb, dp) and i + 1 < len(group):
+                    # The case already failed with the reason; the rest get a clean deployment.
+                    mode.teardown(self.tb, dp)
+                    dp = self._deploy(mode, overlay_mtu, group[i + 1:], label)
+        finally:
+            if dp is not None:
+                mode.teardown(self.tb, dp)
+
+    def _guarded_case(self, case: Case, dp: Datapath) -> list[Measurement]:
+        """run_case, with a host that fails under it (a dropped connection, a command that
+        cannot run) recorded as the case's failure; too many in a row stop the run."""
+        try:
+            rows = self.run_case(case, dp)
+        except HarnessError as e:
+            log.warning("%s r%d: %s", case.key, case.repeat, e)
+            self._broken.append(str(e))
+            if len(self._broken) >= MAX_BROKEN_IN_A_ROW:
+                self.store.append([self._failed(case, dp.kind, str(e))])
+                raise HarnessError(f"stopping: {len(self._broken)} cases in a row could not run; "
+                                   f"the last: {e}") from e
+            return [self._failed(case, dp.kind, str(e))]
+        self._broken.clear()
+        return rows
+
+    def _failed(self, case: Case, datapath: str, reason: str) -> Measurement:
+        return self._measurement(case, datapath, Sample("failed", math.nan, ""), ok=False, error=reason)
+
+    def _fail(self, case: Case, datapath: str, reason: str) -> None:
+        self.store.append([self._failed(case, datapath, reason)])
+        if self.progress:
+            self.progress.step()
+
+    def _record_datapath(self, case: Case, dp: Datapath) -> None:
+        entry = {"mode": dp.mode, "datapath": dp.kind, "underlay_mtu": case.underlay_mtu,
+                 "overlay_mtu": dp.overlay_mtu, "repeat": case.repeat, "info": dp.info}
+        if case.repeat == 0:  # offloads do not change between repeats; read them once
+            entry["offloads"] = {f"h{s.index}": offloads(s, dp.devices.get(s.index, []))
+                                 for s in self.tb.sides}
+        self.datapaths.append(entry)
+        self.store.update_meta(datapaths=self.datapaths)
+
+    def _measurement(self, case: Case, datapath: str, s: Sample, ok: bool = True,
+                     error: str | None = None, intervals=None) -> Measurement:
+        return Measurement(case=case.key, mode=case.mode, datapath=datapath,
+                           underlay_mtu=case.underlay_mtu, overlay_mtu=case.overlay_mtu,
+                           placement=case.placement, test=case.test, streams=case.streams,
+                           repeat=case.repeat, metric=s.metric, value=s.value, unit=s.unit, ok=ok,
+                           error=error, rate=self.sc.rate, intervals=intervals)
+
+    # -------------------------------------------------------------------- case
+    def run_case(self, case: Case, dp: Datapath) -> list[Measurement]:
+        tool = get_tool(case.test)
+        client, server = endpoints(self.tb, dp, case.placement)
+        port, data_port = PORTS.get(tool.binary, (None, None))
+        spec = TestSpec(server_addr=server.addr, duration=self.sc.duration, streams=case.streams,
+                        overlay_mtu=dp.overlay_mtu, port=port, data_port=data_port)
+        raw = _raw_name(case)
+        srv = cli = None
+        srv_out: Completed | None = None
+        try:
+            server_argv = tool.server_argv(spec)
+            if server_argv:
+                srv = server.host.start(server_argv)
+                why = wait_listening(server.host, port, srv) if port else None
+                if why:
+                    srv_out = srv.stop()
+                    _save(self.store, f"{raw}.server", srv_out)
+                    return [self._failed(case, dp.kind, why)]
+            begun = self.tb.meter.begin(client.host, server.host)
+            sleeve_a = self._daemon_seconds(dp)
+            t0 = time.monotonic()
+            cli = client.host.start(tool.client_argv(spec))
+            failpoints.reached("mid-test")
+            try:
+                out = cli.wait(tool.timeout(spec))
+            except TimeoutError:
+                out = dataclasses.replace(cli.stop(), returncode=None)
+            wall = time.monotonic() - t0
+            cpu_samples = self.tb.meter.end(begun, cli, srv, wall)
+            sleeve_b = self._daemon_seconds(dp)
+            died = daemon_death(self.tb, dp)
+            if srv is not None:
+                srv_out = srv.stop()
+        finally:
+            for proc in (cli, srv):
+                if proc is not None and proc.poll() is None:
+                    proc.stop()
+        _save(self.store, f"{raw}.client", out)
+        if srv_out is not None:
+            _save(self.store, f"{raw}.server", srv_out)
+        snap = modes.get(dp.mode).counters(self.tb, dp)
+        if snap:
+            self.store.save_raw(f"{raw}.counters.json", json.dumps(snap, indent=1))
+        if died:
+            return [self._failed(case, dp.kind, died)]
+
+        res: ToolResult = tool.parse(out.stdout, out.stderr, out.returncode)
+        if not res.ok:
+            reason = res.error or "tool failed"
+            if srv_out is not None and srv_out.returncode not in (0, None, -15) and srv_out.stderr.strip():
+                reason += f" (server: {srv_out.stderr.strip().splitlines()[-1]})"
+            return [self._failed(case, dp.kind, reason)]
+
+        samples = [s for s in res.samples if not s.metric.startswith("cpu_")] + cpu_samples
+        if sleeve_a is not None and sleeve_b is not None and wall > 0:
+            samples.append(Sample("cpu_sleeve_pct", round(100 * (sleeve_b - sleeve_a) / wall, 2), "pct"))
+        return [self._measurement(case, dp.kind, s,
+                                  intervals=res.intervals if s.metric == "throughput_bps" and res.intervals else None)
+                for s in samples]
+
+    def _daemon_seconds(self, dp: Datapath) -> float | None:
+        """CPU seconds all of the data path's daemons have used so far (None: no daemons)."""
+        if not dp.processes:
+            return None
+        total = 0.0
+        for side_index, proc in dp.processes.items():
+            if proc.pid is None:
+                return None
+            secs = cpu.process_seconds(self.tb.sides[side_index].host, proc.pid)
+            if secs is None:
+                return None
+            total += secs
+        return total
+
+
+def _save(store: RunStore, name: str, c: Completed) -> None:
+    """The tool's own stdout as it printed it, and how it was run beside it."""
+    store.save_raw(f"{name}.out", c.stdout)
+    store.save_raw(f"{name}.cmd.json", json.dumps({"argv": c.argv, "exit": c.returncode,
+                                                   "stderr": c.stderr}, indent=1))

@@ -1,0 +1,113 @@
+"""One `overlaybench run`: check everything, bring the testbed up, run, keep what was measured.
+
+Order matters (STYLE.md, point 3): the scenario, the matrix's MTUs, the testbed's hosts
+(reachable, root, tools, kernel features, the underlay) are all checked before anything
+is made on them and before the first measurement, so a typo fails in a second rather
+than after ten minutes. The testbed comes from the backend registry; nothing here asks
+which backend it is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import pathlib
+import sys
+
+from harness.testbeds import registry as backends, facts
+from harness import modes
+from harness.run import results, runlock
+from harness.config import scenario as scen
+from harness.core.errors import HarnessError
+from harness.hosts import LocalHost
+from harness.run.runner import Progress, Runner
+from harness.testbeds.base import Options
+
+log = logging.getLogger(__name__)
+
+
+def _expand_early(sc: scen.Scenario) -> list[scen.Case] | None:
+    """The cases, when they can be known before the testbed is reached (no "auto" underlay)."""
+    return None if "auto" in sc.underlay_mtus else scen.expand(sc)
+
+
+def run(scenario_path: str | None = None, overrides: dict | None = None, resume: str | None = None,
+        results_dir: str = "results", quiet: bool = False, options: Options | None = None) -> results.RunStore:
+    opts = options or Options()
+    if resume:
+        if scenario_path or overrides:
+            raise HarnessError("--resume takes the scenario from the run; give no scenario file or matrix flags")
+        store = results.RunStore.open(pathlib.Path(resume))
+        store.lock()                 # one writer per run: refused while its owner lives
+        store.repair()
+        meta = store.read_meta()
+        sc = scen.Scenario.from_dict(meta["scenario"])
+        skip = {(r["case"], r["repeat"]) for r in store.records()}
+        opts = dataclasses.replace(opts, run_id=store.run_id)
+    else:
+        sc = scen.load(scenario_path) if scenario_path else scen.Scenario()
+        if overrides:
+            sc = scen.build(overrides, source="command line", base=sc)
+        store, skip = None, set()
+        opts = dataclasses.replace(opts, run_id=results.new_run_id())
+    cases = _expand_early(sc)            # resolves and checks every overlay MTU
+    tb = backends.open_testbed(sc, opts)
+    machine = None
+    try:
+        tb.preflight(sc)
+        if tb.measures_here and not opts.concurrent:
+            machine = runlock.hold_machine(opts.run_id, quiet=quiet)
+        sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
+        cases = cases if cases is not None else scen.expand(sc)
+        if store is None:
+            store = _create_store(results_dir, opts.run_id, sc, tb, len(cases))
+        status = "interrupted"
+        todo = len([c for c in cases if (c.key, c.repeat) not in skip])
+        if not quiet:
+            print(f"{store.path}: {todo} cases ({sc.name}: {', '.join(sc.modes)}; "
+                  f"{sc.repeats} repeats of {sc.duration:g} s; {tb.backend} backend)", file=sys.stderr)
+        progress = None if quiet else Progress(todo)
+        try:
+            tb.build(sc.underlay_mtus[0], sc.rate)
+            for name in sc.modes:
+                modes.get(name).check(tb)
+            store.update_meta(testbed=tb.facts(), hosts=tb.host_facts())
+            Runner(sc, tb, store, progress).run(cases, skip)
+            status = "complete"
+        except HarnessError:
+            status = "failed"
+            raise
+        finally:
+            if progress:
+                progress.finish()
+            try:
+                store.update_meta(end=results.now_iso(), status=status)
+            except results.ResultsError as e:     # a full disk: the first error says it all
+                log.info("%s", e)
+    finally:
+        tb.teardown()
+        if machine is not None:
+            machine.release()
+    return store
+
+
+def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, n_cases: int) -> results.RunStore:
+    from harness.testbeds.preflight import needed_binaries
+    from harness.sleeve import build as sleeve_build
+    local = LocalHost()
+    try:
+        sleeve_hash = sleeve_build.Source.shipped().hash
+    except HarnessError:
+        sleeve_hash = None
+    return results.RunStore.create(results_dir, {
+        "scenario": sc.to_dict(),
+        "command": sys.argv,
+        "git_commit": facts.git_commit(),
+        "machine": facts.machine(),
+        "tools": {b: facts.tool_version(local, b) for b in needed_binaries(sc) if b in facts.VERSION_ARGV},
+        "sysctls": facts.sysctls(local),
+        "backend": tb.backend,
+        "cpu_accounting": tb.meter.description,
+        "sleeve_source": sleeve_hash,
+        "cases_planned": n_cases,
+    }, run_id=run_id)

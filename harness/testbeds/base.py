@@ -1,0 +1,138 @@
+"""What modes, endpoints and the runner need from a pair of hosts, whatever brought them up.
+
+A Testbed is two Sides (a host, its underlay device and address, an overlay bridge and a
+container behind it) plus what only the testbed knows: how to check its hosts before
+anything is made, how to build and remove its objects, where the sleeve binary comes
+from, and how CPU is honestly measured on it (its CpuMeter). Modes, endpoints and the
+runner touch hosts only through this; they never ask which backend they are on.
+
+Backends, by name (harness/testbeds/registry.py): `netns` (harness/testbeds/lab.py, the local lab) and
+`ssh`/`vagrant` (harness/testbeds/remote.py over SSH hosts).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import pathlib
+from typing import Any
+
+from harness.hosts.base import Host, Process
+from harness.tools.base import Sample
+
+
+@dataclasses.dataclass
+class Side:
+    """One host of the pair and the names of its parts."""
+
+    index: int              # 0 (client side) or 1 (server side)
+    host: Host
+    underlay_dev: str       # the device facing the peer
+    underlay_ip: str
+    overlay_ip: str         # the host's own address on the overlay bridge
+    bridge: str             # the overlay bridge the tunnel device and containers hang off
+    container: Host | None = None
+    container_ip: str = ""
+    container_dev: str = ""  # device inside the container namespace
+    container_port: str = ""  # the container's veth end on the bridge
+    workdir: str = "/tmp"   # where files for this host go (keys, stats, the sleeve)
+    prefix: str = ""        # prefix for devices a mode makes: "" inside a lab namespace,
+                            # the testbed's prefix on a real host (only prefixed objects there)
+    table: str = ""         # the side's nftables table (harness/net/confine.py): what it may forward
+
+    def dev(self, name: str) -> str:
+        """The name a mode's device gets on this host ("vx0" → "ob12ab-vx0" on a real host)."""
+        return f"{self.prefix}-{name}" if self.prefix else name
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """What a backend may need beyond the scenario (from command-line flags)."""
+
+    accept_new_host_keys: bool = False
+    vagrant_dir: str | None = None
+    vagrant_destroy: bool = False
+    vagrant_provider: str | None = None   # None: $VAGRANT_DEFAULT_PROVIDER, else docker
+    run_id: str = ""
+    concurrent: bool = False        # measure even while another run measures on this machine
+
+
+class CpuMeter(abc.ABC):
+    """How CPU is measured around one case on a testbed; the runner only calls this."""
+
+    description: str = ""
+
+    @abc.abstractmethod
+    def begin(self, client: Host, server: Host) -> Any:
+        """Snapshot before the client starts; returns what end() needs."""
+
+    @abc.abstractmethod
+    def end(self, begun: Any, client: Process, server: Process | None, wall: float) -> list[Sample]:
+        """The CPU samples of the case (after the client exited, before the server stops)."""
+
+
+class Testbed(abc.ABC):
+    """Two hosts joined by an underlay, each with an overlay bridge and a container."""
+
+    backend: str
+    sides: tuple[Side, Side]
+    underlay_mtu: int
+    rate: str | None
+    meter: CpuMeter
+    overlay_prefix: int = 24
+    # True where the testbed's hosts are this machine (the lab): then one run measures at a
+    # time here, since two runs' loads on the same CPUs spoil both runs' ratios.
+    measures_here: bool = False
+
+    # ---------------------------------------------------------------- life cycle
+    def preflight(self, sc) -> None:
+        """Check every host for scenario `sc` before anything is made (reachable, root,
+        tools, kernel features, the underlay); raise HarnessError naming host and fix."""
+
+    def native_mtu(self) -> int:
+        """The underlay's MTU as it is (what underlay MTU "auto" means)."""
+        return 1500
+
+    @abc.abstractmethod
+    def build(self, underlay_mtu: int, rate: str | None) -> None:
+        """Make the testbed's objects on its hosts (bridge, containers, underlay settings);
+        on failure remove what was made and raise."""
+
+    @abc.abstractmethod
+    def set_underlay(self, mtu: int, rate: str | None) -> None:
+        """Set the underlay MTU (both ends) and rate cap (None: uncapped), or refuse."""
+
+    @abc.abstractmethod
+    def teardown(self) -> None:
+        """Remove everything this testbed made. Idempotent."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.teardown()
+
+    # ---------------------------------------------------------------- for modes
+    def peer(self, side: Side) -> Side:
+        return self.sides[1 - side.index]
+
+    @abc.abstractmethod
+    def install_sleeve(self, side: Side, source=None) -> str:
+        """The path on side.host of a sleeve binary built from `source` (a
+        harness.sleeve.build.Source; None: the one shipped with overlaybench)."""
+
+    def facts(self) -> dict:
+        return {}
+
+    def host_facts(self) -> dict:
+        """Per host: kernel, CPU, NIC, tool versions … (run.json)."""
+        return {}
+
+    @property
+    @abc.abstractmethod
+    def artifact_dir(self) -> pathlib.Path:
+        """A directory on this machine for the testbed's files (pinned builds, keys)."""

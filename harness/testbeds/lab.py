@@ -1,0 +1,352 @@
+"""The local lab: two hosts as network namespaces on this machine.
+
+    root ns ──(mgmt veth <P>-m0/m1)──┐
+                                     │
+    <P>-h0 [ul0 198.18.0.1] ═══ veth underlay (MTU, tbf cap) ═══ [ul0 198.18.0.2] <P>-h1
+        br0 198.18.64.1                                              br0 198.18.64.2
+         └ vc0 ── eth0 198.18.64.11 <P>-c0          <P>-c1 198.18.64.12 eth0 ── vc0 ┘
+
+Every namespace and root-side link carries the lab's prefix <P> = "ob" + 4 hex digits,
+and the lab's files live in /run/overlaybench/<P>/, so `down` removes exactly what labs
+made. Addresses come only from 198.18.0.0/15 (RFC 2544's benchmark range); host
+namespaces have no default route, so no traffic leaves what the lab made.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import pathlib
+import re
+import secrets
+import shutil
+import signal
+import subprocess
+import time
+
+from harness.net import confine
+from harness.testbeds.containers import base as containers_mod
+from harness.core import failpoints
+from harness.sleeve import build as sleeve_build
+from harness.testbeds.cpu import MachineMeter
+from harness.core.errors import HarnessError
+from harness.hosts import LocalHost, NetnsHost
+from harness.testbeds.base import Options, Side, Testbed
+from harness.net.underlay import apply_underlay
+
+log = logging.getLogger(__name__)
+
+STATE_ROOT = pathlib.Path("/run/overlaybench")
+PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
+NAME_RE = re.compile(r"^(ob[0-9a-f]{4})-[hcm][0-9]$")
+
+UNDERLAY_NET = "198.18.0"
+OVERLAY_NET = "198.18.64"
+MGMT_BASE = 128  # management /30s live in 198.18.128.0/17, one /29 per lab index
+MAX_LABS = 64
+LAB_BINARIES = ["ip", "tc", "ss", "bridge", "nft"]
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise HarnessError("the local lab needs root (network namespaces): run as root or with sudo")
+
+
+def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    p = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise HarnessError(f"ip {' '.join(args)}: {p.stderr.strip() or 'failed'}")
+    return p
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process of this machine with that pid lives (one of another user counts)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def open_testbed(sc, opts: Options) -> "Lab":
+    """The netns backend: a lab allocated (its prefix and state directory), not yet built."""
+    return Lab.allocate(run_id=opts.run_id, containers=sc.containers)
+
+
+class Lab(Testbed):
+    """A two-host lab in network namespaces. Use as a context manager, or call teardown()."""
+
+    backend = "netns"
+    measures_here = True
+
+    def __init__(self, prefix: str, index: int, persistent: bool = False, containers: str = "netns",
+                 run_id: str = ""):
+        self.prefix = prefix
+        self.run_id = run_id
+        self.index = index
+        self.persistent = persistent
+        self.underlay_mtu = 1500
+        self.rate: str | None = None
+        self.state_dir = STATE_ROOT / prefix
+        self._torn_down = False
+        sides = []
+        for i in (0, 1):
+            host = NetnsHost(self.ns(f"h{i}"), name=f"h{i}")
+            ctr = NetnsHost(self.ns(f"c{i}"), name=f"c{i}")
+            sides.append(Side(index=i, host=host, underlay_dev="ul0",
+                              underlay_ip=f"{UNDERLAY_NET}.{i + 1}", overlay_ip=f"{OVERLAY_NET}.{i + 1}",
+                              bridge="br0", container=ctr, container_ip=f"{OVERLAY_NET}.{11 + i}",
+                              container_dev="eth0", container_port="vc0",
+                              workdir=str(self.state_dir / f"h{i}"), table=confine.table_name(prefix, i)))
+        self.sides = (sides[0], sides[1])
+        self.root = LocalHost("root")
+        self.meter = MachineMeter(self.root)
+        self.containers = containers_mod.get(containers)
+        self._sleeves: dict[tuple, pathlib.Path] = {}
+
+    # names -----------------------------------------------------------------
+    def ns(self, suffix: str) -> str:
+        return f"{self.prefix}-{suffix}"
+
+    def mgmt_addrs(self, i: int) -> tuple[str, str]:
+        """(root side, host side) of host i's management /30."""
+        base = 8 * self.index + 4 * i
+        third, fourth = MGMT_BASE + base // 256, base % 256
+        return f"198.18.{third}.{fourth + 1}", f"198.18.{third}.{fourth + 2}"
+
+    @property
+    def artifact_dir(self) -> pathlib.Path:
+        return self.state_dir
+
+    # life cycle --------------------------------------------------------------
+    @classmethod
+    def create(cls, underlay_mtu: int = 1500, rate: str | None = None, persistent: bool = False) -> "Lab":
+        """Allocate and build a lab in one step."""
+        lab = cls.allocate(persistent)
+        lab.build(underlay_mtu, rate)
+        return lab
+
+    @classmethod
+    def allocate(cls, persistent: bool = False, run_id: str = "", containers: str = "netns") -> "Lab":
+        """Claim a prefix, an index (its management addresses) and a state directory."""
+        require_root()
+        if not shutil.which("ip"):
+            raise HarnessError("`ip` (iproute2) not found: apt-get install iproute2")
+        STATE_ROOT.mkdir(parents=True, exist_ok=True)
+        used = {_read_state(d).get("index") for d in STATE_ROOT.iterdir() if d.is_dir()}
+        index = next((i for i in range(MAX_LABS) if i not in used), None)
+        if index is None:
+            raise HarnessError(f"{MAX_LABS} labs exist already: run `overlaybench down`")
+        for _ in range(8):
+            # mkdir, not exist_ok: a prefix whose directory exists is another lab's, never shared
+            prefix = "ob" + secrets.token_hex(2)
+            lab = cls(prefix, index, persistent, containers, run_id)
+            try:
+                lab.state_dir.mkdir(mode=0o700)
+                break
+            except FileExistsError:
+                log.info("lab prefix %s is taken: picking another", prefix)
+        else:
+            raise HarnessError("no free lab prefix after 8 tries: run `overlaybench down`")
+        (lab.state_dir / "state.json").write_text(json.dumps(
+            {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
+             "run_id": run_id, "containers": containers, "created": time.time()}))
+        return lab
+
+    def build(self, underlay_mtu: int = 1500, rate: str | None = None) -> None:
+        try:
+            self._build()
+            self.set_underlay(underlay_mtu, rate)
+        except BaseException:
+            self.teardown()
+            raise
+        log.info("lab %s up", self.prefix)
+
+    def preflight(self, sc) -> None:
+        """The lab's hosts share this machine's file system: its tools are theirs."""
+        problems = self.containers.check(self.root, "this machine")
+        if problems:
+            raise HarnessError("; ".join(problems))
+        from harness.testbeds.preflight import needed_binaries
+        missing = [b for b in needed_binaries(sc, base=LAB_BINARIES) if not shutil.which(b)]
+        if missing:
+            from harness.testbeds.facts import PACKAGES
+            pkgs = sorted({PACKAGES.get(b, b) for b in missing})
+            raise HarnessError(f"{', '.join(missing)} not found on this machine: apt-get install -y {' '.join(pkgs)}")
+
+    def install_sleeve(self, side: Side, source=None) -> str:
+        """Built once per source on this machine (cached by its hash) and pinned for the
+        lab's life, so editing the C source during a run cannot mix builds."""
+        key = (str(source.path), source.label) if source else None
+        pinned = self._sleeves.get(key)
+        if pinned is None:
+            built = sleeve_build.build_local(source)
+            pinned = self.artifact_dir / f"sleeve-{source.label if source else 'shipped'}"
+            tmp = pinned.with_suffix(".tmp")
+            shutil.copyfile(built, tmp)
+            tmp.chmod(0o755)
+            tmp.replace(pinned)
+            self._sleeves[key] = pinned
+        dest = f"{side.workdir}/{pinned.name}"
+        side.host.put(str(pinned), dest, 0o755)
+        return dest
+
+    def _build(self) -> None:
+        for s in self.sides:
+            _ip("netns", "add", s.host.netns)
+            self.containers.create(self.root, s.container.netns,
+                                   {"overlaybench.prefix": self.prefix, "overlaybench.run": self.run_id})
+            for h in (s.host, s.container):
+                _ip("-n", h.netns, "link", "set", "lo", "up")
+                # No IPv6 chatter (DAD, router solicitations) in the measurements.
+                h.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
+            os.makedirs(s.workdir, mode=0o700, exist_ok=True)
+        h0, h1 = (s.host.netns for s in self.sides)
+        _ip("link", "add", "ul0", "netns", h0, "type", "veth", "peer", "name", "ul0", "netns", h1)
+        for s in self.sides:
+            h, c = s.host.netns, s.container.netns
+            confine.confine(s.host, s.table, s.bridge)      # before anything forwards
+            s.host.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
+            _ip("-n", h, "addr", "add", f"{s.underlay_ip}/24", "dev", "ul0")
+            _ip("-n", h, "link", "set", "ul0", "up")
+            _ip("-n", h, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            _ip("-n", h, "addr", "add", f"{s.overlay_ip}/{self.overlay_prefix}", "dev", "br0")
+            _ip("-n", h, "link", "set", "br0", "up")
+            _ip("link", "add", "eth0", "netns", c, "type", "veth", "peer", "name", "vc0", "netns", h)
+            _ip("-n", h, "link", "set", "vc0", "master", "br0", "up")
+            _ip("-n", c, "addr", "add", f"{s.container_ip}/{self.overlay_prefix}", "dev", "eth0")
+            _ip("-n", c, "link", "set", "eth0", "up")
+            root_ip, host_ip = self.mgmt_addrs(s.index)
+            m = self.ns(f"m{s.index}")
+            _ip("link", "add", m, "type", "veth", "peer", "name", "mg0", "netns", h)
+            _ip("addr", "add", f"{root_ip}/30", "dev", m)
+            _ip("link", "set", m, "up")
+            _ip("-n", h, "addr", "add", f"{host_ip}/30", "dev", "mg0")
+            _ip("-n", h, "link", "set", "mg0", "up")
+        for s in self.sides:
+            self.containers.verify(self.root, s.container.netns)
+
+    def set_underlay(self, mtu: int, rate: str | None) -> None:
+        for s in self.sides:
+            apply_underlay(s.host, s.underlay_dev, mtu, rate)
+        self.underlay_mtu, self.rate = mtu, rate
+
+    def teardown(self) -> None:
+        if self._torn_down:
+            return
+        self._torn_down = True
+        try:
+            remove_lab(self.prefix)
+        finally:
+            self.containers.close()
+        log.info("lab %s removed", self.prefix)
+
+    def facts(self) -> dict:
+        return {"backend": "netns", "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
+                "rate": self.rate, **self.containers.facts(),
+                "addresses": {f"h{s.index}": {"underlay": s.underlay_ip, "overlay": s.overlay_ip,
+                                              "container": s.container_ip,
+                                              "mgmt": self.mgmt_addrs(s.index)[1]} for s in self.sides}}
+
+
+# leftovers -------------------------------------------------------------------
+
+def _read_state(d: pathlib.Path) -> dict:
+    try:
+        return json.loads((d / "state.json").read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _lab_namespaces() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    p = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        name = line.split()[0] if line.strip() else ""
+        m = NAME_RE.match(name)
+        if m:
+            out.setdefault(m.group(1), []).append(name)
+    return out
+
+
+def _lab_links() -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    p = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
+    for line in p.stdout.splitlines():
+        parts = line.split(":", 2)
+        if len(parts) < 2:
+            continue
+        name = parts[1].strip().split("@")[0]
+        m = NAME_RE.match(name)
+        if m:
+            out.setdefault(m.group(1), []).append(name)
+    return out
+
+
+def remove_lab(prefix: str) -> list[str]:
+    """Remove the lab's containers, kill its processes, delete its namespaces, links and files.
+    Returns what went. Containers go first: their own process ends with them (a signal from
+    outside would be ignored by a container's init), and their namespaces stay attached
+    until the processes the lab started in them are gone."""
+    if not PREFIX_RE.match(prefix):
+        raise HarnessError(f"{prefix!r} is not a lab prefix (ob + 4 hex digits)")
+    removed = containers_mod.remove_prefix_everywhere(LocalHost("root"), prefix)
+    namespaces = _lab_namespaces().get(prefix, [])
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        pids = set()
+        for ns in namespaces:
+            p = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
+            pids.update(int(x) for x in p.stdout.split() if x.isdigit())
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if not pids:
+            break
+        deadline = time.monotonic() + 3
+        while time.monotonic() < deadline and any(pid_alive(pid) for pid in pids):
+            time.sleep(0.05)
+    for ns in namespaces:
+        _ip("netns", "del", ns, check=False)
+        removed.append(f"netns {ns}")
+        failpoints.reached("teardown")
+    for link in _lab_links().get(prefix, []):
+        _ip("link", "del", link, check=False)
+        removed.append(f"link {link}")
+    d = STATE_ROOT / prefix
+    if d.exists():
+        shutil.rmtree(d, ignore_errors=True)
+        removed.append(f"dir {d}")
+    return removed
+
+
+def leftovers() -> dict[str, dict]:
+    """Every lab on this machine: prefix → {owner pid, alive, namespaces, links}."""
+    prefixes = set(_lab_namespaces()) | set(_lab_links())
+    if STATE_ROOT.is_dir():
+        prefixes |= {d.name for d in STATE_ROOT.iterdir() if PREFIX_RE.match(d.name)}
+    ns, links = _lab_namespaces(), _lab_links()
+    out = {}
+    for p in sorted(prefixes):
+        pid = _read_state(STATE_ROOT / p).get("pid")
+        out[p] = {"pid": pid, "alive": pid_alive(pid), "namespaces": ns.get(p, []),
+                  "links": links.get(p, [])}
+    return out
+
+
+def down(force: bool = False) -> tuple[list[str], list[str]]:
+    """Remove every lab whose owner is gone (all of them with force).
+    Returns (removed items, prefixes left alone because a live run owns them)."""
+    require_root()
+    removed, kept = [], []
+    for prefix, info in leftovers().items():
+        if info["alive"] and not force:
+            kept.append(f"{prefix} (owned by running pid {info['pid']})")
+            continue
+        removed += remove_lab(prefix)
+    return removed, kept

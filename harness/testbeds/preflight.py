@@ -1,0 +1,139 @@
+"""Checks on a host before anything is made there: root, tools, kernel features, and
+whether the sleeve can be had there.
+
+One shell script per host answers all of them in one round trip; each problem comes
+back as one line naming the host and what to install. `run` and `doctor --inventory`
+both use it.
+
+The sleeve is built on each host (sleeve_build.install_remote); a host that cannot build
+it gets this machine's binary instead, which works only where `uname -m` is this
+machine's. So a scenario with a mode that may deploy the sleeve (its kind "sleeve", or
+"auto", which falls back to it) fails here, not after the testbed is up, when a host
+lacks what the build needs and is of another architecture.
+"""
+
+from __future__ import annotations
+
+import platform
+
+from harness.sleeve import build as sleeve_build
+from harness import tools
+from harness.testbeds.facts import PACKAGES
+from harness.hosts.base import Host
+
+BASE_BINARIES = ["ip", "tc", "ss", "bridge", "ethtool", "ping", "sysctl", "nft"]
+
+# What a mode kind needs of the kernel, probed for real on the host.
+FEATURES = {
+    "vxlan": "ip link add obchk$$ type vxlan id 1 dstport 0 && ip link del obchk$$",
+    "tun": "test -c /dev/net/tun",
+}
+MODE_FEATURES = {"fastdp": ("vxlan",), "auto": ("vxlan", "tun"), "sleeve": ("tun",)}
+# Mode kinds that may deploy the sleeve (auto falls back to it when VXLAN does not carry the MTU).
+SLEEVE_KINDS = ("sleeve", "auto")
+
+SCRIPT = r"""
+[ "$(id -u)" = 0 ] || echo "notroot $(id -un)"
+ip netns list >/dev/null 2>&1 || echo "nonetns"
+ip netns add "obchk$$" >/dev/null 2>&1 && ip netns del "obchk$$" || echo "nonetnsadd"
+[ -w /proc/sys/net/ipv4/conf/all/forwarding ] || echo "nosysctl"
+for t in $TOOLS; do command -v "$t" >/dev/null 2>&1 || echo "missing $t"; done
+for f in $FEATURES; do
+  eval "probe=\$probe_$f"
+  out=$(sh -c "$probe" 2>&1) || echo "nofeature $f ${out##*:}"
+done
+if [ -n "$BUILD_NEEDS" ]; then
+  echo "arch $(uname -m)"
+  miss=$(sh -c "$MISSING_SH" sh $BUILD_NEEDS | tr '\n' ' ')
+  [ -z "$miss" ] || echo "nobuild $miss"
+fi
+"""
+
+
+def needed_binaries(sc, base: list[str] = BASE_BINARIES) -> list[str]:
+    need = list(base)
+    for t in sc.tests:
+        b = tools.get(t).binary
+        if b not in need:
+            need.append(b)
+    return need
+
+
+def needed_features(sc) -> list[str]:
+    from harness import modes
+    out: list[str] = []
+    for name in sc.modes:
+        mode = modes.get(name)
+        for f in MODE_FEATURES.get(mode.name, MODE_FEATURES.get(mode.kind, ())):
+            if f not in out:
+                out.append(f)
+    return out
+
+
+def sleeve_modes(sc) -> list:
+    """The modes of `sc` that may deploy the sleeve."""
+    from harness import modes
+    return [m for m in map(modes.get, sc.modes) if m.kind in SLEEVE_KINDS]
+
+
+def sleeve_problem(name: str, arch: str, missing: list[str]) -> str | None:
+    """The line for a host that lacks `missing` (of the sleeve's build needs) and whose
+    `uname -m` is `arch`; None where this machine's binary can stand in for a build."""
+    if not missing or not arch or arch == platform.machine():
+        return None
+    return sleeve_build.cannot_build(name, arch, missing)
+
+
+def _ships_prebuilt(sc) -> bool:
+    """Whether the shipped sleeve goes out as OVERLAYBENCH_SLEEVE_BINARY (this machine's
+    binary, built nowhere else) for a mode of `sc`; A/B arms always build their source."""
+    return (any(getattr(m, "sleeve_build", None) is None for m in sleeve_modes(sc))
+            and sleeve_build.prebuilt() is not None)
+
+
+def host_problems(host: Host, name: str, sc) -> list[str]:
+    """One line per problem on `host` for scenario `sc` (empty: ready)."""
+    feats = needed_features(sc)
+    env = [f"TOOLS={' '.join(needed_binaries(sc))}", f"FEATURES={' '.join(feats)}",
+           f"BUILD_NEEDS={' '.join(sleeve_build.build_needs()) if sleeve_modes(sc) else ''}",
+           f"MISSING_SH={sleeve_build.MISSING_SH}",
+           *(f"probe_{f}={FEATURES[f]}" for f in feats)]
+    done = host.run(["env", *env, "sh", "-c", SCRIPT], check=False, timeout=30)
+    problems = []
+    missing = []
+    arch, unbuildable = "", []
+    for line in done.stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word == "notroot":
+            problems.append(f"{name}: runs commands as {rest}, not root: log in as root or set sudo = true "
+                            f"(with passwordless sudo)")
+        elif word == "nonetns":
+            problems.append(f"{name}: `ip netns` does not work (iproute2 missing or not root): "
+                            f"apt-get install -y iproute2")
+        elif word == "nonetnsadd":
+            problems.append(f"{name}: cannot make network namespaces (`ip netns add` mounts: it needs "
+                            f"CAP_SYS_ADMIN; in a container, --cap-add SYS_ADMIN)")
+        elif word == "nosysctl":
+            problems.append(f"{name}: /proc/sys is read-only (per-device sysctls such as forwarding cannot "
+                            f"be set; in a container, --security-opt systempaths=unconfined)")
+        elif word == "missing":
+            missing.append(rest)
+        elif word == "nofeature":
+            f, _, why = rest.partition(" ")
+            problems.append(f"{name}: kernel {f} unsupported here ({why.strip() or 'probe failed'})")
+        elif word == "arch":
+            arch = rest.strip()
+        elif word == "nobuild":
+            unbuildable = rest.split()
+    sleeve = sleeve_problem(name, arch, unbuildable)
+    if sleeve:
+        problems.append(sleeve)
+    elif arch and arch != platform.machine() and _ships_prebuilt(sc):
+        problems.append(f"{name}: OVERLAYBENCH_SLEEVE_BINARY is shipped instead of a build, and it is for "
+                        f"{platform.machine()}, the host is {arch}: unset it to build the sleeve there")
+    if missing:
+        pkgs = sorted({PACKAGES.get(b, b) for b in missing})
+        problems.append(f"{name}: {', '.join(missing)} not found: apt-get install -y {' '.join(pkgs)}")
+    if not done.ok and not problems:
+        problems.append(f"{name}: the checks did not run ({(done.stderr.strip() or 'no output')[-200:]})")
+    return problems
