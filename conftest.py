@@ -8,6 +8,7 @@ sleeve process that was not there before.
 from __future__ import annotations
 
 import os
+
 import pytest
 
 WATCHED = ("iperf3", "qperf", "sleeve", "wireguard-go")
@@ -39,6 +40,7 @@ def stray_processes() -> list[str]:
     """Tool and sleeve processes that belong to no live namespace but a lab's: inside a
     lab-prefixed namespace, or in a namespace whose name is gone (a deleted lab's)."""
     import re
+
     from harness.testbeds.lab import leftovers
     # Labs that another live process owns (a run going on beside the tests) are not ours.
     others = {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
@@ -72,6 +74,7 @@ def stray_tables() -> list[str]:
     tables inside its namespaces go with them and are not counted."""
     import re
     import subprocess
+
     from harness.net.confine import TABLE_RE
     from harness.testbeds.lab import leftovers
     others = {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
@@ -97,6 +100,7 @@ def _owner_alive(prefix: str) -> bool:
     beside the tests."""
     import json
     import pathlib
+
     from harness.testbeds.lab import pid_alive
     try:
         pid = json.loads((pathlib.Path("/run/overlaybench") / prefix / "state.json").read_text()).get("pid")
@@ -108,9 +112,9 @@ def _owner_alive(prefix: str) -> bool:
 def stray_containers() -> list[str]:
     """Docker containers a testbed made (they carry its prefix label) whose owner is gone
     or is this process; none when no dockerd answers (then none of anyone's runs)."""
-    from harness.testbeds.containers.docker import PREFIX_LABEL, connect
     from harness.core.errors import HarnessError
     from harness.hosts import LocalHost
+    from harness.testbeds.containers.docker import PREFIX_LABEL, connect
     try:
         client, _ = connect(LocalHost("local"))
     except HarnessError:

@@ -17,10 +17,10 @@ import sys
 
 import numpy as np
 
-from harness.gates import compare
-from harness.run import results
 from harness.analysis import stats
-from harness.testbeds.facts import PROJECT
+from harness.core.paths import PROJECT
+from harness.modes import variants
+from harness.run import ab, results
 
 
 def main() -> int:
@@ -38,9 +38,9 @@ def main() -> int:
                          "tests": ["iperf3.tcp"], "repeats": a.repeats, "duration": a.duration}}
     rows = []
     for n in ns:
-        with compare.prepare(PROJECT, None, head_flags=["--calibrate-ns", str(n)]) as arms:
-            run = compare.measure(arms, overrides=matrix, results_dir=a.results, quiet=True)
-        pairs = stats.arm_pairs(results.load(run), compare.BASE, compare.HEAD, ["throughput_bps"])
+        with ab.prepare(PROJECT, None, head_flags=["--calibrate-ns", str(n)]) as arms:
+            run = ab.measure(arms, overrides=matrix, results_dir=a.results, quiet=True)
+        pairs = stats.arm_pairs(results.load(run), variants.BASE, variants.HEAD, ["throughput_bps"])
         r = np.exp(pairs["log_ratio"].to_numpy())
         rows.append((n, run.name, float(np.median(pairs["base"])), r))
     print(f"{a.mode}, underlay MTU {a.underlay_mtu}, {a.placement}, iperf3.tcp, {a.repeats} repeats of "

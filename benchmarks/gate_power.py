@@ -44,11 +44,11 @@ import time
 import numpy as np
 import pandas as pd
 
-from harness.sleeve import refs as builds
-from harness.gates import compare, baseline as gate
+from harness.core.paths import PROJECT
+from harness.gates import baseline as gate, compare
+from harness.modes import variants
 from harness.run import results, session
-from harness.analysis import stats
-from harness.testbeds.facts import PROJECT
+from harness.sleeve import refs as builds
 
 KINDS = ("aa", "p5", "p10", "p20")
 ARMS = ("base",) + KINDS
@@ -65,12 +65,12 @@ def run_round(r: int, a, ns: dict[str, int], out: pathlib.Path) -> str:
     rounds ≥ 1: native and the five sleeve arms, --repeats."""
     arms = ("base",) if r == 0 else ARMS
     with builds.Snapshots() as snaps:
-        variants = [builds.variant("sleeve", snaps.add(PROJECT, None, arm,
+        made = [variants.variant("sleeve", snaps.add(PROJECT, None, arm,
                                                        ("--calibrate-ns", str(ns[arm])) if arm in ns else ()))
                     for arm in arms]
         modes = ["native"] + [v.name for v in variants]
         random.Random(r).shuffle(modes)
-        with builds.registered(variants):
+        with variants.registered(made):
             store = session.run(overrides=_matrix(modes, a.old_repeats if r == 0 else a.repeats, a.duration,
                                                   a.underlay_mtu),
                                 results_dir=str(out / "runs"), quiet=True)

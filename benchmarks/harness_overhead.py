@@ -14,10 +14,9 @@ import tempfile
 import time
 
 from harness import modes
-from harness.run import results
-from harness.config import scenario as S
-from harness.testbeds.lab import Lab
+from harness.run import results, scenario as S
 from harness.run.runner import Runner
+from harness.testbeds.lab import Lab
 
 
 def hand_run(lab: Lab, duration: int) -> float:

@@ -20,8 +20,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from harness.run import results  # noqa: E402
 from test_ssh_backend import SshLab  # noqa: E402
+
+from harness.run import results  # noqa: E402
 
 
 def run(args: list[str], env=None) -> tuple[pathlib.Path, float]:

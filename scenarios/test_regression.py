@@ -27,7 +27,7 @@ GATED = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "iper
 
 
 def _cases(config) -> list[dict]:
-    from harness.config import scenario as S
+    from harness.run import scenario as S
     sc = S.load(ROOT / config.getoption("--scenario"))
     seen, out = set(), []
     for c in S.expand(sc):
@@ -70,7 +70,7 @@ def regression_run(request):
 
 @pytest.fixture(scope="session")
 def verdict(request, regression_run):
-    from harness.gates import baseline as gate
+    from harness.gates import baseline as gate, render as verdict_render
     cfg = request.config
     path = ROOT / cfg.getoption("--baseline")
     if cfg.getoption("--update-baseline"):
@@ -82,9 +82,9 @@ def verdict(request, regression_run):
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a") as f:
-            f.write(v.to_markdown() + "\n")
+            f.write(verdict_render.markdown(v) + "\n")
     (ROOT / "reports").mkdir(exist_ok=True)
-    (ROOT / "reports" / "gate-junit.xml").write_text(v.to_junit_xml())
+    (ROOT / "reports" / "gate-junit.xml").write_text(verdict_render.junit_xml(v))
     return v
 
 

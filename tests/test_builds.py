@@ -9,9 +9,10 @@ import subprocess
 
 import pytest
 
-from harness.sleeve import refs as builds, build as sleeve_build
 from harness import modes
 from harness.core.errors import HarnessError
+from harness.modes import variants
+from harness.sleeve import build as sleeve_build, refs as builds
 
 MAKEFILE = """\
 build/sleeve: src/main.c
@@ -107,15 +108,15 @@ def test_bad_refs_and_failed_builds_are_one_clear_line(repo, tmp_path, snaps):
 
 def test_variants_are_sleeve_modes_under_their_own_name_for_a_while(repo, snaps):
     b = snaps.add(repo, None, "head", ["--calibrate-ns", "7"])
-    v = builds.variant("sleeve-crypto", b)
+    v = variants.variant("sleeve-crypto", b)
     assert v.name == "sleeve-crypto@head" and v.crypto and v.sleeve_build is b and v.source() is b.source
     assert v.argv_flags()[-2:] == ("--calibrate-ns", "7")
     assert modes.get("sleeve-crypto").sleeve_build is None            # the registered mode is untouched
-    with builds.registered([v]):
+    with variants.registered([v]):
         assert modes.get("sleeve-crypto@head") is v
     assert "sleeve-crypto@head" not in modes.MODES
     with pytest.raises(HarnessError, match="mode fastdp: does not run the sleeve"):
-        builds.variant("fastdp", b)
+        variants.variant("fastdp", b)
 
 
 def test_a_ref_exports_and_builds_on_a_python_without_tar_filters(repo, monkeypatch, snaps):

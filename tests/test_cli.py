@@ -183,8 +183,7 @@ def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_pat
     thread at its "mid-test" point (the client has just been started and is not yet waited
     for), so the death lands inside that case by construction: ~0."""
     from harness.core import failpoints
-    from harness.run import results
-    from harness.config import scenario as S
+    from harness.run import results, scenario as S
     from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["native"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "repeats": 1,
                              "duration": 4}})
@@ -237,6 +236,7 @@ def test_show_into_a_closed_pipe_is_quiet(tmp_path):
 def test_show_raw_gate_and_doctor_speak_csv_and_json(tmp_path):
     import csv
     import io
+
     from report_fixtures.synth import make_run
     kw = dict(modes=["native", "fastdp", "sleeve"], underlay_mtus=[1500], tests=["iperf3.tcp", "qperf.tcp_lat"],
               repeats=5)

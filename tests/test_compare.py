@@ -17,9 +17,10 @@ import sys
 import pandas as pd
 import pytest
 
-from harness.gates import compare, baseline as gate, verdict
+from harness.cli.gates import compare_main
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
+from harness.gates import baseline as gate, compare, render, verdict
 from harness.run.results import Measurement, RunStore
 
 CASE_TP = "sleeve underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"
@@ -55,7 +56,7 @@ def by_name(v):
 
 def test_an_unchanged_pair_passes_however_much_the_machine_drifts():
     v = compare.judge_frame(rows(drift=0.4), {"run_id": "ab"})
-    assert v.ok and v.kind == verdict.AB, v.to_text()
+    assert v.ok and v.kind == verdict.AB, render.text(v)
     assert set(by_name(v)) == {CASE_TP, CASE_LAT}
     assert all(abs(c.change) < 0.05 for c in v.cases)
 
@@ -68,7 +69,7 @@ def test_a_fifteen_percent_slower_head_fails_and_names_the_case():
     assert f.change == pytest.approx(-0.15, abs=0.02)
     assert f.p == pytest.approx(1 / 256)                 # all 8 pairs below 0
     assert "head" in f.message and "Gbit/s" in f.message and "beyond ±10 %" in f.message
-    assert v.to_text().startswith("compare FAILED: 1 of 2 cases regressed")
+    assert render.text(v).startswith("compare FAILED: 1 of 2 cases regressed")
 
 
 def test_within_tolerance_passes_even_when_significant():
@@ -128,15 +129,15 @@ def test_outputs_say_head_against_base(tmp_path, capsys, monkeypatch):
     store.append(Measurement(**{k: v for k, v in r.items() if k not in ("run_id",)})
                  for r in rows(head=0.8).to_dict("records"))
     v = compare.judge(store.path)
-    md = v.to_markdown()
+    md = render.markdown(v)
     assert "## overlaybench compare: ❌ failed" in md and "| Base | Head |" in md
     assert "main (a1b2c3d4e5f6)" in md and "--calibrate-ns 5000" in md and "Wilcoxon" in md
-    d = v.to_dict()
+    d = render.as_dict(v)
     assert d["kind"] == "compare" and d["ok"] is False
     tp = next(c for c in d["cases"] if c["metric"] == "throughput_bps")
     assert tp["failed"] and tp["n_base"] == tp["n_head"] == 8 and tp["head"] < tp["base"]
 
-    assert compare.compare_main(None, run=str(store.path), fmt="json", junit=str(tmp_path / "j.xml")) == 1
+    assert compare_main(None, run=str(store.path), fmt="json", junit=str(tmp_path / "j.xml")) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["run_dir"] == str(store.path) and [c["status"] for c in out["cases"]] == ["fail", "pass"]
     assert 'name="overlaybench.compare"' in (tmp_path / "j.xml").read_text()
@@ -151,7 +152,7 @@ def test_outputs_say_head_against_base(tmp_path, capsys, monkeypatch):
 ])
 def test_bad_arguments_are_one_clear_line(args, match):
     with pytest.raises(HarnessError, match=match):
-        compare.compare_main(**args)
+        compare_main(**args)
 
 
 def test_tolerances_parse_over_the_defaults():

@@ -15,9 +15,9 @@ import sys
 import pytest
 
 from conftest import needs_root
-from harness.run.endpoints import endpoints
 from harness.core.paths import PROJECT
 from harness.modes.sleeve import Sleeve
+from harness.run.endpoints import endpoints
 
 pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.slow]
 

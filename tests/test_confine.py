@@ -15,20 +15,18 @@ import json
 import os
 import pathlib
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 
 import pytest
+from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
 from conftest import needs_root
-from harness.net import confine
 from harness import modes
+from harness.net import confine
 from harness.run.endpoints import endpoints
 from harness.run.runner import wait_listening
-from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
 pytestmark = [needs_root(), pytest.mark.lab]
 FAR_NET, FAR_GW, FAR = "198.18.210.0/24", "198.18.210.1", "198.18.210.2"
@@ -135,8 +133,8 @@ def test_the_lab_forwards_nothing_from_the_overlay_to_another_network(lab, name)
 
 
 def test_the_lab_without_nft_fails_preflight_naming_nftables(lab, tmp_path, monkeypatch):
-    from harness.config import scenario as S
     from harness.core.errors import HarnessError
+    from harness.run import scenario as S
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for d in ("/usr/sbin", "/usr/bin"):
@@ -171,8 +169,8 @@ def test_a_testbed_over_ssh_forwards_nothing_from_the_overlay_to_another_network
     """The issue's experiment on two sshd hosts (each a lab namespace running sshd): a host
     that forwards nothing between its interfaces (ip_forward 0, as a real host), the
     testbed built over SSH, every mode that forwards tried in turn."""
+    from harness.run import scenario as S
     from harness.testbeds import registry as backends
-    from harness.config import scenario as S
     from harness.testbeds.base import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
@@ -196,7 +194,7 @@ def test_a_testbed_over_ssh_forwards_nothing_from_the_overlay_to_another_network
 KILLED = """
 import os, signal, sys
 from harness.testbeds import registry as backends
-from harness.config import scenario as S
+from harness.run import scenario as S
 from harness.testbeds.base import Options
 sc = S.build({"matrix": {"modes": ["fastdp"]}, "testbed": {"backend": "ssh", "inventory": sys.argv[1]}})
 tb = backends.open_testbed(sc, Options())

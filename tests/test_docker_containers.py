@@ -16,8 +16,8 @@ import time
 import pytest
 
 from conftest import needs_root, stray_processes
-from harness.testbeds import lab as labmod
 from harness.run import results
+from harness.testbeds import lab as labmod
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -97,9 +97,10 @@ def test_trimmed_quick_scenario_in_docker_containers_on_the_lab(clean, tools_ima
 def test_trimmed_quick_scenario_in_docker_containers_over_ssh(tools_image, tmp_path):
     """Each host's daemon reached through the harness's SSH connection (one host as root,
     the other through sudo): `docker system dial-stdio` there, a unix socket here."""
-    from test_ssh_backend import SshLab
     import shutil
     import tempfile
+
+    from test_ssh_backend import SshLab
     before, tunnels = labelled(), set(pathlib.Path(tempfile.gettempdir()).glob("overlaybench-tunnel-*"))
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="obsshlab-"))
     sl = SshLab(tmp)
@@ -182,9 +183,10 @@ def test_killed_over_ssh_down_inventory_removes_everything_and_resume_completes(
     finished line stays, `down --inventory` removes exactly that run's processes,
     namespaces, links, containers and state directories on both hosts, and `--resume`
     finishes the run with no (case, repeat) twice."""
-    from test_ssh_backend import SshLab
     import shutil
     import tempfile
+
+    from test_ssh_backend import SshLab
     before = labelled()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="obsshlab-"))
     sl = SshLab(tmp)
@@ -226,5 +228,5 @@ def test_the_docker_sdk_is_imported_only_when_docker_containers_are_used():
 
 
 def test_seed003_asks_for_docker_containers():
-    from harness.config import scenario
+    from harness.run import scenario
     assert scenario.load(ROOT / "scenarios" / "seed003-weave-docker-ping-iperf.toml").containers == "docker"

@@ -12,11 +12,11 @@ import shutil
 import time
 
 import pytest
+from sshd import ssh_world  # noqa: F401 - the fixture
 
 from conftest import needs_root
-from harness.testbeds import remote_down
 from harness.hosts.ssh.host import SshHost
-from sshd import ssh_world  # noqa: F401 - the fixture
+from harness.testbeds import remote_down
 
 pytestmark = [needs_root()]
 

@@ -12,10 +12,9 @@ import pytest
 
 from conftest import needs_root
 from harness.core import failpoints
-from harness.testbeds import lab as labmod
-from harness.run import results
-from harness.config import scenario as S
+from harness.run import results, scenario as S
 from harness.run.runner import Runner
+from harness.testbeds import lab as labmod
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent

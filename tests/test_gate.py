@@ -14,10 +14,10 @@ import xml.etree.ElementTree as ET
 
 import pandas as pd
 import pytest
-
-from harness.gates import baseline as gate
-from harness.core.errors import HarnessError
 from report_fixtures.synth import make_records, make_run
+
+from harness.core.errors import HarnessError
+from harness.gates import baseline as gate, render
 
 META = {"run_id": "base", "hostname": "bench-01", "kernel": "6.18.44", "cpu": {"model": "AMD EPYC 7B13"}}
 RUN_META = {**META, "run_id": "now"}
@@ -54,14 +54,14 @@ def test_baseline_holds_ratios_per_repeat_medians_machine_and_tolerances():
 
 def test_aa_same_numbers_pass():
     v = gate.evaluate_frame(frame(repeats=5), RUN_META, baseline(repeats=5))
-    assert v.ok, v.to_text()
+    assert v.ok, render.text(v)
     assert all(c.status == gate.PASS for c in v.cases)
     assert v.warnings == []
 
 
 def test_aa_fresh_draw_of_the_same_machine_passes():
     v = gate.evaluate_frame(frame(repeats=5, seed=99), RUN_META, baseline(repeats=5, seed=1))
-    assert v.ok, v.to_text()
+    assert v.ok, render.text(v)
 
 
 def test_thirty_percent_drop_with_five_repeats_fails_and_names_the_case():
@@ -71,7 +71,7 @@ def test_thirty_percent_drop_with_five_repeats_fails_and_names_the_case():
     assert names == {FASTDP_1500_TCP, FASTDP_1500_TCP.replace("1500 overlay 1450", "9000 overlay 8950")}
     f = by_name(v)[FASTDP_1500_TCP]
     assert f.status == gate.FAIL and f.change == pytest.approx(-0.30, abs=0.04) and f.p < 0.05
-    text = v.to_text()
+    text = render.text(v)
     assert text.startswith("gate FAILED: 2 of 8 cases regressed")
     assert "fastdp at underlay MTU 1500" in text and "throughput_bps" in text
 
@@ -125,7 +125,7 @@ def test_machine_speed_cancels_out():
     # Everything 40 % slower, native included: ratios to native are unchanged.
     slow = {m: 0.6 for m in SMALL["modes"]}
     v = gate.evaluate_frame(frame(repeats=5, seed=4, scale=slow), RUN_META, baseline(repeats=5))
-    assert v.ok, v.to_text()
+    assert v.ok, render.text(v)
 
 
 def test_different_machine_or_kernel_warns():
@@ -134,7 +134,7 @@ def test_different_machine_or_kernel_warns():
     assert v.ok
     assert any("different kernel" in w and "6.1.0-28-amd64" in w for w in v.warnings)
     assert any("different host" in w for w in v.warnings)
-    assert "different kernel" in v.to_markdown()
+    assert "different kernel" in render.markdown(v)
     v = gate.evaluate_frame(frame(repeats=5), RUN_META, baseline(repeats=5))
     assert not any("different" in w for w in v.warnings)
 
@@ -163,7 +163,7 @@ def test_all_failures_are_collected_in_one_verdict():
     run = frame(repeats=5, seed=2, scale={"fastdp": 0.7}, lat_scale={"sleeve": 1.5})
     v = gate.evaluate_frame(run, RUN_META, baseline(repeats=5))
     assert len(v.failures) == 4
-    assert v.to_text().count("FAIL ") == 4
+    assert render.text(v).count("FAIL ") == 4
 
 
 def test_missing_cases_warn_and_new_cases_are_listed():
@@ -188,13 +188,13 @@ def test_baseline_of_a_native_only_run_is_bad_input():
 
 def test_junit_and_markdown_name_mode_mtu_and_metric():
     v = gate.evaluate_frame(frame(repeats=5, seed=2, scale={"fastdp": 0.7}), RUN_META, baseline(repeats=5))
-    suite = ET.fromstring(v.to_junit_xml().split("\n", 1)[1])
+    suite = ET.fromstring(render.junit_xml(v).split("\n", 1)[1])
     assert suite.get("tests") == "8" and suite.get("failures") == "2"
     fails = [tc for tc in suite.iter("testcase") if tc.find("failure") is not None]
     assert len(fails) == 2
     msg = fails[0].find("failure").get("message")
     assert "fastdp" in msg and "underlay MTU 1500" in msg and "throughput_bps" in msg
-    md = v.to_markdown()
+    md = render.markdown(v)
     assert "## overlaybench gate: ❌ failed" in md and "### Regressions" in md
     assert md.count("| ❌ | fastdp |") == 2
 

@@ -6,13 +6,12 @@ import sys
 import pytest
 
 from conftest import needs_root
-from harness.gates import baseline as gate
 from harness import modes
-from harness.run import results
-from harness.config import scenario as S
-from harness.testbeds.lab import Lab
+from harness.gates import baseline as gate, render
 from harness.modes.sleeve import Sleeve
+from harness.run import results, scenario as S
 from harness.run.runner import Runner
+from harness.testbeds.lab import Lab
 
 pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.slow]
 
@@ -41,7 +40,7 @@ def test_gate_fails_naming_the_case_that_really_got_slower(tmp_path, monkeypatch
     verdict = gate.evaluate(bad, gate.load_baseline(base_file))
     assert not verdict.ok
     names = [(c.case["mode"], c.case["underlay_mtu"], c.case["metric"]) for c in verdict.failures]
-    assert names == [("sleeve", 1500, "throughput_bps")], verdict.to_text()
+    assert names == [("sleeve", 1500, "throughput_bps")], render.text(verdict)
     assert verdict.failures[0].p is not None and verdict.failures[0].p <= 0.05
 
     p = subprocess.run([sys.executable, "-m", "harness.cli", "gate", str(bad), "--baseline", str(base_file),

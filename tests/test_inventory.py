@@ -5,8 +5,9 @@ import pathlib
 
 import pytest
 
-from harness.config import inventory, scenario as S
 from harness.core.errors import ScenarioError
+from harness.run import scenario as S
+from harness.testbeds import inventory
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "scenarios" / "inventory.example.toml"

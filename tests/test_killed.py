@@ -11,8 +11,8 @@ import pytest
 
 from conftest import needs_root, stray_processes
 from harness.core import failpoints
-from harness.testbeds import lab as labmod
 from harness.run import results
+from harness.testbeds import lab as labmod
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -7,8 +7,8 @@ import sys
 import pytest
 
 from conftest import needs_root
-from harness.testbeds import lab as labmod
 from harness.core.errors import HarnessError
+from harness.testbeds import lab as labmod
 
 pytestmark = [needs_root(), pytest.mark.lab]
 LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")

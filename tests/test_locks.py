@@ -21,9 +21,8 @@ import time
 
 import pytest
 
-from harness.run import results
-from harness.config import scenario as S
 from harness.core.errors import HarnessError
+from harness.run import results, scenario as S
 from harness.testbeds.lab import STATE_ROOT, pid_alive
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -4,8 +4,8 @@ import pytest
 
 from conftest import needs_root
 from harness import modes
-from harness.run.endpoints import endpoints
 from harness.core.errors import HarnessError
+from harness.run.endpoints import endpoints
 
 pytestmark = [needs_root(), pytest.mark.lab]
 

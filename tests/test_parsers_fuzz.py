@@ -8,10 +8,11 @@ import pathlib
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from harness.gates import baseline as gate
-from harness.config import inventory, scenario as S
-from harness.run import results
 from harness.core.errors import HarnessError
+from harness.gates import baseline as gate
+from harness.run import results
+from harness.run import scenario as S
+from harness.testbeds import inventory
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # No deadline and no health checks: those judge how fast examples are made, which a busy

@@ -11,10 +11,10 @@ import shutil
 import socket
 
 import pytest
+from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
 from conftest import needs_root
 from harness.testbeds import lab as labmod
-from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
 pytestmark = [needs_root(), pytest.mark.lab]
 STATE = pathlib.Path("/run/overlaybench")
@@ -54,8 +54,8 @@ def test_a_lab_draws_again_on_a_prefix_that_is_taken(taken, monkeypatch):
 
 
 def test_a_remote_testbed_draws_again_and_leaves_the_other_testbeds_objects(ssh_lab, taken, monkeypatch):
+    from harness.run import scenario as S
     from harness.testbeds import registry as backends
-    from harness.config import scenario as S
     from harness.testbeds.base import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))

@@ -12,12 +12,12 @@ import os
 import platform
 
 import pytest
+from sshd import ssh_world  # noqa: F401 - the fixture
 
 from conftest import needs_root
-from harness.testbeds import preflight
-from harness.config import scenario as S
 from harness.hosts.ssh.host import SshHost
-from sshd import ssh_world  # noqa: F401 - the fixture
+from harness.run import scenario as S
+from harness.testbeds import preflight
 
 pytestmark = [needs_root()]
 

@@ -17,10 +17,10 @@ import subprocess
 import tempfile
 
 import pytest
+from report_fixtures.synth import make_run
 
 from harness.core.errors import HarnessError
 from harness.report.render import render
-from report_fixtures.synth import make_run
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 REPORTS = REPO / "reports"
@@ -251,8 +251,9 @@ def test_udp_latency_run_shows_udp_latency_columns(tmp_path):
 
 
 def test_run_with_every_test_shows_every_column(tmp_path):
-    from harness.analysis import tablefmt
     from report_fixtures.synth import EVERY_TEST
+
+    from harness.analysis import tablefmt
     run = make_run(tmp_path, underlay_mtus=[1500], tests=EVERY_TEST, repeats=2,
                    placements=("host-host", "container-container"))
     text = render([run], tmp_path / "r.html").read_text()

@@ -3,8 +3,8 @@ import math
 
 import pytest
 
-from harness.run import results
 from harness.core.errors import HarnessError
+from harness.run import results
 
 
 def _m(**kw):

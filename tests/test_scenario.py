@@ -1,7 +1,7 @@
 import pytest
 
-from harness.config import scenario as S
 from harness.core.errors import ScenarioError
+from harness.run import scenario as S
 
 
 def test_defaults_expand_native_host_only_and_fastdp_both_placements():

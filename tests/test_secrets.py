@@ -11,17 +11,16 @@ import sys
 
 import paramiko
 import pytest
+from sshd import ssh_world  # noqa: F401 - the fixture
+from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
 from conftest import needs_root
-from harness.run import results
-from harness.config import scenario as S
 from harness.hosts import LocalHost
 from harness.hosts.ssh.host import SshHost
 from harness.modes import sleeve as sleeve_mod, wireguard as wg_mod
 from harness.report import render
+from harness.run import results, scenario as S
 from harness.run.runner import Runner
-from sshd import ssh_world  # noqa: F401 - the fixture
-from test_ssh_backend import ssh_lab  # noqa: F401 - the fixture
 
 pytestmark = [needs_root(), pytest.mark.lab]
 # 32 bytes nobody else would choose, most of them not printable

@@ -7,13 +7,13 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from test_sleeve_modes import _iperf, cpu_has_fast_aes
 
 from conftest import needs_root
-from harness.sleeve import build as sleeve_build
-from harness.run.endpoints import endpoints
 from harness.core.errors import HarnessError
 from harness.modes.sleeve import SleeveCrypto
-from test_sleeve_modes import _iperf, cpu_has_fast_aes
+from harness.run.endpoints import endpoints
+from harness.sleeve import build as sleeve_build
 
 
 @pytest.fixture(scope="module")

@@ -46,9 +46,9 @@ import pytest
 
 from conftest import needs_root
 from harness import modes
-from harness.run.endpoints import endpoints
 from harness.core.paths import PROJECT
 from harness.modes.sleeve import PORT
+from harness.run.endpoints import endpoints
 from harness.run.runner import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]

@@ -8,8 +8,8 @@ import pytest
 
 from conftest import needs_root
 from harness import modes
-from harness.run.endpoints import endpoints
 from harness.modes.sleeve import SleeveCrypto
+from harness.run.endpoints import endpoints
 from harness.run.runner import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
@@ -142,8 +142,7 @@ def test_sleeves_with_different_forced_ciphers_refuse_each_other(lab):
 
 
 def test_run_json_names_the_cipher(lab, tmp_path):
-    from harness.run import results
-    from harness.config import scenario as S
+    from harness.run import results, scenario as S
     from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["sleeve-crypto", "sleeve-crypto-chacha"], "tests": ["qperf.tcp_lat"],
                              "placements": ["container-container"], "repeats": 1, "duration": 1}})
@@ -178,8 +177,7 @@ def test_auto_falls_back_to_the_sleeve_when_udp_4789_is_dropped(lab):
 
 
 def test_auto_records_the_datapath_in_every_measurement(lab, tmp_path):
-    from harness.run import results
-    from harness.config import scenario as S
+    from harness.run import results, scenario as S
     from harness.run.runner import Runner
     drop_vxlan(lab.sides[1].host)
     sc = S.build({"matrix": {"modes": ["auto"], "tests": ["qperf.tcp_lat"], "placements": ["container-container"],

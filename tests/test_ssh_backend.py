@@ -16,15 +16,16 @@ import time
 
 import numpy as np
 import pytest
-
 import sshd as sshd_mod
 from sshd import ssh_world  # noqa: F401 - the fixture
 from test_sleeve_flood import SLEEVES, flood_binary, flood_case  # noqa: F401 - the fixture
+
 from conftest import needs_root
+from harness.hosts.local import pid_alive
 from harness.net import confine
-from harness.testbeds import lab as labmod
 from harness.run import results
 from harness.sleeve import build as sleeve_build
+from harness.testbeds import lab as labmod
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -108,7 +109,7 @@ class SshLab:
                 pid = json.loads((d / "owner.json").read_text()).get("pid")
             except (OSError, ValueError, AttributeError):
                 pid = None
-            if isinstance(pid, int) and pid not in ours and labmod.pid_alive(pid):
+            if isinstance(pid, int) and pid not in ours and pid_alive(pid):
                 continue
             run = f" of {self.runs[pid]}" if pid in self.runs else ""
             out.append(f"dir {d} (owner pid {pid}{run})")
@@ -448,6 +449,7 @@ os.kill(os.getpid(), signal.SIGKILL)
 
 def test_down_inventory_removes_the_ssh_directories_of_a_killed_orchestrator_and_no_live_ones(ssh_world, tmp_path):
     import dataclasses
+
     from harness.hosts.ssh.host import SshHost
     targets = (ssh_world.root, ssh_world.sudo)
     inv = tmp_path / "inventory.toml"
@@ -466,7 +468,7 @@ def test_down_inventory_removes_the_ssh_directories_of_a_killed_orchestrator_and
         assert len(dead) == 3
         for d in dead:
             owner = json.loads(pathlib.Path(d, "owner.json").read_text())
-            assert owner["owner_host"] == os.uname().nodename and not labmod.pid_alive(owner["pid"]), owner
+            assert owner["owner_host"] == os.uname().nodename and not pid_alive(owner["pid"]), owner
         live.put(str(payload), f"{payload}.live")
         mine = [live.state_dir, live._upload_dir]
         assert all(os.path.isdir(d) for d in mine)
@@ -480,7 +482,7 @@ def test_down_inventory_removes_the_ssh_directories_of_a_killed_orchestrator_and
         # never the down's own connection's: every live owner named is still alive
         for ln in d.stdout.splitlines():
             if "owned by running pid" in ln:
-                assert labmod.pid_alive(int(ln.split("running pid ")[1].split(")")[0])), ln
+                assert pid_alive(int(ln.split("running pid ")[1].split(")")[0])), ln
         assert live.run(["echo", "still"]).stdout == "still\n"   # its connection untouched
     finally:
         live.close()
@@ -495,8 +497,8 @@ def test_down_inventory_removes_the_ssh_directories_of_a_killed_orchestrator_and
 def test_a_flood_against_a_sleeve_deployed_over_ssh_is_dropped_and_counted(ssh_lab, name, flood_binary,
                                                                             monkeypatch):
     """The sleeve's flood test, on a sleeve the ssh backend deployed on its hosts."""
+    from harness.run import scenario as S
     from harness.testbeds import registry as backends
-    from harness.config import scenario as S
     from harness.testbeds.base import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))

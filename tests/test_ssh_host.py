@@ -22,14 +22,21 @@ import threading
 import time
 
 import pytest
+from sshd import keygen, kill_connection, public_key, ssh_world, start_sshd  # noqa: F401 - the fixture
 
 from conftest import needs_root
-from harness.core.errors import (CommandError, HarnessError, SshAuthError, SshConnectError,
-                            SshConnectionLost, SshHostKeyError, SshSudoError)
+from harness.core.errors import (
+    CommandError,
+    HarnessError,
+    SshAuthError,
+    SshConnectError,
+    SshConnectionLost,
+    SshHostKeyError,
+    SshSudoError,
+)
 from harness.hosts import LocalHost, NetnsHost
 from harness.hosts.ssh.host import SshHost
 from harness.hosts.ssh.shell import GRACE
-from sshd import keygen, kill_connection, public_key, ssh_world, start_sshd  # noqa: F401 - the fixture
 
 pytestmark = [needs_root()]
 

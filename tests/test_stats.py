@@ -7,10 +7,10 @@ import math
 
 import pandas as pd
 import pytest
+from report_fixtures.synth import make_records
 
 from harness.analysis import significance, stats, summary, tablefmt
 from harness.core.errors import HarnessError
-from report_fixtures.synth import make_records
 
 
 def row(mode="fastdp", u=1500, o=None, placement="host-host", test="iperf3.tcp", streams=1, repeat=0,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from captures import DATA, capture, captured_argv, values
 
 from harness.core.errors import HarnessError
 from harness.tools.base import TestSpec as Spec  # "Test*" would be collected by pytest
 from harness.tools.iperf3 import Iperf3Tcp, Iperf3Udp
-from captures import DATA, capture, captured_argv, values
 
 TCP = Iperf3Tcp()
 UDP = Iperf3Udp()

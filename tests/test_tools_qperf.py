@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
+from captures import capture, captured_argv, values
 
 from harness.tools.base import TestSpec as Spec  # "Test*" would be collected by pytest
 from harness.tools.qperf import Qperf, parse_fields
-from captures import capture, captured_argv, values
 
 SPEC = Spec(server_addr="198.18.0.2", duration=2)
 

@@ -15,11 +15,11 @@ import time
 
 import pytest
 from paramiko.common import cMSG_CHANNEL_EOF
+from sshd import ssh_world  # noqa: F401 - the fixture
 
 from conftest import needs_root
 from harness.hosts.ssh.host import SshHost
 from harness.hosts.tunnel import UnixTunnel
-from sshd import ssh_world  # noqa: F401 - the fixture
 
 pytestmark = [needs_root()]
 

@@ -12,10 +12,10 @@ import subprocess
 import sys
 
 import pytest
+from test_vagrant import early_exit_vagrantfile
 
 from conftest import needs_root
 from harness.run import results
-from test_vagrant import early_exit_vagrantfile
 
 pytestmark = [needs_root(), pytest.mark.slow]
 ROOT = pathlib.Path(__file__).resolve().parent.parent

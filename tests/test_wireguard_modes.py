@@ -15,9 +15,9 @@ import pytest
 
 from conftest import needs_root
 from harness import modes
-from harness.run.endpoints import endpoints
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.modes import wireguard as wg
+from harness.run.endpoints import endpoints
 from harness.run.runner import wait_listening
 from harness.testbeds.base import Side, Testbed
 
@@ -175,8 +175,7 @@ def test_kernel_wireguard_deploys(lab):
 @pytest.mark.lab
 @needs_root()
 def test_wireguard_go_runs_through_the_runner(lab, tmp_path):
-    from harness.run import results
-    from harness.config import scenario as S
+    from harness.run import results, scenario as S
     from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["wireguard-go"], "tests": ["qperf.tcp_lat"],
                              "placements": ["host-host", "container-container"], "repeats": 1, "duration": 1}})

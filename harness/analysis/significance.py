@@ -14,6 +14,7 @@ import math
 from typing import Callable, Sequence
 
 import numpy as np
+from scipy.stats import mannwhitneyu, wilcoxon
 
 
 def _finite(xs: Sequence[float]) -> list[float]:
@@ -51,7 +52,6 @@ def mann_whitney(a: Sequence[float], b: Sequence[float], alternative: str = "two
                  alpha: float = 0.05) -> MannWhitney:
     """Mann–Whitney U of sample `a` against `b`. alternative "less" asks whether `a` tends
     to be smaller than `b`, "greater" whether larger (scipy's convention)."""
-    from scipy.stats import mannwhitneyu
 
     a, b = _finite(a), _finite(b)
     mp = min_p_value(len(a), len(b), alternative)
@@ -95,7 +95,6 @@ def signed_rank(d: Sequence[float], alternative: str = "two-sided", alpha: float
     alternative "less" asks whether they tend to be below 0, "greater" above (scipy's
     convention). Exact for small samples without ties; differences of exactly 0 count as
     half on each side (zero_method "zsplit")."""
-    from scipy.stats import wilcoxon
 
     d = _finite(d)
     mp = min_p_signed_rank(len(d), alternative)

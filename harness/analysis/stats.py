@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.significance import mann_whitney
+from harness.modes.variants import ARM_SEP
 
 log = logging.getLogger(__name__)
 
@@ -248,9 +249,6 @@ def ratio_to_native(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> p
 
 
 # --------------------------------------------------------------------------- A/B arms
-
-ARM_SEP = "@"
-
 
 def split_arm(mode: Any) -> tuple[str, str | None]:
     """"sleeve@head" → ("sleeve", "head"); a plain mode → (mode, None)."""

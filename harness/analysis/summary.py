@@ -21,8 +21,19 @@ from typing import Sequence
 
 import pandas as pd
 
-from harness.analysis.stats import (CONFIG_KEY, _ensure_columns, _join_unique, _key, _truthy, cpu_per_gbps, failures,
-                           higher_is_better, sort_configs, summarize, with_native)
+from harness.analysis.stats import (
+    CONFIG_KEY,
+    _ensure_columns,
+    _join_unique,
+    _key,
+    _truthy,
+    cpu_per_gbps,
+    failures,
+    higher_is_better,
+    sort_configs,
+    summarize,
+    with_native,
+)
 
 TCP_BW_TESTS = ("iperf3.tcp", "qperf.tcp_bw")      # first present wins
 TCP_LAT_TESTS = ("qperf.tcp_lat",)

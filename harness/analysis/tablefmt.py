@@ -14,11 +14,18 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from harness.analysis.stats import _join_unique, _key
+from harness.analysis.summary import (
+    COLUMNS,
+    SUMMARY_COLUMNS,
+    Column,
+    has_data,
+    missing_columns,
+    pct_higher_is_better,
+    summary_table,
+)
 from harness.core.errors import HarnessError
 from harness.run.results import FIELDS
-from harness.analysis.stats import _join_unique, _key
-from harness.analysis.summary import (COLUMNS, SUMMARY_COLUMNS, Column, has_data, missing_columns, pct_higher_is_better,
-                             summary_table)
 
 TABLE_HEADERS = [(c.key, c.title) for c in COLUMNS]
 # % of native columns: True where above 100 is better (throughput), False for latencies.

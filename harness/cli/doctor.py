@@ -8,14 +8,21 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import os
 import secrets
 import shutil
 import subprocess
 
+from harness.cli.args import add_host_keys, options
 from harness.core.errors import HarnessError, UnsupportedError
-from harness.testbeds.facts import PACKAGES
+from harness.hosts.local import LocalHost
 from harness.modes import wireguard
+from harness.run import scenario as scen
+from harness.sleeve import build as sleeve_build
+from harness.testbeds import preflight
+from harness.testbeds.containers import docker as dc
+from harness.testbeds.facts import PACKAGES
 
 
 @dataclasses.dataclass
@@ -99,7 +106,6 @@ def python_checks() -> list[Check]:
 
 
 def sleeve_checks() -> list[Check]:
-    from harness.sleeve import build as sleeve_build
     try:
         src = sleeve_build.Source.shipped()
     except HarnessError as e:
@@ -117,8 +123,6 @@ def sleeve_checks() -> list[Check]:
 def remote_checks(hosts) -> list[Check]:
     """The run's checks on each inventory host (reachable, root or sudo, tools, kernel
     features) for a scenario using every mode and test."""
-    from harness.testbeds import preflight
-    from harness.config import scenario as scen
     every = scen.Scenario(modes=("fastdp", "sleeve"), tests=scen.TESTS)
     out = []
     for name, host in hosts:
@@ -155,13 +159,11 @@ def docker_checks() -> list[Check]:
     container endpoints are bare namespaces)."""
     if importlib.util.find_spec("docker") is None:
         return [Check("docker", "dockerd", False, "the Docker SDK for Python is missing", "make setup", required=False)]
-    from harness.testbeds.containers import docker as dc
-    from harness.hosts.local import LocalHost
     try:
         client, _ = dc.connect(LocalHost("local"))
     except HarnessError as e:
         return [Check("docker", "dockerd", False, str(e).split("; start one")[0] + ")", "make dockerd-up", required=False)]
-    import docker.errors
+    import docker.errors  # the SDK is optional: only --containers docker needs it
     try:
         v = client.version()
         out = [Check("docker", "dockerd", True, f"{v.get('Version')} (API {v.get('ApiVersion')}): "
@@ -196,3 +198,28 @@ def render(checks: list[Check]) -> str:
     lines.append("all required parts present" if not missing else
                  f"{len(missing)} required part(s) missing: {', '.join(c.name for c in missing)}")
     return "\n".join(lines)
+
+
+def add(sub) -> None:
+    d = sub.add_parser("doctor", help="check kernel features, tools and the sleeve build (here, or on "
+                                      "remote hosts with --inventory)")
+    d.add_argument("--inventory", metavar="FILE", help="also check every host of this inventory over SSH")
+    add_host_keys(d, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
+    d.add_argument("--format", choices=["text", "json"], default="text")
+    d.set_defaults(func=cmd_doctor)
+
+
+def cmd_doctor(a) -> int:
+    checks = all_checks()
+    if a.inventory:
+        from harness.testbeds.ssh import inventory_ssh_hosts  # paramiko: only with --inventory
+        checks += remote_checks(inventory_ssh_hosts(a.inventory, options(a)))
+    ok = all(c.ok for c in checks if c.required)
+    if a.format == "json":
+        print(json.dumps({"ok": ok, "checks": [dataclasses.asdict(c) for c in checks]}, indent=2))
+        return 0 if ok else 1
+    print(render(checks))
+    if not a.inventory:
+        print("backends: netns (this machine, checked above); ssh: real hosts, checked with "
+              "`overlaybench doctor --inventory FILE`")
+    return 0 if ok else 1

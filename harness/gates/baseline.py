@@ -43,12 +43,26 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import stats
-from harness.gates import render as verdict_render
-from harness.core.errors import HarnessError
-from harness.run.results import load, read_meta
 from harness.analysis.significance import mann_whitney
-from harness.gates.verdict import (CASE_FIELDS, ERROR, FAIL, FAILING, IMPROVED, MISSING, NEW, NOT_ENOUGH, PASS, SKIPPED,
-                             CaseVerdict, Verdict, case_name, decide)
+from harness.core.errors import HarnessError
+from harness.gates import render as verdict_render
+from harness.gates.verdict import (
+    CASE_FIELDS,
+    ERROR,
+    FAIL,
+    FAILING,
+    IMPROVED,
+    MISSING,
+    NEW,
+    NOT_ENOUGH,
+    PASS,
+    SKIPPED,
+    CaseVerdict,
+    Verdict,
+    case_name,
+    decide,
+)
+from harness.run.results import load, read_meta
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,21 @@ import pathlib
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from harness.core.errors import HarnessError
-
 from harness.analysis.tablefmt import fmt_num, json_value
-from harness.gates.verdict import (AB, ERROR, FAIL, IMPROVED, MISSING, NEW, NOT_ENOUGH, PASS, SKIPPED, CaseVerdict,
-                             Verdict)
+from harness.core.errors import HarnessError
+from harness.gates.verdict import (
+    AB,
+    ERROR,
+    FAIL,
+    IMPROVED,
+    MISSING,
+    NEW,
+    NOT_ENOUGH,
+    PASS,
+    SKIPPED,
+    CaseVerdict,
+    Verdict,
+)
 
 ICON = {PASS: "✅", FAIL: "❌", ERROR: "❌", IMPROVED: "🚀", NOT_ENOUGH: "⚠️", MISSING: "⚠️", SKIPPED: "⚠️", NEW: "🆕"}
 NOT_JUDGED = (NOT_ENOUGH, MISSING, SKIPPED)

@@ -111,23 +111,6 @@ class Verdict:
             return f"{self.title} passed: no significant regression in {len(gated)} cases{extra}"
         return f"{self.title} FAILED: {len(self.failures)} of {len(gated)} cases regressed{extra}"
 
-    # Output lives in verdict_render; these keep the verdict's callers short.
-    def to_text(self) -> str:
-        from harness.gates import render as verdict_render
-        return verdict_render.text(self)
-
-    def to_markdown(self) -> str:
-        from harness.gates import render as verdict_render
-        return verdict_render.markdown(self)
-
-    def to_junit_xml(self) -> str:
-        from harness.gates import render as verdict_render
-        return verdict_render.junit_xml(self)
-
-    def to_dict(self) -> dict[str, Any]:
-        from harness.gates import render as verdict_render
-        return verdict_render.as_dict(self)
-
 
 def decide(case: dict[str, Any], *, higher_better: bool, base: float, current: float, change: float,
            worse: Test, better: Test, tolerance: float, alpha: float, n_base: int, n_current: int,

@@ -160,3 +160,16 @@ class LocalHost(Host):
             shutil.copyfile(remote_path, local_path)
         except OSError as e:
             raise CommandError(self.name, ["cp", str(remote_path), str(local_path)], 1, "", str(e)) from e
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process of this machine with that pid lives (one of another user counts)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -10,11 +10,14 @@ from __future__ import annotations
 import abc
 import dataclasses
 import logging
+from typing import TYPE_CHECKING
 
-from harness.net import confine
 from harness.core.errors import HarnessError
-from harness.hosts.base import Process
-from harness.testbeds.base import Side, Testbed
+from harness.net import confine
+
+if TYPE_CHECKING:
+    from harness.hosts.base import Process
+    from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 

@@ -26,12 +26,16 @@ import pathlib
 import secrets
 import signal
 import time
+from typing import TYPE_CHECKING
 
 from harness.core import failpoints
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
-from harness.hosts.base import Process
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
-from harness.testbeds.base import Side, Testbed
+from harness.modes.fastdp import FastDP
+
+if TYPE_CHECKING:
+    from harness.hosts.base import Process
+    from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +61,7 @@ class Sleeve(Mode):
     crypto = False
     cipher = "auto"       # --cipher, with a key
     # A harness.sleeve.refs.Build to deploy instead of the project's own build (the arms of
-    # `overlaybench compare`, e.g. sleeve@base and sleeve@head; see builds.variant).
+    # `overlaybench compare`, e.g. sleeve@base and sleeve@head; see harness/modes/variants.py).
     sleeve_build = None
 
     @property
@@ -280,7 +284,6 @@ class Auto(Mode):
     description = "fastdp if a full-MTU probe across VXLAN passes, else sleeve"
 
     def __init__(self):
-        from harness.modes.fastdp import FastDP
         self.fast, self.slow = FastDP(), Sleeve()
 
     @property

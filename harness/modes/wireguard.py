@@ -26,12 +26,15 @@ import shutil
 import signal
 import subprocess
 import time
+from typing import TYPE_CHECKING
 
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
 from harness.core.paths import PROJECT
-from harness.hosts.base import Process
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
-from harness.testbeds.base import Side, Testbed
+
+if TYPE_CHECKING:
+    from harness.hosts.base import Process
+    from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 

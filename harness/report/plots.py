@@ -16,8 +16,8 @@ from typing import Any
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.colors import to_rgb
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
 from harness.analysis import stats, tablefmt

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 import jinja2
 import pandas as pd
 
+from harness import __version__
 from harness.analysis import stats, summary as summ, tablefmt
 from harness.core.errors import HarnessError
 from harness.report import plots
@@ -324,7 +325,6 @@ def render_html(run_dirs: Sequence[pathlib.Path | str]) -> str:
 
 def _version() -> str:
     try:
-        from harness import __version__
         return __version__
     except ImportError:
         return "?"

@@ -16,15 +16,15 @@ import sys
 import time
 from typing import TextIO
 
-from harness.testbeds import cpu
-from harness.core import failpoints
 from harness import modes
-from harness.run.endpoints import endpoints
+from harness.core import failpoints
 from harness.core.errors import HarnessError
 from harness.hosts.base import Completed, Host
 from harness.modes.base import Datapath, offloads
+from harness.run.endpoints import endpoints
 from harness.run.results import Measurement, RunStore
-from harness.config.scenario import Case, Scenario
+from harness.run.scenario import Case, Scenario
+from harness.testbeds import cpu
 from harness.testbeds.base import Testbed
 from harness.tools import get as get_tool
 from harness.tools.base import Sample, TestSpec, ToolResult

@@ -14,14 +14,15 @@ import logging
 import pathlib
 import sys
 
-from harness.testbeds import registry as backends, facts
 from harness import modes
-from harness.run import results, runlock
-from harness.config import scenario as scen
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost
+from harness.run import results, runlock, scenario as scen
 from harness.run.runner import Progress, Runner
+from harness.sleeve import build as sleeve_build
+from harness.testbeds import facts, registry as backends
 from harness.testbeds.base import Options
+from harness.testbeds.preflight import needed_binaries
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +93,6 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
 
 
 def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, n_cases: int) -> results.RunStore:
-    from harness.testbeds.preflight import needed_binaries
-    from harness.sleeve import build as sleeve_build
     local = LocalHost()
     try:
         sleeve_hash = sleeve_build.Source.shipped().hash

@@ -31,10 +31,13 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from typing import TYPE_CHECKING
 
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.core.paths import PACKAGE, PROJECT
-from harness.hosts.base import Host
+
+if TYPE_CHECKING:
+    from harness.hosts.base import Host
 
 log = logging.getLogger(__name__)
 

@@ -9,16 +9,11 @@ the source's hash, here or on each remote host: `Testbed.install_sleeve`), so tw
 with the same source share one binary. `Snapshots` owns the exported directories and
 removes them when the run is over.
 
-A Build becomes a mode through `variant`: a copy of a sleeve mode named `MODE@LABEL`
-(e.g. `sleeve@base`) whose `sleeve_build` is the Build, so the runner deploys it like
-any mode and every measurement's `mode` says which arm it is. `registered` puts such
-variants into the mode registry for the length of a run.
+A Build becomes a mode through `harness.modes.variants`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import copy
 import dataclasses
 import io
 import logging
@@ -27,10 +22,10 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from typing import Iterable, Iterator
+from typing import Iterable
 
-from harness.sleeve import build as sleeve_build
 from harness.core.errors import HarnessError
+from harness.sleeve import build as sleeve_build
 
 log = logging.getLogger(__name__)
 
@@ -138,42 +133,3 @@ class Snapshots:
                       source=sleeve_build.Source(tree, label=label), flags=tuple(flags))
         sleeve_build.build_local(build.source)
         return build
-
-
-def require_sleeve(mode_name: str):
-    """The registered sleeve mode `mode_name`; a clear error for a mode that runs no sleeve."""
-    from harness import modes
-    from harness.modes.sleeve import Sleeve
-
-    base = modes.get(mode_name)
-    if not isinstance(base, Sleeve):
-        raise HarnessError(f"mode {mode_name}: does not run the sleeve, so it has no build to compare "
-                           f"(sleeve modes: {', '.join(n for n, m in modes.MODES.items() if isinstance(m, Sleeve))})")
-    return base
-
-
-def variant(mode_name: str, build: Build):
-    """The sleeve mode `mode_name` deploying `build`, named MODE@LABEL."""
-    base = require_sleeve(mode_name)
-    m = copy.copy(base)
-    m.name = f"{base.name}@{build.label}"
-    m.sleeve_build = build
-    return m
-
-
-@contextlib.contextmanager
-def registered(variants: Iterable) -> Iterator[None]:
-    """The given mode variants are known by name (scenario checks, the runner) inside the block."""
-    from harness import modes
-
-    added = []
-    try:
-        for v in variants:
-            if v.name in modes.MODES:
-                raise HarnessError(f"mode {v.name}: already defined")
-            modes.MODES[v.name] = v
-            added.append(v.name)
-        yield
-    finally:
-        for name in added:
-            modes.MODES.pop(name, None)

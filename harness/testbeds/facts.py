@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pathlib
 import platform
 import re
 import socket
@@ -11,7 +10,7 @@ import subprocess
 
 from harness.core.paths import PROJECT
 from harness.hosts.base import Host
-
+from harness.modes.base import offloads_of
 
 # tool → (argv printing its version, regex picking it out)
 VERSION_ARGV = {
@@ -108,7 +107,6 @@ def host_facts(host: Host, underlay_dev: str, sleeve_source: dict | None = None)
         elif key:
             out[key] = val or None
     out["tools"] = {b: tool_version(host, b) for b in ("iperf3", "qperf", "ping", "ip")}
-    from harness.modes.base import offloads_of
     out["nic_offloads"] = offloads_of(host, underlay_dev)
     out["sleeve_source"] = dict(sleeve_source or {})
     return out

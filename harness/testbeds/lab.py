@@ -25,15 +25,18 @@ import signal
 import subprocess
 import time
 
-from harness.net import confine
-from harness.testbeds.containers import base as containers_mod
 from harness.core import failpoints
-from harness.sleeve import build as sleeve_build
-from harness.testbeds.cpu import MachineMeter
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost, NetnsHost
-from harness.testbeds.base import Options, Side, Testbed
+from harness.hosts.local import pid_alive
+from harness.net import confine
 from harness.net.underlay import apply_underlay
+from harness.sleeve import build as sleeve_build
+from harness.testbeds.base import Options, Side, Testbed
+from harness.testbeds.containers import base as containers_mod
+from harness.testbeds.cpu import MachineMeter
+from harness.testbeds.facts import PACKAGES
+from harness.testbeds.preflight import needed_binaries
 
 log = logging.getLogger(__name__)
 
@@ -57,19 +60,6 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     if check and p.returncode != 0:
         raise HarnessError(f"ip {' '.join(args)}: {p.stderr.strip() or 'failed'}")
     return p
-
-
-def pid_alive(pid: int | None) -> bool:
-    """Whether a process of this machine with that pid lives (one of another user counts)."""
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def open_testbed(sc, opts: Options) -> "Lab":
@@ -171,10 +161,8 @@ class Lab(Testbed):
         problems = self.containers.check(self.root, "this machine")
         if problems:
             raise HarnessError("; ".join(problems))
-        from harness.testbeds.preflight import needed_binaries
         missing = [b for b in needed_binaries(sc, base=LAB_BINARIES) if not shutil.which(b)]
         if missing:
-            from harness.testbeds.facts import PACKAGES
             pkgs = sorted({PACKAGES.get(b, b) for b in missing})
             raise HarnessError(f"{', '.join(missing)} not found on this machine: apt-get install -y {' '.join(pkgs)}")
 
@@ -350,3 +338,10 @@ def down(force: bool = False) -> tuple[list[str], list[str]]:
             continue
         removed += remove_lab(prefix)
     return removed, kept
+
+
+def remove_leftovers(opts: Options, inventory: str | None, force: bool) -> tuple[list[str], list[str]]:
+    """The netns backend's `down`: labs on this machine whose owner is gone."""
+    if inventory:
+        raise HarnessError("down --inventory removes leftovers on SSH hosts: leave out --backend netns")
+    return down(force=force)

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import platform
 
-from harness.sleeve import build as sleeve_build
-from harness import tools
-from harness.testbeds.facts import PACKAGES
+from harness import modes, tools
 from harness.hosts.base import Host
+from harness.sleeve import build as sleeve_build
+from harness.testbeds.facts import PACKAGES
 
 BASE_BINARIES = ["ip", "tc", "ss", "bridge", "ethtool", "ping", "sysctl", "nft"]
 
@@ -60,7 +60,6 @@ def needed_binaries(sc, base: list[str] = BASE_BINARIES) -> list[str]:
 
 
 def needed_features(sc) -> list[str]:
-    from harness import modes
     out: list[str] = []
     for name in sc.modes:
         mode = modes.get(name)
@@ -72,7 +71,6 @@ def needed_features(sc) -> list[str]:
 
 def sleeve_modes(sc) -> list:
     """The modes of `sc` that may deploy the sleeve."""
-    from harness import modes
     return [m for m in map(modes.get, sc.modes) if m.kind in SLEEVE_KINDS]
 
 

@@ -30,18 +30,19 @@ import socket
 import tempfile
 import time
 
-from harness.net import confine
-from harness.testbeds.containers import base as containers_mod
 from harness.core import failpoints
-from harness.sleeve import build as sleeve_build
-from harness.testbeds.cpu import PerHostMeter
-from harness.core.errors import HarnessError
+from harness.core.errors import CommandError, HarnessError
 from harness.hosts import NetnsHost
 from harness.hosts.base import Completed, Host, Process
-from harness.config.inventory import HostSpec
-from harness.testbeds.remote_down import MARK, STATE_ROOT, claim_state_dir, release_state_dir, remove_remote
-from harness.testbeds.base import Options, Side, Testbed
+from harness.net import confine
 from harness.net.underlay import apply_underlay
+from harness.sleeve import build as sleeve_build
+from harness.testbeds import facts, preflight
+from harness.testbeds.base import Options, Side, Testbed
+from harness.testbeds.containers import base as containers_mod
+from harness.testbeds.cpu import PerHostMeter
+from harness.testbeds.inventory import HostSpec
+from harness.testbeds.remote_down import MARK, STATE_ROOT, claim_state_dir, release_state_dir, remove_remote
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,6 @@ class Tagged(Host):
         done = self.inner.run(self._wrap(argv), timeout=timeout, check=False, input=input)
         done = Completed(list(argv), done.returncode, done.stdout, done.stderr)
         if check and not done.ok:
-            from harness.core.errors import CommandError
             raise CommandError(self.name, list(argv), done.returncode, done.stdout, done.stderr)
         return done
 
@@ -131,7 +131,6 @@ class RemoteTestbed(Testbed):
 
     # ------------------------------------------------------------- preflight
     def preflight(self, sc) -> None:
-        from harness.testbeds import preflight
         problems = []
         for s, spec in zip(self.sides, self.specs):
             problems += preflight.host_problems(s.host, spec.name, sc)
@@ -347,7 +346,6 @@ class RemoteTestbed(Testbed):
                           for s, spec in zip(self.sides, self.specs)}}
 
     def host_facts(self) -> dict:
-        from harness.testbeds import facts
         return {f"h{s.index}": facts.host_facts(s.host, s.underlay_dev,
                                                 sleeve_source=dict(self._sleeve_sources.get(s.index, {})))
                 for s in self.sides}

@@ -14,6 +14,7 @@ import socket
 
 from harness.core.errors import HarnessError
 from harness.hosts.base import Host
+from harness.hosts.local import pid_alive
 from harness.hosts.ssh.host import DIR_PREFIXES, OWNER_FILE
 
 STATE_ROOT = "/run/overlaybench"
@@ -175,7 +176,6 @@ def owner_alive(state: dict) -> bool | None:
     """Is the run that made a testbed still alive? None: its orchestrator is another machine."""
     if state.get("owner_host") != socket.gethostname():
         return None
-    from harness.testbeds.lab import pid_alive
     pid = state.get("pid")
     return isinstance(pid, int) and pid > 0 and pid_alive(pid)
 

@@ -20,8 +20,13 @@ import tempfile
 
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
-from harness.config.inventory import HostSpec
+from harness.hosts import vagrant
+from harness.hosts.ssh.host import SshHost
+from harness.testbeds import inventory
 from harness.testbeds.base import Options, Testbed
+from harness.testbeds.inventory import HostSpec
+from harness.testbeds.remote import RemoteTestbed
+from harness.testbeds.ssh import ssh_settings
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +56,6 @@ def machines(opts: Options) -> dict:
     """The Vagrantfile's machines up and running (`vagrant up` where needed, with progress),
     and how to reach each: name → VagrantMachine."""
     d = vagrant_dir(opts)
-    from harness.hosts import vagrant
     vagrant.up(d, provider=provider(opts), progress=_progress)
     found = vagrant.ssh_config(d)
     if len(found) < 2:
@@ -81,11 +85,7 @@ def underlay_pair(a, b) -> tuple[tuple[str, str], tuple[str, str]]:
                        f"give them a private network in the Vagrantfile")
 
 
-def open_vagrant(sc, opts: Options) -> Testbed:
-    from harness.testbeds import registry as backends
-    from harness.config import inventory
-    from harness.hosts.ssh.host import SshHost
-    from harness.testbeds.remote import RemoteTestbed
+def open_testbed(sc, opts: Options) -> Testbed:
     found = machines(opts)
     names = list(found)
     specs0 = [HostSpec(name=m.name, address=m.hostname, port=m.port, user=m.user, sudo=m.user != "root",
@@ -98,7 +98,7 @@ def open_vagrant(sc, opts: Options) -> Testbed:
         spec = HostSpec(**{**spec.to_dict(), "known_hosts": str(known)})
         # Vagrant asks for no host-key checking; its machines' keys are taken on first sight,
         # into this run's own known_hosts, never the user's.
-        hosts.append(SshHost(backends.ssh_settings(spec, opts, accept_new=True)))
+        hosts.append(SshHost(ssh_settings(spec, opts, accept_new=True)))
     try:
         (dev_a, ip_a), (dev_b, ip_b) = underlay_pair(*hosts)
     except BaseException:
@@ -118,10 +118,15 @@ def open_vagrant(sc, opts: Options) -> Testbed:
     return tb
 
 
+def remove_leftovers(opts: Options, inventory_path: str | None, force: bool) -> tuple[list[str], list[str]]:
+    """The vagrant backend's `down`: the Vagrantfile's machines destroyed (`vagrant destroy -f`),
+    whoever made them."""
+    return destroy(opts), []
+
+
 def destroy(opts: Options) -> list[str]:
     """`vagrant destroy -f` of the Vagrantfile's machines (`down --backend vagrant`)."""
     d = vagrant_dir(opts)
-    from harness.hosts import vagrant
     before = vagrant.status(d)
     vagrant.destroy(d)
     return [f"vagrant machine {n} ({s})" for n, s in before.items() if s != "not_created"]

@@ -21,10 +21,11 @@ import logging
 import os
 import time
 
-from harness.testbeds.containers.base import Containers
 from harness.core.errors import HarnessError
 from harness.hosts.base import Host
 from harness.hosts.local import LocalHost
+from harness.hosts.tunnel import UnixTunnel
+from harness.testbeds.containers.base import Containers
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +230,6 @@ def connect(host: Host):
         fix = "start one: make dockerd-up"
         make = lambda: docker.from_env(timeout=API_TIMEOUT)    # noqa: E731
     else:
-        from harness.hosts.tunnel import UnixTunnel
         tunnel = UnixTunnel(lambda: host.stream(["docker", "system", "dial-stdio"]), name=f"{host.name}-docker")
         where, fix = "its docker socket (docker system dial-stdio over SSH)", "start dockerd there"
         make = lambda: docker.DockerClient(base_url=tunnel.url, version="auto", timeout=API_TIMEOUT)  # noqa: E731

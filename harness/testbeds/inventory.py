@@ -17,7 +17,7 @@
     manage_underlay = false         # true lets overlaybench set the NIC's MTU and a tbf cap
                                     # (restored afterwards); false: never touched
 
-Checked with the same field tables as scenarios (harness/config/schema.py): every error names
+Checked with the same field tables as scenarios (harness/core/schema.py): every error names
 the file and the key, with "did you mean". The same [[hosts]] may sit inline in a
 scenario's [testbed] table.
 """
@@ -32,7 +32,7 @@ import re
 import tomllib
 from typing import Any
 
-from harness.config import schema
+from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")

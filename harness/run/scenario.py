@@ -5,7 +5,7 @@
     [underlay]  rate
     [testbed]   backend, inventory (or hosts inline), pair, containers
 
-Every key is checked before anything runs (harness/config/schema.py's field tables); an error
+Every key is checked before anything runs (harness/core/schema.py's field tables); an error
 names the file and the key.
 """
 
@@ -17,8 +17,10 @@ import pathlib
 import tomllib
 from typing import Any
 
-from harness.config import schema
+from harness import modes as modes_mod
+from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
+from harness.core.units import parse_rate
 
 PLACEMENTS = ("host-host", "host-container", "container-container")
 TESTS = ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
@@ -96,12 +98,10 @@ class Case:
 
 
 def _mode_names():
-    from harness import modes as modes_mod  # the registry knows the valid mode names
     return modes_mod.MODES
 
 
 def _rate(v: str) -> str:
-    from harness.core.units import parse_rate
     try:
         parse_rate(v)
     except HarnessError as e:
@@ -217,7 +217,6 @@ def expand(sc: Scenario) -> list[Case]:
     """Every case of the matrix, in run order: underlay MTU, then repeat, then groups with the
     mode order rotated each repeat (so drift hits every mode alike), then the tests of a group.
     Overlay MTUs are resolved and checked against each mode here, before anything runs."""
-    from harness import modes as modes_mod
 
     cases: list[Case] = []
     for u in sc.underlay_mtus:

@@ -1,0 +1,72 @@
+"""What several commands share: exit codes, list arguments, the matrix and testbed flags
+and how they become scenario overrides and testbed options."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from harness.testbeds.base import Options
+from harness.testbeds.registry import BACKENDS
+
+EXIT_USAGE = 2
+EXIT_FAILED_CASES = 3   # the run finished, but some cases failed (1 stays the gate's regression)
+MATRIX_FLAGS = ("modes", "underlay_mtu", "overlay_mtu", "placements", "tests", "streams", "repeats", "duration")
+
+
+def csv(kind):
+    """An argparse type: a comma-separated list of str, int or MTUs ("auto" or a number)."""
+    def parse(text: str):
+        items = [x.strip() for x in text.split(",") if x.strip()]
+        if not items:
+            raise argparse.ArgumentTypeError("empty list")
+        if kind is int:
+            try:
+                return [int(x) for x in items]
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: expected whole numbers separated by commas") from None
+        if kind == "mtu":
+            try:
+                return [x if x == "auto" else int(x) for x in items]
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: expected auto or whole numbers separated by commas") from None
+        return items
+    return parse
+
+
+def add_backend(p: argparse.ArgumentParser, help: str) -> None:
+    p.add_argument("--backend", choices=list(BACKENDS), help=help)
+    p.add_argument("--vagrant-dir", metavar="DIR", help="where the Vagrantfile is (default: the repository)")
+
+
+def add_host_keys(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    p.add_argument("--accept-new-host-keys", action="store_true", help=help or argparse.SUPPRESS)
+
+
+def matrix_overrides(a: argparse.Namespace) -> dict:
+    """The matrix flags given, and --rate, as a scenario document's tables."""
+    m = {k: getattr(a, k) for k in MATRIX_FLAGS if getattr(a, k) is not None}
+    raw = {"matrix": m} if m else {}
+    if a.rate is not None:
+        raw["underlay"] = {"rate": a.rate}
+    return raw
+
+
+def overrides(a: argparse.Namespace) -> dict:
+    """`run`'s flags as a scenario document: the matrix, the underlay and the testbed."""
+    raw = matrix_overrides(a)
+    backend = a.backend or ("ssh" if a.inventory else None)
+    tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
+                            ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
+    if tb:
+        raw["testbed"] = tb
+    return raw
+
+
+def options(a: argparse.Namespace) -> Options:
+    vdir = getattr(a, "vagrant_dir", None)
+    return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
+                   concurrent=getattr(a, "concurrent", False),
+                   vagrant_dir=os.path.abspath(vdir) if vdir else None,
+                   vagrant_destroy=getattr(a, "vagrant_destroy", False),
+                   vagrant_provider=getattr(a, "vagrant_provider", None))

@@ -1,0 +1,79 @@
+"""`overlaybench run`: a scenario's matrix measured; prints the run directory and its table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from harness.cli.args import EXIT_FAILED_CASES, add_backend, add_host_keys, csv, options, overrides
+from harness.run import session
+
+
+def add(sub) -> None:
+    r = sub.add_parser("run", help="run a scenario; prints the run directory and a table",
+                       description="Run a scenario's matrix. Flags override the file's [matrix].")
+    r.add_argument("scenario", nargs="?", help="scenario TOML (default: built-in: native,fastdp at 1500)")
+    add_matrix(r)
+    add_backend(r, help="netns: a local lab of namespaces (default); ssh: two hosts of --inventory; "
+                        "vagrant: the two machines of a Vagrantfile (brought up if needed)")
+    r.add_argument("--vagrant-destroy", action="store_true", help="vagrant destroy -f the machines after the run")
+    r.add_argument("--vagrant-provider", metavar="NAME",
+                   help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
+    r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
+    r.add_argument("--pair", type=csv(str), metavar="A,B", help="which two inventory hosts (default: the first two)")
+    r.add_argument("--containers", choices=["netns", "docker"],
+                   help="container endpoints: network namespaces (default) or real Docker containers")
+    add_host_keys(r, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
+    r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")
+    r.add_argument("--concurrent", action="store_true",
+                   help="measure even while another run measures on this machine (both runs' ratios suffer; "
+                        "default: wait for it)")
+    r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.add_argument("--format", choices=["table", "json"], default="table",
+                   help="json: the run directory, its status and the summary rows as one JSON object")
+    r.set_defaults(func=cmd_run)
+
+
+def add_matrix(p: argparse.ArgumentParser) -> None:
+    """The matrix flags of `run` (compare has its own: its modes are sleeve modes only)."""
+    p.add_argument("--modes", type=csv(str), metavar="A,B", help="native,fastdp,sleeve,...")
+    p.add_argument("--underlay-mtu", type=csv("mtu"), metavar="auto|N,..",
+                   help="auto = the underlay's own MTU (a remote NIC's)")
+    p.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..",
+                   help="auto = underlay minus the mode's encapsulation")
+    p.add_argument("--placements", type=csv(str), metavar="P,..",
+                   help="host-host,host-container,container-container")
+    p.add_argument("--tests", type=csv(str), metavar="T,..",
+                   help="iperf3.tcp,iperf3.udp,qperf.tcp_bw,qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,ping.flood")
+    p.add_argument("--streams", type=csv(int), metavar="N,..", help="parallel streams (iperf3 -P)")
+    p.add_argument("--repeats", type=int, metavar="N")
+    p.add_argument("--duration", type=float, metavar="S", help="seconds per test")
+    p.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
+
+
+def cmd_run(a) -> int:
+    store = session.run(scenario_path=a.scenario, overrides=overrides(a), resume=a.resume,
+                        results_dir=a.results, quiet=a.quiet, options=options(a))
+    # pandas comes with the table, after the run: `--help` and bad input do not wait for it.
+    from harness.analysis import summary, tablefmt
+    from harness.run import results
+    df = results.load(store.path)
+    table = summary.summary_table(df)
+    if a.format == "json":
+        meta = store.read_meta()
+        print(json.dumps({"run_dir": str(store.path), "run_id": meta.get("run_id"), "status": meta.get("status"),
+                          "start": meta.get("start"), "end": meta.get("end"),
+                          "cases_planned": meta.get("cases_planned"),
+                          "summary": json.loads(tablefmt.frame_as(table, "json"))}, indent=2))
+    else:
+        print(store.path)
+        print(tablefmt.format_table(table))
+    failed = df[df["metric"] == "failed"][["case", "repeat"]].drop_duplicates()
+    if len(failed):
+        total = len(df[["case", "repeat"]].drop_duplicates())
+        print(f"overlaybench: {len(failed)} of {total} cases failed (their reasons are in the table above and in "
+              f"`overlaybench show {store.path} --format csv`)", file=sys.stderr)
+        return EXIT_FAILED_CASES
+    return 0
