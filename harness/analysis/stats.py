@@ -32,17 +32,17 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from harness import modes
 from harness.analysis.significance import mann_whitney
+from harness.core.placements import REFERENCE, rank as placement_rank
 from harness.modes.variants import ARM_SEP
 
 log = logging.getLogger(__name__)
 
 CONFIG_KEY = ["mode", "underlay_mtu", "overlay_mtu", "placement", "test", "streams"]
 NATIVE = "native"
-REFERENCE_PLACEMENT = "host-host"
+REFERENCE_PLACEMENT = REFERENCE
 
-MODE_ORDER = ["native", "fastdp", "auto", "sleeve", "sleeve-seg", "sleeve-l3", "sleeve-crypto", "sleeve-basic"]
-PLACEMENT_ORDER = ["host-host", "host-container", "container-container"]
 
 # Which way is better, per metric. Unknown metrics are treated as lower-is-better costs.
 HIGHER_IS_BETTER = {"throughput_bps": True}
@@ -53,7 +53,7 @@ def higher_is_better(metric: str) -> bool:
 
 # --------------------------------------------------------------------------- selection
 
-def _truthy(v: Any) -> bool:
+def truthy(v: Any) -> bool:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return False
     if isinstance(v, str):
@@ -61,7 +61,7 @@ def _truthy(v: Any) -> bool:
     return bool(v)
 
 
-def _ensure_columns(df: pd.DataFrame, cols: Iterable[str]) -> pd.DataFrame:
+def ensure_columns(df: pd.DataFrame, cols: Iterable[str]) -> pd.DataFrame:
     missing = [c for c in cols if c not in df.columns]
     if missing:
         df = df.copy()
@@ -72,9 +72,9 @@ def _ensure_columns(df: pd.DataFrame, cols: Iterable[str]) -> pd.DataFrame:
 
 def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
     """Rows that carry a usable measurement: ok, not the "failed" marker, a finite value."""
-    df = _ensure_columns(df, CONFIG_KEY + ["metric", "value", "ok", "repeat", "datapath", "unit"])
+    df = ensure_columns(df, CONFIG_KEY + ["metric", "value", "ok", "repeat", "datapath", "unit"])
     values = pd.to_numeric(df["value"], errors="coerce")
-    keep = (df["ok"].map(_truthy) & (df["metric"] != "failed")
+    keep = (df["ok"].map(truthy) & (df["metric"] != "failed")
             & values.notna() & np.isfinite(values.astype(float)))
     out = df.loc[keep].copy()
     out["value"] = values[keep].astype(float)
@@ -84,24 +84,24 @@ def ok_rows(df: pd.DataFrame) -> pd.DataFrame:
 def failures(df: pd.DataFrame) -> pd.DataFrame:
     """Failed cases, one row per (config, repeat), with the reason(s) in `error`."""
     cols = CONFIG_KEY + ["repeat", "datapath", "error"]
-    df = _ensure_columns(df, cols + ["metric", "ok"])
-    bad = df[(df["metric"] == "failed") | ~df["ok"].map(_truthy)]
+    df = ensure_columns(df, cols + ["metric", "ok"])
+    bad = df[(df["metric"] == "failed") | ~df["ok"].map(truthy)]
     if bad.empty:
         return pd.DataFrame(columns=cols)
     bad = bad.assign(error=bad["error"].map(lambda e: "" if e is None or e != e else str(e)))
     g = bad.groupby(CONFIG_KEY + ["repeat"], dropna=False, sort=False)
-    out = g.agg(datapath=("datapath", _join_unique),
+    out = g.agg(datapath=("datapath", join_unique),
                 error=("error", lambda s: "; ".join(dict.fromkeys(e for e in s if e)) or "no reason recorded"))
     out = out.reset_index()
     return sort_configs(out)[cols].reset_index(drop=True)
 
 
-def _join_unique(values: Iterable[Any]) -> str:
+def join_unique(values: Iterable[Any]) -> str:
     seen = dict.fromkeys(str(v) for v in values if v is not None and v == v and str(v) != "")
     return "/".join(seen)
 
 
-def _key(v: Any) -> Any:
+def key_value(v: Any) -> Any:
     """A hashable, NaN-free, int-where-possible version of one key value."""
     if v is None:
         return None
@@ -116,14 +116,12 @@ def _key(v: Any) -> Any:
     return v
 
 
-def _mode_rank(mode: Any) -> tuple:
+def mode_rank(mode: Any) -> tuple:
+    """Sort key: the mode's own place in tables (harness/modes), then modes this build does
+    not know (older runs, A/B arms) by name."""
     m = str(mode)
-    return (MODE_ORDER.index(m), m) if m in MODE_ORDER else (len(MODE_ORDER), m)
-
-
-def _placement_rank(p: Any) -> tuple:
-    s = str(p)
-    return (PLACEMENT_ORDER.index(s), s) if s in PLACEMENT_ORDER else (len(PLACEMENT_ORDER), s)
+    known = modes.MODES.get(m)
+    return (0, known.order, m) if known else (1, 0, m)
 
 
 def sort_configs(df: pd.DataFrame) -> pd.DataFrame:
@@ -133,9 +131,9 @@ def sort_configs(df: pd.DataFrame) -> pd.DataFrame:
 
     def keyfunc(col: pd.Series) -> pd.Series:
         if col.name == "mode":
-            return col.map(_mode_rank)
+            return col.map(mode_rank)
         if col.name == "placement":
-            return col.map(_placement_rank)
+            return col.map(placement_rank)
         if col.name in ("underlay_mtu", "overlay_mtu", "streams", "repeat"):
             return pd.to_numeric(col, errors="coerce")
         return col.astype(str)
@@ -160,17 +158,17 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.Data
         return pd.DataFrame(columns=cols)
     g = d.groupby(CONFIG_KEY + ["metric"], dropna=False, sort=False)
     out = g.agg(n=("value", "count"), median=("value", "median"), min=("value", "min"),
-                max=("value", "max"), unit=("unit", "first"), datapath=("datapath", _join_unique))
+                max=("value", "max"), unit=("unit", "first"), datapath=("datapath", join_unique))
     out = out.reset_index()
     return sort_configs(out)[cols].reset_index(drop=True)
 
 
 def _native_lookup(table: dict, u: Any, p: Any, t: Any, s: Any, metric: Any, *rest: Any) -> Any:
     """The native entry for (U, P, T, S, metric, …), falling back to native host-host."""
-    k = (_key(u), _key(p), _key(t), _key(s), metric, *rest)
+    k = (key_value(u), key_value(p), key_value(t), key_value(s), metric, *rest)
     if k in table:
         return table[k]
-    k = (_key(u), REFERENCE_PLACEMENT, _key(t), _key(s), metric, *rest)
+    k = (key_value(u), REFERENCE_PLACEMENT, key_value(t), key_value(s), metric, *rest)
     return table.get(k)
 
 
@@ -180,7 +178,7 @@ def with_native(summary: pd.DataFrame) -> pd.DataFrame:
     nat = s[s["mode"] == NATIVE]
     table: dict = {}
     for r in nat.itertuples(index=False):
-        k = (_key(r.underlay_mtu), _key(r.placement), _key(r.test), _key(r.streams), r.metric)
+        k = (key_value(r.underlay_mtu), key_value(r.placement), key_value(r.test), key_value(r.streams), r.metric)
         table.setdefault(k, []).append(r.median)
     table = {k: float(np.median(v)) for k, v in table.items()}
     s["native"] = [
@@ -212,17 +210,17 @@ def repeat_ratios(df: pd.DataFrame, metrics: Sequence[str] | None = None,
     if d.empty:
         return pd.DataFrame(columns=cols)
     g = d.groupby(CONFIG_KEY + ["metric", "repeat"], dropna=False, sort=False)
-    per = g.agg(value=("value", "median"), datapath=("datapath", _join_unique)).reset_index()
+    per = g.agg(value=("value", "median"), datapath=("datapath", join_unique)).reset_index()
     nat: dict = {}
     for r in per[per["mode"] == NATIVE].itertuples(index=False):
-        k = (_key(r.underlay_mtu), _key(r.placement), _key(r.test), _key(r.streams), r.metric, _key(r.repeat))
+        k = (key_value(r.underlay_mtu), key_value(r.placement), key_value(r.test), key_value(r.streams), r.metric, key_value(r.repeat))
         nat.setdefault(k, []).append(r.value)
     nat = {k: float(np.median(v)) for k, v in nat.items()}
     if not include_native:
         per = per[per["mode"] != NATIVE]
     per = per.copy()
     per["native"] = [
-        _native_lookup(nat, r.underlay_mtu, r.placement, r.test, r.streams, r.metric, _key(r.repeat))
+        _native_lookup(nat, r.underlay_mtu, r.placement, r.test, r.streams, r.metric, key_value(r.repeat))
         for r in per.itertuples(index=False)]
     per["native"] = pd.to_numeric(per["native"], errors="coerce")
     per["ratio"] = per["value"] / per["native"].where(per["native"] != 0)
@@ -332,9 +330,9 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
     va, vb = ok_rows(a), ok_rows(b)
     va = va[va["metric"].isin(list(metrics))]
     vb = vb[vb["metric"].isin(list(metrics))]
-    ga = {tuple(_key(x) for x in k): g["value"].tolist()
+    ga = {tuple(key_value(x) for x in k): g["value"].tolist()
           for k, g in va.groupby(CONFIG_KEY + ["metric"], dropna=False)}
-    gb = {tuple(_key(x) for x in k): g["value"].tolist()
+    gb = {tuple(key_value(x) for x in k): g["value"].tolist()
           for k, g in vb.groupby(CONFIG_KEY + ["metric"], dropna=False)}
     rows = []
     for k in ga.keys() & gb.keys():

@@ -23,15 +23,15 @@ import pandas as pd
 
 from harness.analysis.stats import (
     CONFIG_KEY,
-    _ensure_columns,
-    _join_unique,
-    _key,
-    _truthy,
     cpu_per_gbps,
+    ensure_columns,
     failures,
     higher_is_better,
+    join_unique,
+    key_value,
     sort_configs,
     summarize,
+    truthy,
     with_native,
 )
 
@@ -152,9 +152,9 @@ def _by_row(frame: pd.DataFrame, per_streams: bool) -> dict:
     frame = frame.assign(_s=pd.to_numeric(frame["streams"], errors="coerce"))
     frame = frame.sort_values("_s", na_position="last", kind="stable")
     for r in frame.to_dict("records"):
-        k = tuple(_key(r[c]) for c in ROW_KEY)
+        k = tuple(key_value(r[c]) for c in ROW_KEY)
         if per_streams:
-            out.setdefault(k, {})[_key(r["streams"])] = r
+            out.setdefault(k, {})[key_value(r["streams"])] = r
         else:
             out.setdefault(k, r)
     return out
@@ -165,7 +165,7 @@ def _cpu_by(df: pd.DataFrame) -> dict:
     cpu = cpu_per_gbps(df, TCP_BW_TESTS)
     out: dict = {}
     for k, g in cpu.groupby(CONFIG_KEY, dropna=False):
-        d = dict(zip(CONFIG_KEY, (_key(x) for x in k)))
+        d = dict(zip(CONFIG_KEY, (key_value(x) for x in k)))
         out[tuple(d[c] for c in ROW_KEY + ["test", "streams"])] = g["cpu_per_gbps"]
     return out
 
@@ -177,15 +177,15 @@ def _row_info(df: pd.DataFrame) -> tuple[dict, dict]:
     for r in df.to_dict("records"):
         if r.get("mode") is None:
             continue
-        k = tuple(_key(r.get(c)) for c in ROW_KEY)
+        k = tuple(key_value(r.get(c)) for c in ROW_KEY)
         e = info.setdefault(k, {"datapath": [], "rate": [], "repeats": set()})
         e["datapath"].append(r.get("datapath"))
         e["rate"].append(r.get("rate"))
-        if _truthy(r.get("ok")) and r.get("metric") != "failed":
-            e["repeats"].add(_key(r.get("repeat")))
+        if truthy(r.get("ok")) and r.get("metric") != "failed":
+            e["repeats"].add(key_value(r.get("repeat")))
     nfail: dict = {}
     for r in failures(df).to_dict("records"):
-        k = tuple(_key(r[c]) for c in ROW_KEY)
+        k = tuple(key_value(r[c]) for c in ROW_KEY)
         nfail[k] = nfail.get(k, 0) + 1
     return info, nfail
 
@@ -217,7 +217,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     avg RTT, ping_min/max/mdev_us the medians of each run's min, max and mdev.
     Configs whose every case failed still get a row (empty values, `failed` counts them).
     """
-    df = _ensure_columns(df, CONFIG_KEY + ["metric", "value", "ok", "repeat", "datapath", "rate", "error"])
+    df = ensure_columns(df, CONFIG_KEY + ["metric", "value", "ok", "repeat", "datapath", "rate", "error"])
     s = with_native(summarize(df))
     picked: dict = {}
     for col in COLUMNS:
@@ -233,14 +233,14 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     for k, e in info.items():
         for streams, tcp in (picked[ROW_TCP.key].get(k) or {None: None}).items():
             row: dict = dict(zip(ROW_KEY, k))
-            row.update(datapath=_join_unique(e["datapath"]), rate=_join_unique(e["rate"]) or None,
+            row.update(datapath=join_unique(e["datapath"]), rate=join_unique(e["rate"]) or None,
                        streams=streams, repeats=len(e["repeats"]), failed=nfail.get(k, 0))
             sources = {key: (tcp if key == ROW_TCP.key else rows_of.get(k))
                        for key, rows_of in picked.items()}
             for col in COLUMNS:
                 src = sources.get(col.of if col.kind == "pct" else col.key)
                 _fill(row, col, src, sources)
-            c = cpu_by.get((*k, tcp["test"], _key(tcp["streams"]))) if tcp is not None else None
+            c = cpu_by.get((*k, tcp["test"], key_value(tcp["streams"]))) if tcp is not None else None
             if c is not None and len(c):
                 row.update(cpu_per_gbps=float(c.median()), cpu_per_gbps_min=float(c.min()),
                            cpu_per_gbps_max=float(c.max()))

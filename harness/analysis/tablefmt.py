@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from harness.analysis.stats import _join_unique, _key
+from harness.analysis.stats import join_unique, key_value
 from harness.analysis.summary import (
     COLUMNS,
     SUMMARY_COLUMNS,
@@ -82,7 +82,7 @@ def fmt_pct(v: Any) -> str:
 
 
 def _fmt_int(v: Any) -> str:
-    k = _key(v)
+    k = key_value(v)
     return "—" if k is None else str(k)
 
 
@@ -98,7 +98,7 @@ def number_format(col: Column) -> Callable[..., str]:
 
 # --------------------------------------------------------------------------- cells and columns
 
-def _streams_vary(summary: pd.DataFrame) -> bool:
+def streams_vary(summary: pd.DataFrame) -> bool:
     s = pd.to_numeric(summary["streams"], errors="coerce").dropna()
     return s.nunique() > 1 or bool((s > 1).any())
 
@@ -116,7 +116,7 @@ def table_columns(summary: pd.DataFrame, show_streams: bool | None = None) -> li
     Streams when stream counts vary (`show_streams` overrides), Failed when a case failed,
     and each measurement column that has data in at least one row."""
     if show_streams is None:
-        show_streams = _streams_vary(summary)
+        show_streams = streams_vary(summary)
     out = []
     for col in COLUMNS:
         if col.key == "streams":
@@ -200,13 +200,13 @@ def format_table(df: pd.DataFrame) -> str:
     summary = summary_table(df) if "metric" in df.columns else df
     if summary.empty:
         return "No measurements."
-    show_streams = _streams_vary(summary)
+    show_streams = streams_vary(summary)
     numeric = {k for k, _ in TABLE_HEADERS} - TEXT_CELLS
     blocks, shown = [], set()
     for mtu, part in summary.groupby("underlay_mtu", dropna=False, sort=False):
         headers = table_columns(part, show_streams)
         shown |= {k for k, _ in headers}
-        rate = _join_unique(part["rate"])
+        rate = join_unique(part["rate"])
         title = f"Underlay MTU {_fmt_int(mtu)}" + (f", rate {rate}" if rate else "")
         cells = table_cells(part, all_ranges=False)
         width = {k: max(len(t), *(len(c[k]) for c in cells)) for k, t in headers}

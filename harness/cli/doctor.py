@@ -14,6 +14,7 @@ import secrets
 import shutil
 import subprocess
 
+from harness import modes
 from harness.cli.args import add_host_keys, options
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.hosts.local import LocalHost
@@ -22,7 +23,7 @@ from harness.run import scenario as scen
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import preflight
 from harness.testbeds.containers import docker as dc
-from harness.testbeds.facts import PACKAGES
+from harness.tools.packages import install_hint
 
 
 @dataclasses.dataclass
@@ -43,8 +44,8 @@ def _run(argv, **kw) -> subprocess.CompletedProcess:
 KERNEL_PROBES = [
     ("veth", "veth pairs (the underlay)", ["ip", "link", "add", "pv0", "type", "veth", "peer", "name", "pv1"], True),
     ("bridge", "Linux bridge (the overlay bridge)", ["ip", "link", "add", "pb0", "type", "bridge"], True),
-    ("vxlan", "kernel VXLAN (fastdp)", ["ip", "link", "add", "px0", "type", "vxlan", "id", "1", "dstport", "4789"], True),
-    ("tun", "TUN/TAP (the sleeve)", ["ip", "tuntap", "add", "pt0", "mode", "tap"], True),
+    ("vxlan", "kernel VXLAN", ["ip", "link", "add", "px0", "type", "vxlan", "id", "1", "dstport", "4789"], True),
+    ("tun", "TUN/TAP", ["ip", "tuntap", "add", "pt0", "mode", "tap"], True),
     ("tbf", "tbf rate cap", ["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "1gbit", "burst", "64k", "latency", "50ms"], True),
     ("nftables", "nftables (each testbed's forwarding table)", ["nft", "add", "table", "inet", "pobchk"], True),
     ("netem", "netem delay/loss emulation", ["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], False),
@@ -74,6 +75,8 @@ def kernel_checks() -> list[Check]:
     out = [Check("kernel", "netns", True, "network namespaces")]
     try:
         for name, what, argv, required in KERNEL_PROBES:
+            needers = modes.needing(name)
+            what = f"{what} ({', '.join(needers)})" if needers else what
             p = _run(["ip", "netns", "exec", ns, *argv])
             detail = what if p.returncode == 0 else f"{what}: unsupported here ({(p.stderr.strip().splitlines() or ['failed'])[-1]})"
             out.append(Check("kernel", name, p.returncode == 0, detail,
@@ -89,7 +92,7 @@ def tool_checks() -> list[Check]:
     for tool, required in TOOLS:
         path = shutil.which(tool)
         out.append(Check("tools", tool, path is not None, path or "not found",
-                         "" if path else f"apt-get install -y {PACKAGES.get(tool, tool)}", required))
+                         "" if path else install_hint([tool]), required))
     ssl = os.path.exists("/usr/include/openssl/evp.h")
     out.append(Check("tools", "libssl-dev", ssl, "openssl/evp.h" if ssl else "headers not found",
                      "" if ssl else "apt-get install -y libssl-dev"))

@@ -118,7 +118,7 @@ def machine_warnings(base: dict[str, Any], now: dict[str, Any]) -> list[str]:
 # --------------------------------------------------------------------------- baseline
 
 def _case_key(d: dict[str, Any]) -> tuple:
-    return tuple(stats._key(d.get(f)) for f in CASE_FIELDS)
+    return tuple(stats.key_value(d.get(f)) for f in CASE_FIELDS)
 
 
 def baseline_from_frame(df: pd.DataFrame, meta: dict[str, Any],
@@ -129,12 +129,12 @@ def baseline_from_frame(df: pd.DataFrame, meta: dict[str, Any],
     rr = stats.repeat_ratios(df, metrics=list(tol))
     cases = []
     for key, g in rr.groupby(CASE_FIELDS, dropna=False, sort=False):
-        d = dict(zip(CASE_FIELDS, (stats._key(x) for x in key)))
+        d = dict(zip(CASE_FIELDS, (stats.key_value(x) for x in key)))
         g = g.sort_values("repeat")
         cases.append({
             **d,
-            "datapath": stats._join_unique(g["datapath"]),
-            "repeats": [stats._key(r) for r in g["repeat"]],
+            "datapath": stats.join_unique(g["datapath"]),
+            "repeats": [stats.key_value(r) for r in g["repeat"]],
             "ratios": [round(float(x), 6) for x in g["ratio"]],
             "median": round(float(g["ratio"].median()), 6),
             "value_median": float(g["value"].median()),
@@ -245,9 +245,9 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
     fails = stats.failures(df)
     fail_by_config: dict[tuple, list[str]] = {}
     for r in fails.to_dict("records"):
-        fail_by_config.setdefault(tuple(stats._key(r[c]) for c in stats.CONFIG_KEY), []).append(r["error"])
+        fail_by_config.setdefault(tuple(stats.key_value(r[c]) for c in stats.CONFIG_KEY), []).append(r["error"])
     ok = stats.ok_rows(df)
-    present = {tuple(stats._key(x) for x in k) for k, _ in ok.groupby(CASE_FIELDS, dropna=False)}
+    present = {tuple(stats.key_value(x) for x in k) for k, _ in ok.groupby(CASE_FIELDS, dropna=False)}
     native_fail = {(k[1], k[3], k[4], k[5]): v for k, v in fail_by_config.items() if k[0] == stats.NATIVE}
 
     verdicts: list[CaseVerdict] = []

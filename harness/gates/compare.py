@@ -27,6 +27,7 @@ import pandas as pd
 from harness.analysis import stats
 from harness.analysis.significance import signed_rank
 from harness.core.errors import HarnessError
+from harness.core.placements import rank as placement_rank
 from harness.gates import render as verdict_render
 from harness.gates.verdict import AB, ERROR, NOT_ENOUGH, CaseVerdict, Verdict, decide
 from harness.modes.variants import BASE, HEAD
@@ -48,8 +49,8 @@ def _failed_repeats(df: pd.DataFrame, label: str) -> dict[tuple, list[str]]:
     for r in stats.failures(df).to_dict("records"):
         mode, arm = stats.split_arm(r["mode"])
         if arm == label:
-            key = (mode, *(stats._key(r[c]) for c in stats.CONFIG_KEY[1:]))
-            out.setdefault(key, []).append(f"repeat {stats._key(r['repeat'])}: {r['error']}")
+            key = (mode, *(stats.key_value(r[c]) for c in stats.CONFIG_KEY[1:]))
+            out.setdefault(key, []).append(f"repeat {stats.key_value(r['repeat'])}: {r['error']}")
     return out
 
 
@@ -58,7 +59,7 @@ def _arm_configs(df: pd.DataFrame, label: str) -> set[tuple]:
     for r in df[["mode", *stats.CONFIG_KEY[1:]]].drop_duplicates().to_dict("records"):
         mode, arm = stats.split_arm(r["mode"])
         if arm == label:
-            out.add((mode, *(stats._key(r[c]) for c in stats.CONFIG_KEY[1:])))
+            out.add((mode, *(stats.key_value(r[c]) for c in stats.CONFIG_KEY[1:])))
     return out
 
 
@@ -80,14 +81,14 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
     tol = dict(DEFAULT_TOLERANCES if tolerances is None else tolerances)
     pairs = stats.arm_pairs(df, BASE, HEAD, metrics=list(tol))
     fields = stats.CONFIG_KEY + ["metric"]
-    by_case = {tuple(stats._key(x) for x in k): g for k, g in pairs.groupby(fields, dropna=False, sort=False)}
+    by_case = {tuple(stats.key_value(x) for x in k): g for k, g in pairs.groupby(fields, dropna=False, sort=False)}
     head_fail, base_fail = _failed_repeats(df, HEAD), _failed_repeats(df, BASE)
     configs = _arm_configs(df, HEAD) | _arm_configs(df, BASE)
     if not configs:
         raise HarnessError(f"run {meta.get('run_id', '?')}: no {BASE} and {HEAD} arms (modes named MODE@{BASE} "
                            f"and MODE@{HEAD}): not an A/B run")
     verdicts, warnings = [], []
-    order = (lambda c: (c[1], stats._mode_rank(c[0]), c[2], stats._placement_rank(c[3]), c[4], c[5]))
+    order = (lambda c: (c[1], stats.mode_rank(c[0]), c[2], placement_rank(c[3]), c[4], c[5]))
     for cfg in sorted(configs, key=order):
         metric = HEADLINE.get(cfg[4])
         if metric not in tol:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Protocol
 
-from harness.analysis.stats import CONFIG_KEY, _key
+from harness.analysis.stats import CONFIG_KEY, key_value
 
 CASE_FIELDS = CONFIG_KEY + ["metric"]
 
@@ -42,7 +42,7 @@ class Test(Protocol):
 
 def case_name(d: dict[str, Any]) -> str:
     """"fastdp underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"."""
-    k = {f: _key(d.get(f)) for f in CASE_FIELDS}
+    k = {f: key_value(d.get(f)) for f in CASE_FIELDS}
     return (f"{k['mode']} underlay {k['underlay_mtu']} overlay {k['overlay_mtu']} {k['placement']} "
             f"{k['test']} x{k['streams']} {k['metric']}")
 

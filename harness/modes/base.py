@@ -13,6 +13,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from harness.core.errors import HarnessError
+from harness.core.placements import NAMES as PLACEMENTS
 from harness.net import confine
 
 if TYPE_CHECKING:
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ALL_PLACEMENTS = ("host-host", "host-container", "container-container")
 
 # ethtool -k features worth recording: the ones that decide how big the units are
 # that each device hands on (and so what an overlay costs).
@@ -47,10 +47,18 @@ class Datapath:
 
 
 class Mode(abc.ABC):
+    """An overlay mode. A module of this package that defines a subclass with its own
+    `name` registers it (harness/modes/__init__.py): what follows is all the harness
+    needs to know of a mode beyond deploy and teardown."""
+
     name: str
-    kind: str
+    kind: str                       # what carries the traffic: native | fastdp | sleeve | ...
+    order: int = 1000               # its place in tables and plots (lower first)
+    colour: str = ""                # its colour in the report's plots and legend ("": one derived from the name)
+    features: tuple[str, ...] = ()  # kernel features the hosts need (probed by preflight, named by doctor)
+    ships_sleeve: bool = False      # deploys the sleeve: each host builds or receives its binary
     overhead: int = 0               # bytes the encapsulation takes from the underlay MTU
-    placements: tuple[str, ...] = ALL_PLACEMENTS
+    placements: tuple[str, ...] = PLACEMENTS
     description: str = ""
 
     def overlay_mtu(self, underlay_mtu: int, requested: int | str) -> int:

@@ -24,6 +24,9 @@ DEV = "vx0"
 class FastDP(Mode):
     name = "fastdp"
     kind = "fastdp"
+    order = 10
+    colour = "#0072B2"
+    features = ("vxlan",)
     overhead = VXLAN_OVERHEAD
     description = "kernel VXLAN (dstport 4789) on the overlay bridge"
 

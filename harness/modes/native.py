@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from harness.core.placements import REFERENCE
 from harness.modes.base import Datapath, Mode
 
 
 class Native(Mode):
     name = "native"
     kind = "native"
+    order = 0
+    colour = "#5f6368"
     overhead = 0
-    placements = ("host-host",)  # containers only exist behind an overlay
+    placements = (REFERENCE,)  # containers only exist behind an overlay
     description = "the underlay itself, no encapsulation"
 
     def deploy(self, testbed, overlay_mtu):

@@ -55,6 +55,10 @@ OVERHEAD_L2, OVERHEAD_L3, OVERHEAD_CRYPTO = 50, 36, 32
 class Sleeve(Mode):
     kind = "sleeve"
     name = "sleeve"
+    order = 30
+    colour = "#E69F00"
+    features = ("tun",)
+    ships_sleeve = True
     description = "userspace UDP sleeve, TAP on the bridge, offloads and batching on"
     flags: tuple[str, ...] = ()
     l3 = False
@@ -242,6 +246,8 @@ class Sleeve(Mode):
 
 class SleeveBasic(Sleeve):
     name = "sleeve-basic"
+    order = 70
+    colour = "#D55E00"
     description = "the 2015 reference: one frame per datagram, one syscall per packet"
     flags = ("--basic",)
 
@@ -251,18 +257,24 @@ class SleeveSeg(Sleeve):
     it into MSS-sized TCP segments in userspace and the receiver gathers them back."""
 
     name = "sleeve-seg"
+    order = 40
+    colour = "#F0E442"
     description = "sleeve cutting TCP super-frames into segments (userspace GSO/GRO)"
     flags = ("--segment",)
 
 
 class SleeveL3(Sleeve):
     name = "sleeve-l3"
+    order = 50
+    colour = "#CC79A7"
     description = "TUN, IP packets over UDP, routed (Flannel UDP)"
     l3 = True
 
 
 class SleeveCrypto(Sleeve):
     name = "sleeve-crypto"
+    order = 60
+    colour = "#009E73"
     description = "sleeve with AEAD (OpenSSL): AES-256-GCM where both have AES-NI, else ChaCha20-Poly1305"
     crypto = True
 
@@ -271,6 +283,8 @@ class SleeveCryptoChacha(SleeveCrypto):
     """sleeve-crypto with ChaCha20-Poly1305 forced, so one run compares both AEADs."""
 
     name = "sleeve-crypto-chacha"
+    order = 65
+    colour = "#117733"
     description = "sleeve with ChaCha20-Poly1305 (OpenSSL) forced on both sides"
     cipher = "chacha20-poly1305"
 
@@ -281,6 +295,10 @@ class Auto(Mode):
 
     name = "auto"
     kind = "auto"
+    order = 20
+    colour = "#56B4E9"
+    features = ("vxlan", "tun")
+    ships_sleeve = True
     description = "fastdp if a full-MTU probe across VXLAN passes, else sleeve"
 
     def __init__(self):

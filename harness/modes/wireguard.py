@@ -126,6 +126,8 @@ class WireGuard(Mode):
 
     name = "wireguard"
     kind = "wireguard"
+    order = 90
+    colour = "#332288"
     overhead = OVERHEAD_IPV4  # IPv4 underlays; deploy refuses what does not fit an IPv6 one
     description = "kernel WireGuard, routed (L3) with proxy ARP on the bridge"
 
@@ -260,6 +262,8 @@ class WireGuard(Mode):
 
 class WireGuardGo(WireGuard):
     name = "wireguard-go"
+    order = 80
+    colour = "#882255"
     description = "userspace WireGuard (wireguard-go, pinned), routed (L3) with proxy ARP on the bridge"
 
     def __init__(self, built: pathlib.Path | None = None):

@@ -20,19 +20,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
+from harness import modes
 from harness.analysis import stats, tablefmt
+from harness.core.placements import rank as placement_rank
 
-# A fixed colour per mode (Okabe–Ito, colour-blind safe); the same in every plot and table.
-MODE_COLORS = {
-    "native": "#5f6368",
-    "fastdp": "#0072B2",
-    "auto": "#56B4E9",
-    "sleeve": "#E69F00",
-    "sleeve-seg": "#F0E442",
-    "sleeve-l3": "#CC79A7",
-    "sleeve-crypto": "#009E73",
-    "sleeve-basic": "#D55E00",
-}
+# Each mode's colour is its own (harness/modes: Okabe–Ito and Tol, colour-blind safe), the
+# same in every plot and table; a mode this build does not know gets one of these by name.
 _EXTRA = ["#8c6d31", "#393b79", "#7b4173", "#637939", "#843c39", "#3182bd"]
 HATCHES = ["", "//", "..", "xx", "\\\\", "oo"]
 
@@ -60,8 +53,9 @@ DPI = 144
 
 
 def mode_color(mode: str) -> str:
-    if mode in MODE_COLORS:
-        return MODE_COLORS[mode]
+    known = modes.MODES.get(str(mode))
+    if known is not None and known.colour:
+        return known.colour
     return _EXTRA[sum(map(ord, str(mode))) % len(_EXTRA)]
 
 
@@ -103,13 +97,13 @@ def _series(summary: pd.DataFrame) -> list[tuple]:
         g = stats.sort_configs(g)
         for i in range(len(g)):
             out[(g["mode"].iloc[0], i)] = None
-    return sorted(out, key=lambda s: (stats._mode_rank(s[0]), s[1]))
+    return sorted(out, key=lambda s: (stats.mode_rank(s[0]), s[1]))
 
 
 def _variant_label(row: dict) -> str:
-    s = stats._key(row.get("streams"))
+    s = stats.key_value(row.get("streams"))
     extra = f", {s} streams" if s and s != 1 else ""
-    return f"{row['mode']} (overlay {stats._key(row['overlay_mtu'])}{extra})"
+    return f"{row['mode']} (overlay {stats.key_value(row['overlay_mtu'])}{extra})"
 
 
 def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabel: str, title: str, caption: str,
@@ -122,7 +116,7 @@ def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabe
     if not specs:
         return None
     d_all = summary[summary[[c for c, _ in specs]].notna().any(axis=1)]
-    placements = sorted(d_all["placement"].dropna().unique(), key=stats._placement_rank)
+    placements = sorted(d_all["placement"].dropna().unique(), key=placement_rank)
     series = _series(d_all)
     mtus = sorted(d_all["underlay_mtu"].dropna().unique())
     nbar = len(series)
@@ -254,10 +248,10 @@ def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
                  & (d["mode"] == r["mode"])]
         labels.append(str(r["mode"]) if len(same) == 1 else _variant_label(r))
     d["_row"] = labels
-    d["_col"] = [f"MTU {stats._key(r['underlay_mtu'])}\n{r['placement']}" for r in d.to_dict("records")]
-    rows = sorted(dict.fromkeys(d["_row"]), key=lambda x: (stats._mode_rank(x.split(" (")[0]), x))
+    d["_col"] = [f"MTU {stats.key_value(r['underlay_mtu'])}\n{r['placement']}" for r in d.to_dict("records")]
+    rows = sorted(dict.fromkeys(d["_row"]), key=lambda x: (stats.mode_rank(x.split(" (")[0]), x))
     cols = list(dict.fromkeys(d.sort_values(["underlay_mtu", "placement"], kind="stable",
-                                            key=lambda c: c.map(stats._placement_rank)
+                                            key=lambda c: c.map(placement_rank)
                                             if c.name == "placement" else c)["_col"]))
     ncol = min(len(panels), 2)
     nrow = math.ceil(len(panels) / ncol)
@@ -340,14 +334,14 @@ def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
                             alpha=0.85, ls="--" if native and p["placement"] != r["placement"] else "-",
                             marker="o", ms=2.2)
             seen.setdefault(r["mode"], line)
-        ax.set_title(f"underlay MTU {stats._key(p['underlay_mtu'])} · {p['placement']}", fontsize=10)
+        ax.set_title(f"underlay MTU {stats.key_value(p['underlay_mtu'])} · {p['placement']}", fontsize=10)
         ax.set_xlabel("time (s)")
         ax.set_ylabel("Gbit/s")
         ax.set_ylim(bottom=0)
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     fig.suptitle(f"{test} throughput over time", fontsize=12, fontweight="bold", color=INK, x=0.01, ha="left")
-    names = sorted(seen, key=stats._mode_rank)
+    names = sorted(seen, key=stats.mode_rank)
     fig.legend([seen[n] for n in names], names, loc="outside lower center", ncol=min(len(names), 7), fontsize=8.5)
     return Plot(f"{test} throughput over time", to_uri(fig),
                 "Per-interval throughput as iperf3 reports it, one line per repeat; dashed: native host-host "
@@ -368,7 +362,7 @@ def comparison_bars(cmp: pd.DataFrame, label_a: str, label_b: str) -> Plot | Non
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, m in zip(axes, metrics):
         p = parts[m]
-        labels = [f"{r['mode']} {stats._key(r['underlay_mtu'])} {r['placement'][:9]} {r['test']}"
+        labels = [f"{r['mode']} {stats.key_value(r['underlay_mtu'])} {r['placement'][:9]} {r['test']}"
                   for r in p.to_dict("records")]
         y = np.arange(len(p))
         colors = [("#1a7f37" if b else "#cf222e") if s else "#afb8c1"

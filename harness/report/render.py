@@ -21,6 +21,7 @@ import pandas as pd
 from harness import __version__
 from harness.analysis import stats, summary as summ, tablefmt
 from harness.core.errors import HarnessError
+from harness.core.placements import rank as placement_rank
 from harness.report import plots
 from harness.run.results import load, read_meta, resolve_run
 
@@ -133,9 +134,9 @@ def _derived(df: pd.DataFrame, meta: dict[str, Any]) -> list[tuple[str, str]]:
     def uniq(col: str) -> list:
         if col not in df.columns:
             return []
-        vals = {stats._key(v) for v in df[col] if stats._key(v) is not None}
-        return sorted(vals, key=lambda v: (stats._mode_rank(v) if col == "mode"
-                                           else stats._placement_rank(v) if col == "placement" else (0, v)))
+        vals = {stats.key_value(v) for v in df[col] if stats.key_value(v) is not None}
+        return sorted(vals, key=lambda v: (stats.mode_rank(v) if col == "mode"
+                                           else placement_rank(v) if col == "placement" else (0, v)))
 
     mtus = uniq("underlay_mtu")
     if mtus:
@@ -182,7 +183,7 @@ def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, st
 def _tables(summary: pd.DataFrame) -> list[dict[str, Any]]:
     if summary.empty:
         return []
-    show_streams = tablefmt._streams_vary(summary)
+    show_streams = tablefmt.streams_vary(summary)
     tables = []
     for mtu, part in summary.groupby("underlay_mtu", dropna=False, sort=False):
         columns = tablefmt.table_columns(part, show_streams)
@@ -192,9 +193,9 @@ def _tables(summary: pd.DataFrame) -> list[dict[str, Any]]:
             color = plots.mode_color(r["mode"])
             rows.append({"r": r, "c": c, "color": color, "tint": plots.tint(color),
                          "cells": _row_cells(r, c, columns)})
-        rate = stats._join_unique(part["rate"])
+        rate = stats.join_unique(part["rate"])
         pcts = [t for k, t in columns if k in tablefmt.PCT_CELLS]
-        tables.append({"mtu": stats._key(mtu), "rate": rate or "uncapped", "rows": rows,
+        tables.append({"mtu": stats.key_value(mtu), "rate": rate or "uncapped", "rows": rows,
                        "columns": [{"key": k, "title": t, "cls": "" if k in _CELL_CLASS else "num"}
                                    for k, t in columns],
                        "pct_titles": " and ".join([", ".join(pcts[:-1]), pcts[-1]] if len(pcts) > 1 else pcts),
@@ -225,10 +226,10 @@ def _failures(df: pd.DataFrame) -> list[dict[str, Any]]:
         return []
     out: dict[tuple, dict[str, Any]] = {}
     for r in f.to_dict("records"):
-        k = tuple(stats._key(r[c]) for c in stats.CONFIG_KEY) + (r["error"],)
-        e = out.setdefault(k, {**{c: stats._key(r[c]) for c in stats.CONFIG_KEY}, "datapath": r["datapath"],
+        k = tuple(stats.key_value(r[c]) for c in stats.CONFIG_KEY) + (r["error"],)
+        e = out.setdefault(k, {**{c: stats.key_value(r[c]) for c in stats.CONFIG_KEY}, "datapath": r["datapath"],
                                "error": r["error"], "repeats": [], "color": plots.mode_color(str(r["mode"]))})
-        e["repeats"].append(stats._key(r["repeat"]))
+        e["repeats"].append(stats.key_value(r["repeat"]))
     for e in out.values():
         e["repeats"] = ", ".join(str(x) for x in sorted(e["repeats"], key=lambda x: (x is None, x or 0)))
     return list(out.values())
@@ -286,7 +287,7 @@ def _comparisons(runs: list[RunView]) -> list[dict[str, Any]]:
             mark = ""
             if r["significant"]:
                 mark = "better" if r["better"] else "worse"
-            rows.append({**{c: stats._key(r[c]) for c in stats.CONFIG_KEY}, "metric": r["metric"],
+            rows.append({**{c: stats.key_value(r[c]) for c in stats.CONFIG_KEY}, "metric": r["metric"],
                          "a": _unit_value(r["metric"], r["median_a"]), "b": _unit_value(r["metric"], r["median_b"]),
                          "delta": "—" if not math.isfinite(r["delta_pct"]) else f"{r['delta_pct']:+.1f} %",
                          "p": "—" if r["p"] is None or not math.isfinite(r["p"]) else f"{r['p']:.3g}",
@@ -318,9 +319,15 @@ def render_html(run_dirs: Sequence[pathlib.Path | str]) -> str:
              else f"overlaybench — {len(runs)} runs compared")
     return _env().get_template("report.html.j2").render(
         title=title, runs=runs, comparisons=_comparisons(runs) if len(runs) > 1 else [],
-        mode_colors={m: plots.mode_color(m) for m in stats.MODE_ORDER},
+        mode_colors={m: plots.mode_color(m) for m in _modes_shown(runs)},
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=_version())
+
+
+def _modes_shown(runs: Sequence[RunView]) -> list[str]:
+    """The modes the runs measured, in table order: the legend's entries."""
+    shown = {str(m) for r in runs if "mode" in r.df for m in r.df["mode"].dropna().unique()}
+    return sorted(shown, key=stats.mode_rank)
 
 
 def _version() -> str:

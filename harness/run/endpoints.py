@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from harness.core.errors import HarnessError
+from harness.core.placements import HOST, PLACEMENTS
 from harness.hosts.base import Host
 from harness.modes.base import Datapath
 from harness.testbeds.base import Side, Testbed
@@ -19,11 +20,9 @@ class Endpoint:
     addr: str     # the address the peer reaches it at
 
 
-def _host_end(side: Side, dp: Datapath) -> Endpoint:
-    return Endpoint(side.host, side.overlay_ip if dp.overlay else side.underlay_ip)
-
-
-def _container_end(side: Side) -> Endpoint:
+def _end(side: Side, dp: Datapath, where: str) -> Endpoint:
+    if where == HOST:
+        return Endpoint(side.host, side.overlay_ip if dp.overlay else side.underlay_ip)
     if side.container is None:
         raise HarnessError(f"host {side.host.name} has no container endpoint")
     return Endpoint(side.container, side.container_ip)
@@ -31,13 +30,11 @@ def _container_end(side: Side) -> Endpoint:
 
 def endpoints(testbed: Testbed, dp: Datapath, placement: str) -> tuple[Endpoint, Endpoint]:
     """(client, server) for a placement on a deployed data path."""
-    a, b = testbed.sides
-    if not dp.overlay and placement != "host-host":
+    try:
+        p = PLACEMENTS[placement]
+    except KeyError:
+        raise HarnessError(f"unknown placement {placement!r}") from None
+    if not dp.overlay and p.needs_overlay:
         raise HarnessError(f"placement {placement} needs an overlay; mode {dp.mode} has none")
-    if placement == "host-host":
-        return _host_end(a, dp), _host_end(b, dp)
-    if placement == "host-container":
-        return _host_end(a, dp), _container_end(b)
-    if placement == "container-container":
-        return _container_end(a), _container_end(b)
-    raise HarnessError(f"unknown placement {placement!r}")
+    a, b = testbed.sides
+    return _end(a, dp, p.client), _end(b, dp, p.server)

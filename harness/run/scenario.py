@@ -20,9 +20,9 @@ from typing import Any
 from harness import modes as modes_mod
 from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
+from harness.core.placements import NAMES as PLACEMENTS
 from harness.core.units import parse_rate
 
-PLACEMENTS = ("host-host", "host-container", "container-container")
 TESTS = ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
          "qperf.udp_lat", "ping.flood")
 BACKENDS = ("netns", "ssh", "vagrant")

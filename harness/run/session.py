@@ -23,6 +23,7 @@ from harness.sleeve import build as sleeve_build
 from harness.testbeds import facts, registry as backends
 from harness.testbeds.base import Options
 from harness.testbeds.preflight import needed_binaries
+from harness.tools import packages
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +104,7 @@ def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, n_cases:
         "command": sys.argv,
         "git_commit": facts.git_commit(),
         "machine": facts.machine(),
-        "tools": {b: facts.tool_version(local, b) for b in needed_binaries(sc) if b in facts.VERSION_ARGV},
+        "tools": {b: packages.version_of(local, b) for b in needed_binaries(sc) if packages.has_version(b)},
         "sysctls": facts.sysctls(local),
         "backend": tb.backend,
         "cpu_accounting": tb.meter.description,

@@ -4,37 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import socket
 import subprocess
 
 from harness.core.paths import PROJECT
 from harness.hosts.base import Host
 from harness.modes.base import offloads_of
-
-# tool → (argv printing its version, regex picking it out)
-VERSION_ARGV = {
-    "iperf3": (["iperf3", "--version"], r"iperf (\S+)"),
-    "qperf": (["qperf", "--version"], r"qperf (\S+)"),
-    "ping": (["ping", "-V"], r"iputils[- ](\S+)"),
-    "ip": (["ip", "-V"], r"iproute2-([0-9][\w.]*)"),
-    "tc": (["tc", "-V"], r"iproute2-([0-9][\w.]*)"),
-    "ethtool": (["ethtool", "--version"], r"ethtool version (\S+)"),
-    "bridge": (["bridge", "-V"], r"(?:iproute2-|utility, )([0-9][\w.]*)"),
-    "ss": (["ss", "-V"], r"iproute2-([0-9][\w.]*)"),
-}
-
-# Debian package that provides each tool (for doctor's and the runner's hints).
-PACKAGES = {"iperf3": "iperf3", "qperf": "qperf", "ping": "iputils-ping", "ip": "iproute2",
-            "tc": "iproute2", "bridge": "iproute2", "ss": "iproute2", "ethtool": "ethtool",
-            "nft": "nftables", "gcc": "gcc", "make": "make", "sysctl": "procps", "getconf": "libc-bin"}
-
-
-def tool_version(host: Host, tool: str) -> str | None:
-    argv, rx = VERSION_ARGV[tool]
-    done = host.run(argv, check=False, timeout=10)
-    m = re.search(rx, done.stdout + done.stderr)
-    return m.group(1) if m else None
+from harness.tools.packages import version_of
 
 
 def git_commit() -> str | None:
@@ -106,7 +82,7 @@ def host_facts(host: Host, underlay_dev: str, sleeve_source: dict | None = None)
                 out["sysctls"][key[7:]] = val
         elif key:
             out[key] = val or None
-    out["tools"] = {b: tool_version(host, b) for b in ("iperf3", "qperf", "ping", "ip")}
+    out["tools"] = {b: version_of(host, b) for b in ("iperf3", "qperf", "ping", "ip")}
     out["nic_offloads"] = offloads_of(host, underlay_dev)
     out["sleeve_source"] = dict(sleeve_source or {})
     return out

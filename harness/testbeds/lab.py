@@ -35,8 +35,8 @@ from harness.sleeve import build as sleeve_build
 from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.containers import base as containers_mod
 from harness.testbeds.cpu import MachineMeter
-from harness.testbeds.facts import PACKAGES
 from harness.testbeds.preflight import needed_binaries
+from harness.tools.packages import install_hint
 
 log = logging.getLogger(__name__)
 
@@ -163,8 +163,7 @@ class Lab(Testbed):
             raise HarnessError("; ".join(problems))
         missing = [b for b in needed_binaries(sc, base=LAB_BINARIES) if not shutil.which(b)]
         if missing:
-            pkgs = sorted({PACKAGES.get(b, b) for b in missing})
-            raise HarnessError(f"{', '.join(missing)} not found on this machine: apt-get install -y {' '.join(pkgs)}")
+            raise HarnessError(f"{', '.join(missing)} not found on this machine: {install_hint(missing)}")
 
     def install_sleeve(self, side: Side, source=None) -> str:
         """Built once per source on this machine (cached by its hash) and pinned for the

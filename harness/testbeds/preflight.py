@@ -17,20 +17,18 @@ from __future__ import annotations
 import platform
 
 from harness import modes, tools
+from harness.core.errors import HarnessError
 from harness.hosts.base import Host
 from harness.sleeve import build as sleeve_build
-from harness.testbeds.facts import PACKAGES
+from harness.tools.packages import install_hint
 
 BASE_BINARIES = ["ip", "tc", "ss", "bridge", "ethtool", "ping", "sysctl", "nft"]
 
-# What a mode kind needs of the kernel, probed for real on the host.
+# How each kernel feature a mode may declare (Mode.features) is probed for real on the host.
 FEATURES = {
     "vxlan": "ip link add obchk$$ type vxlan id 1 dstport 0 && ip link del obchk$$",
     "tun": "test -c /dev/net/tun",
 }
-MODE_FEATURES = {"fastdp": ("vxlan",), "auto": ("vxlan", "tun"), "sleeve": ("tun",)}
-# Mode kinds that may deploy the sleeve (auto falls back to it when VXLAN does not carry the MTU).
-SLEEVE_KINDS = ("sleeve", "auto")
 
 SCRIPT = r"""
 [ "$(id -u)" = 0 ] || echo "notroot $(id -un)"
@@ -63,7 +61,9 @@ def needed_features(sc) -> list[str]:
     out: list[str] = []
     for name in sc.modes:
         mode = modes.get(name)
-        for f in MODE_FEATURES.get(mode.name, MODE_FEATURES.get(mode.kind, ())):
+        for f in mode.features:
+            if f not in FEATURES:
+                raise HarnessError(f"mode {mode.name}: kernel feature {f!r} has no probe (harness/testbeds/preflight.py)")
             if f not in out:
                 out.append(f)
     return out
@@ -71,7 +71,7 @@ def needed_features(sc) -> list[str]:
 
 def sleeve_modes(sc) -> list:
     """The modes of `sc` that may deploy the sleeve."""
-    return [m for m in map(modes.get, sc.modes) if m.kind in SLEEVE_KINDS]
+    return [m for m in map(modes.get, sc.modes) if m.ships_sleeve]
 
 
 def sleeve_problem(name: str, arch: str, missing: list[str]) -> str | None:
@@ -130,8 +130,7 @@ def host_problems(host: Host, name: str, sc) -> list[str]:
         problems.append(f"{name}: OVERLAYBENCH_SLEEVE_BINARY is shipped instead of a build, and it is for "
                         f"{platform.machine()}, the host is {arch}: unset it to build the sleeve there")
     if missing:
-        pkgs = sorted({PACKAGES.get(b, b) for b in missing})
-        problems.append(f"{name}: {', '.join(missing)} not found: apt-get install -y {' '.join(pkgs)}")
+        problems.append(f"{name}: {', '.join(missing)} not found: {install_hint(missing)}")
     if not done.ok and not problems:
         problems.append(f"{name}: the checks did not run ({(done.stderr.strip() or 'no output')[-200:]})")
     return problems

@@ -46,8 +46,13 @@ class TestSpec:
 
 
 class Tool(abc.ABC):
+    """One test of a measurement tool: its command lines, its parser, and what installs it."""
+
     name: str                 # "iperf3.tcp", "qperf.tcp_lat", "ping.flood", ...
     binary: str               # what must be installed: "iperf3", "qperf", "ping"
+    package: str              # the Debian package that installs it
+    version_argv: tuple[str, ...]   # prints the version, which
+    version_re: str                 # picks out (group 1)
     needs_server: bool = True
 
     def server_argv(self, spec: TestSpec) -> list[str] | None:

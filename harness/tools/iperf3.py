@@ -24,6 +24,9 @@ class Iperf3(Tool):
     """Common argv and failure handling; subclasses read the protocol's figures."""
 
     binary = "iperf3"
+    package = "iperf3"
+    version_argv = ("iperf3", "--version")
+    version_re = r"iperf (\S+)"
     needs_server = True
     server_exits = True       # -s -1: the server ends with the test, no need to stop it
 

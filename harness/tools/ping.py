@@ -27,6 +27,9 @@ class PingFlood(Tool):
 
     name = "ping.flood"
     binary = "ping"
+    package = "iputils-ping"
+    version_argv = ("ping", "-V")
+    version_re = r"iputils[- ](\S+)"
     needs_server = False
 
     def __init__(self, count: int = 1000, size: int = 56):

@@ -38,6 +38,9 @@ class Qperf(Tool):
     """One qperf test (tcp_bw, tcp_lat, udp_bw, udp_lat)."""
 
     binary = "qperf"
+    package = "qperf"
+    version_argv = ("qperf", "--version")
+    version_re = r"qperf (\S+)"
     needs_server = True
     server_exits = False      # the runner stops the server after the client is done
 
