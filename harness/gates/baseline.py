@@ -266,19 +266,8 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
         cfg = key[:-1]
         u, p, test, s = case["underlay_mtu"], case["placement"], case["test"], case["streams"]
         nfail = native_fail.get((u, p, test, s)) or native_fail.get((u, stats.REFERENCE_PLACEMENT, test, s))
-        if cfg in fail_by_config and key not in present:
-            verdicts.append(CaseVerdict(case, ERROR, f"case failed in this run: {_reasons(fail_by_config[cfg])}",
-                                        baseline_median=c.get("median"), n_baseline=len(c["ratios"]), tolerance=t))
-        elif nfail:
-            verdicts.append(CaseVerdict(case, ERROR, f"native reference failed in this run: {_reasons(nfail)}",
-                                        baseline_median=c.get("median"), n_baseline=len(c["ratios"]), tolerance=t))
-        elif key in present:
-            verdicts.append(CaseVerdict(case, SKIPPED, "no native reference in this run (native not measured "
-                                        "at this underlay MTU, test and streams)",
-                                        baseline_median=c.get("median"), n_baseline=len(c["ratios"]), tolerance=t))
-        else:
-            verdicts.append(CaseVerdict(case, MISSING, "in the baseline but not measured in this run",
-                                        baseline_median=c.get("median"), n_baseline=len(c["ratios"]), tolerance=t))
+        failed = fail_by_config.get(cfg) if key not in present else None
+        verdicts.append(_unjudged(case, c, t, failed, nfail, key in present))
     for key, cur in current.items():
         if key not in seen:
             verdicts.append(CaseVerdict(dict(zip(CASE_FIELDS, key)), NEW, "not in the baseline",
@@ -297,6 +286,23 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
                         "run more repeats (≥ 5) for a verdict")
     return Verdict(verdicts, warnings, run_id=meta.get("run_id"), baseline_run_id=baseline.get("run_id"),
                    alpha=alpha)
+
+
+def _unjudged(case: dict, base: dict, tol: float, failed: list[str] | None, native_failed: list[str] | None,
+              present: bool) -> CaseVerdict:
+    """A baseline case this run has no ratio for, and why: it failed, its native reference
+    failed, native was not measured beside it, or it was not measured at all."""
+    if failed:
+        status, why = ERROR, f"case failed in this run: {_reasons(failed)}"
+    elif native_failed:
+        status, why = ERROR, f"native reference failed in this run: {_reasons(native_failed)}"
+    elif present:
+        status, why = SKIPPED, ("no native reference in this run (native not measured at this underlay MTU, "
+                                "test and streams)")
+    else:
+        status, why = MISSING, "in the baseline but not measured in this run"
+    return CaseVerdict(case, status, why, baseline_median=base.get("median"), n_baseline=len(base["ratios"]),
+                       tolerance=tol)
 
 
 def _reasons(errors: Iterable[str]) -> str:

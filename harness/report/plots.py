@@ -7,86 +7,16 @@ report then says what is missing instead.
 
 from __future__ import annotations
 
-import base64
-import dataclasses
-import io
 import math
 from typing import Any
 
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import to_rgb
-from matplotlib.figure import Figure
 
-from harness import modes
 from harness.analysis import stats, tablefmt
 from harness.core.placements import rank as placement_rank
-
-# Each mode's colour is its own (harness/modes: Okabe–Ito and Tol, colour-blind safe), the
-# same in every plot and table; a mode this build does not know gets one of these by name.
-_EXTRA = ["#8c6d31", "#393b79", "#7b4173", "#637939", "#843c39", "#3182bd"]
-HATCHES = ["", "//", "..", "xx", "\\\\", "oo"]
-
-INK, MUTED, GRID = "#1f2328", "#656d76", "#e6e8eb"
-RC = {
-    "font.family": "DejaVu Sans",
-    "font.size": 10,
-    "axes.edgecolor": "#c9ced4",
-    "axes.labelcolor": INK,
-    "axes.titlesize": 11,
-    "axes.titleweight": "bold",
-    "axes.titlecolor": INK,
-    "axes.spines.top": False,
-    "axes.spines.right": False,
-    "axes.grid": True,
-    "axes.axisbelow": True,
-    "grid.color": GRID,
-    "grid.linewidth": 0.8,
-    "xtick.color": MUTED,
-    "ytick.color": MUTED,
-    "legend.frameon": False,
-    "figure.facecolor": "white",
-}
-DPI = 144
-
-
-def mode_color(mode: str) -> str:
-    known = modes.MODES.get(str(mode))
-    if known is not None and known.colour:
-        return known.colour
-    return _EXTRA[sum(map(ord, str(mode))) % len(_EXTRA)]
-
-
-@dataclasses.dataclass(frozen=True)
-class Plot:
-    title: str
-    uri: str           # data:image/png;base64,...
-    caption: str = ""
-    alt: str = ""
-
-
-def _figure(width: float, height: float) -> Figure:
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
-
-
-def to_uri(fig: Figure) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI, facecolor="white")
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _styled(fn):
-    """Run a plot builder with the report's rcParams in force."""
-    def wrapper(*a: Any, **kw: Any):
-        with matplotlib.rc_context(RC):
-            return fn(*a, **kw)
-    wrapper.__name__ = fn.__name__
-    wrapper.__doc__ = fn.__doc__
-    return wrapper
+from harness.report.style import HATCHES, INK, MUTED, Plot, figure, mode_color, styled, to_uri
 
 
 def _series(summary: pd.DataFrame) -> list[tuple]:
@@ -123,7 +53,7 @@ def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabe
     width = min(0.8 / max(nbar, 1), 0.22)
     panel_w = max(3.2, len(mtus) * (nbar * width + 0.5) * 1.6)
     row_h = 4.2 if len(specs) == 1 else 3.3
-    fig = _figure(min(13.5, 0.8 + panel_w * len(placements)), row_h * len(specs) + (0.4 if len(specs) > 1 else 0))
+    fig = figure(min(13.5, 0.8 + panel_w * len(placements)), row_h * len(specs) + (0.4 if len(specs) > 1 else 0))
     grid = fig.subplots(len(specs), len(placements), sharey="row", squeeze=False)
     handles: dict[str, Any] = {}
     for axes, (col, ylabel) in zip(grid, specs):
@@ -142,19 +72,8 @@ def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabe
                     variants[r["mode"]] = vi + 1
                     si = series.index((r["mode"], vi)) if (r["mode"], vi) in series else 0
                     x = gi + (si - (nbar - 1) / 2) * width
-                    lo = r.get(f"{col}_min", math.nan)
-                    hi = r.get(f"{col}_max", math.nan)
-                    err = None
-                    if lo is not None and hi is not None and lo == lo and hi == hi:
-                        err = [[max(0.0, r[col] - lo)], [max(0.0, hi - r[col])]]
-                    bar = ax.bar(x, r[col], width * 0.92, color=mode_color(r["mode"]),
-                                 hatch=HATCHES[vi % len(HATCHES)], edgecolor="white", linewidth=0.6,
-                                 yerr=err, error_kw=dict(ecolor=INK, elinewidth=0.9, capsize=2.5, capthick=0.9),
-                                 label=r["mode"])
+                    bar = _bar(ax, r, col, x, width, vi, value_fmt, rotate=nbar > 4)
                     handles.setdefault(r["mode"] if vi == 0 else _variant_label(r), bar)
-                    top = r[col] if err is None else r[col] + err[1][0]
-                    ax.annotate(value_fmt(r[col]), (x, top), xytext=(0, 2), textcoords="offset points",
-                                ha="center", va="bottom", fontsize=7, color=MUTED, rotation=90 if nbar > 4 else 0)
             if dp.empty:
                 ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", va="center",
                         fontsize=8.5, color=MUTED)
@@ -169,6 +88,23 @@ def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabe
     return Plot(title, to_uri(fig), caption, alt=title)
 
 
+def _bar(ax: Any, r: dict, col: str, x: float, width: float, vi: int, value_fmt, rotate: bool) -> Any:
+    """One mode's bar (its `vi`-th variant hatched), min–max error bars, the value on top."""
+    lo = r.get(f"{col}_min", math.nan)
+    hi = r.get(f"{col}_max", math.nan)
+    err = None
+    if lo is not None and hi is not None and lo == lo and hi == hi:
+        err = [[max(0.0, r[col] - lo)], [max(0.0, hi - r[col])]]
+    bar = ax.bar(x, r[col], width * 0.92, color=mode_color(r["mode"]),
+                 hatch=HATCHES[vi % len(HATCHES)], edgecolor="white", linewidth=0.6,
+                 yerr=err, error_kw=dict(ecolor=INK, elinewidth=0.9, capsize=2.5, capthick=0.9),
+                 label=r["mode"])
+    top = r[col] if err is None else r[col] + err[1][0]
+    ax.annotate(value_fmt(r[col]), (x, top), xytext=(0, 2), textcoords="offset points",
+                ha="center", va="bottom", fontsize=7, color=MUTED, rotation=90 if rotate else 0)
+    return bar
+
+
 def _native_line(ax: Any, d: pd.DataFrame, mtu: Any, col: str, x: float, span: float) -> None:
     """Native host-host as a dashed reference across a group that has no native bar."""
     ref = d[(d["mode"] == stats.NATIVE) & (d["underlay_mtu"] == mtu) & (d["placement"] == stats.REFERENCE_PLACEMENT)]
@@ -180,7 +116,7 @@ def _native_line(ax: Any, d: pd.DataFrame, mtu: Any, col: str, x: float, span: f
                 va="center", fontsize=7, color=mode_color(stats.NATIVE))
 
 
-@_styled
+@styled
 def throughput_bars(summary: pd.DataFrame) -> Plot | None:
     """TCP throughput per mode, grouped by underlay MTU, one panel per placement; UDP
     throughput (iperf3.udp, else qperf.udp_bw) as a second row where the run measured it."""
@@ -204,7 +140,7 @@ def _any(summary: pd.DataFrame, col: str) -> bool:
     return col in summary.columns and bool(summary[col].notna().any())
 
 
-@_styled
+@styled
 def latency_bars(summary: pd.DataFrame) -> Plot | None:
     """Latency per mode (lower is better): qperf tcp_lat, qperf udp_lat and ping.flood avg
     RTT, one row of panels each for those the run measured."""
@@ -220,7 +156,7 @@ def latency_bars(summary: pd.DataFrame) -> Plot | None:
                             if len(present) > 1 and _any(summary, "ping_avg_us") else ""))
 
 
-@_styled
+@styled
 def cpu_bars(summary: pd.DataFrame) -> Plot | None:
     """CPU percent per Gbit/s of TCP throughput (lower is better)."""
     return _grouped_bars(summary, "cpu_per_gbps", "CPU % per Gbit/s", "CPU cost per Gbit/s",
@@ -228,7 +164,43 @@ def cpu_bars(summary: pd.DataFrame) -> Plot | None:
                          "TCP throughput; median and min–max over repeats. Lower is better.")
 
 
-@_styled
+def _heat_panel(fig: Any, ax: Any, d: pd.DataFrame, col: str, title: str, cmap: str,
+                rows: list[str], cols: list[str]) -> None:
+    """One heatmap of `col` (% of native): rows are modes, columns (MTU, placement)."""
+    grid = np.full((len(rows), len(cols)), np.nan)
+    for r in d.to_dict("records"):
+        v = r[col]
+        if v == v and v is not None:
+            grid[rows.index(r["_row"]), cols.index(r["_col"])] = v
+    if col in ("bw_pct", "udp_bw_pct"):
+        vmin, vmax = 0.0, 100.0
+    else:
+        finite = grid[np.isfinite(grid)]
+        vmin, vmax = 100.0, max(150.0, float(np.nanmax(finite)) if finite.size else 150.0)
+    cm = matplotlib.colormaps[cmap].with_extremes(bad="#f3f4f6")
+    im = ax.imshow(np.ma.masked_invalid(grid), cmap=cm, vmin=vmin, vmax=vmax, aspect="auto")
+    for i in range(len(rows)):
+        for j in range(len(cols)):
+            v = grid[i, j]
+            if not np.isfinite(v):
+                ax.text(j, i, "—", ha="center", va="center", fontsize=8, color=MUTED)
+                continue
+            rgb = im.cmap(im.norm(v))[:3]
+            lum = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]
+            ax.text(j, i, f"{v:.0f}%", ha="center", va="center", fontsize=9,
+                    color="white" if lum < 0.5 else INK)
+    ax.set_xticks(range(len(cols)), cols, fontsize=8.5)
+    ax.set_yticks(range(len(rows)), rows, fontsize=9)
+    ax.tick_params(length=0)
+    ax.grid(False)
+    for s in ax.spines.values():
+        s.set_visible(False)
+    ax.set_title(title, fontsize=10)
+    ax.xaxis.tick_top()
+    fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02, format="%d%%")
+
+
+@styled
 def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
     """Mode × (underlay MTU, placement) heatmap of BW % and Lat % of native."""
     panels = [(c, t, cmap) for c, t, cmap in (("bw_pct", "TCP throughput, % of native", "YlGnBu"),
@@ -255,49 +227,19 @@ def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
                                             if c.name == "placement" else c)["_col"]))
     ncol = min(len(panels), 2)
     nrow = math.ceil(len(panels) / ncol)
-    fig = _figure(min(13.5, 1.9 + ncol * (1.4 + 1.25 * len(cols))), nrow * (1.3 + 0.36 * len(rows)))
+    fig = figure(min(13.5, 1.9 + ncol * (1.4 + 1.25 * len(cols))), nrow * (1.3 + 0.36 * len(rows)))
     axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     for ax, (col, title, cmap) in zip(axes, panels):
-        grid = np.full((len(rows), len(cols)), np.nan)
-        for r in d.to_dict("records"):
-            v = r[col]
-            if v == v and v is not None:
-                grid[rows.index(r["_row"]), cols.index(r["_col"])] = v
-        if col in ("bw_pct", "udp_bw_pct"):
-            vmin, vmax = 0.0, 100.0
-        else:
-            finite = grid[np.isfinite(grid)]
-            vmin, vmax = 100.0, max(150.0, float(np.nanmax(finite)) if finite.size else 150.0)
-        cm = matplotlib.colormaps[cmap].with_extremes(bad="#f3f4f6")
-        im = ax.imshow(np.ma.masked_invalid(grid), cmap=cm, vmin=vmin, vmax=vmax, aspect="auto")
-        for i in range(len(rows)):
-            for j in range(len(cols)):
-                v = grid[i, j]
-                if not np.isfinite(v):
-                    ax.text(j, i, "—", ha="center", va="center", fontsize=8, color=MUTED)
-                    continue
-                rgb = im.cmap(im.norm(v))[:3]
-                lum = 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2]
-                ax.text(j, i, f"{v:.0f}%", ha="center", va="center", fontsize=9,
-                        color="white" if lum < 0.5 else INK)
-        ax.set_xticks(range(len(cols)), cols, fontsize=8.5)
-        ax.set_yticks(range(len(rows)), rows, fontsize=9)
-        ax.tick_params(length=0)
-        ax.grid(False)
-        for s in ax.spines.values():
-            s.set_visible(False)
-        ax.set_title(title, fontsize=10)
-        ax.xaxis.tick_top()
-        fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02, format="%d%%")
+        _heat_panel(fig, ax, d, col, title, cmap, rows, cols)
     return Plot("% of native by mode and MTU", to_uri(fig),
                 "Ratio of medians to native at the same underlay MTU (host-host native where the placement has "
                 "none). Throughput: higher is better; latency and ping: lower is better; — no data.",
                 alt="heatmap of percent of native")
 
 
-@_styled
+@styled
 def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
     """Per-interval throughput over time from iperf3 `intervals`, one panel per
     (underlay MTU, placement); each repeat is a line, coloured by mode."""
@@ -320,7 +262,7 @@ def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
     panels = panels[:6]
     ncol = 2 if len(panels) > 1 else 1
     nrow = math.ceil(len(panels) / ncol)
-    fig = _figure(12.5 if ncol == 2 else 8.5, 0.6 + 3.0 * nrow)
+    fig = figure(12.5 if ncol == 2 else 8.5, 0.6 + 3.0 * nrow)
     axes = fig.subplots(nrow, ncol, squeeze=False).ravel()
     seen: dict[str, Any] = {}
     for ax, p in zip(axes, panels):
@@ -348,7 +290,7 @@ def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
                 "shown as the reference in container placements.", alt="throughput over time")
 
 
-@_styled
+@styled
 def comparison_bars(cmp: pd.DataFrame, label_a: str, label_b: str) -> Plot | None:
     """Δ% of medians between two runs per config (throughput and latency panels)."""
     if cmp.empty:
@@ -358,7 +300,7 @@ def comparison_bars(cmp: pd.DataFrame, label_a: str, label_b: str) -> Plot | Non
         return None
     parts = {m: stats.sort_configs(cmp[cmp["metric"] == m]) for m in metrics}
     n = max(len(p) for p in parts.values())
-    fig = _figure(12.5, 1.2 + 0.22 * n)
+    fig = figure(12.5, 1.2 + 0.22 * n)
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
     for ax, m in zip(axes, metrics):
         p = parts[m]
@@ -378,13 +320,6 @@ def comparison_bars(cmp: pd.DataFrame, label_a: str, label_b: str) -> Plot | Non
     return Plot(f"{label_b} vs {label_a}", to_uri(fig),
                 "Green: significantly better, red: significantly worse (two-sided Mann–Whitney U, α = 0.05), "
                 "grey: no significant change.", alt="comparison of medians")
-
-
-def tint(color: str, amount: float = 0.85) -> str:
-    """A light tint of a colour for table backgrounds."""
-    r, g, b = to_rgb(color)
-    r, g, b = (1 - amount) * r + amount, (1 - amount) * g + amount, (1 - amount) * b + amount
-    return f"#{int(r * 255):02x}{int(g * 255):02x}{int(b * 255):02x}"
 
 
 def all_plots(summary: pd.DataFrame, df: pd.DataFrame) -> tuple[list[Plot], list[str]]:

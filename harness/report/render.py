@@ -22,7 +22,7 @@ from harness import __version__
 from harness.analysis import stats, summary as summ, tablefmt
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
-from harness.report import plots
+from harness.report import plots, style
 from harness.run.results import load, read_meta, resolve_run
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class RunView:
     tables: list[dict[str, Any]]
     notes: list[str]
     failures: list[dict[str, Any]]
-    plots: list[plots.Plot]
+    plots: list[style.Plot]
     plot_notes: list[str]
     n_rows: int
     n_ok: int
@@ -190,8 +190,8 @@ def _tables(summary: pd.DataFrame) -> list[dict[str, Any]]:
         keys = [k for k, _ in columns]
         rows = []
         for r, c in zip(part.to_dict("records"), tablefmt.table_cells(part)):
-            color = plots.mode_color(r["mode"])
-            rows.append({"r": r, "c": c, "color": color, "tint": plots.tint(color),
+            color = style.mode_color(r["mode"])
+            rows.append({"r": r, "c": c, "color": color, "tint": style.tint(color),
                          "cells": _row_cells(r, c, columns)})
         rate = stats.join_unique(part["rate"])
         pcts = [t for k, t in columns if k in tablefmt.PCT_CELLS]
@@ -228,7 +228,7 @@ def _failures(df: pd.DataFrame) -> list[dict[str, Any]]:
     for r in f.to_dict("records"):
         k = tuple(stats.key_value(r[c]) for c in stats.CONFIG_KEY) + (r["error"],)
         e = out.setdefault(k, {**{c: stats.key_value(r[c]) for c in stats.CONFIG_KEY}, "datapath": r["datapath"],
-                               "error": r["error"], "repeats": [], "color": plots.mode_color(str(r["mode"]))})
+                               "error": r["error"], "repeats": [], "color": style.mode_color(str(r["mode"]))})
         e["repeats"].append(stats.key_value(r["repeat"]))
     for e in out.values():
         e["repeats"] = ", ".join(str(x) for x in sorted(e["repeats"], key=lambda x: (x is None, x or 0)))
@@ -292,7 +292,7 @@ def _comparisons(runs: list[RunView]) -> list[dict[str, Any]]:
                          "delta": "—" if not math.isfinite(r["delta_pct"]) else f"{r['delta_pct']:+.1f} %",
                          "p": "—" if r["p"] is None or not math.isfinite(r["p"]) else f"{r['p']:.3g}",
                          "n": f"{r['n_a']}/{r['n_b']}", "mark": mark,
-                         "color": plots.mode_color(str(r["mode"]))})
+                         "color": style.mode_color(str(r["mode"]))})
         fig = plots.comparison_bars(cmp, base.run_id, other.run_id) if rows else None
         out.append({"a": base.run_id, "b": other.run_id, "rows": rows, "plot": fig,
                     "n_sig": sum(1 for r in rows if r["mark"]),
@@ -319,7 +319,7 @@ def render_html(run_dirs: Sequence[pathlib.Path | str]) -> str:
              else f"overlaybench — {len(runs)} runs compared")
     return _env().get_template("report.html.j2").render(
         title=title, runs=runs, comparisons=_comparisons(runs) if len(runs) > 1 else [],
-        mode_colors={m: plots.mode_color(m) for m in _modes_shown(runs)},
+        mode_colors={m: style.mode_color(m) for m in _modes_shown(runs)},
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=_version())
 

@@ -63,7 +63,8 @@ def needed_features(sc) -> list[str]:
         mode = modes.get(name)
         for f in mode.features:
             if f not in FEATURES:
-                raise HarnessError(f"mode {mode.name}: kernel feature {f!r} has no probe (harness/testbeds/preflight.py)")
+                raise HarnessError(f"mode {mode.name}: kernel feature {f!r} has no probe "
+                                   f"(harness/testbeds/preflight.py)")
             if f not in out:
                 out.append(f)
     return out
