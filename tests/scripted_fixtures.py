@@ -12,6 +12,7 @@ from __future__ import annotations
 import pathlib
 import re
 import shlex
+import sys
 import time
 
 from harness.hosts.scripted import ScriptedHost
@@ -123,10 +124,21 @@ def any_of(*patterns: str) -> re.Pattern:
 
 
 def no_sleep(seconds: float) -> None:
-    """Stands in for time.sleep in these tests: a scripted answer is there at once, so a
-    loop that sleeps waits for something the script never gives."""
-    raise AssertionError(f"the code slept {seconds}s waiting for something the script did not answer")
+    """Stands in for time.sleep in the harness's modules: a scripted answer is there at
+    once, so a loop that sleeps waits for something the script never gives."""
+    raise AssertionError(f"the harness slept {seconds}s waiting for something the script did not answer")
+
+
+class _TimeWithoutSleep:
+    sleep = staticmethod(no_sleep)
+
+    def __getattr__(self, name):
+        return getattr(time, name)
 
 
 def forbid_sleep(monkeypatch) -> None:
-    monkeypatch.setattr(time, "sleep", no_sleep)
+    """time.sleep fails in every harness module imported so far (not in the standard
+    library's own modules, subprocess's waits included)."""
+    for name, mod in list(sys.modules.items()):
+        if name.startswith("harness.") and getattr(mod, "time", None) is time:
+            monkeypatch.setattr(mod, "time", _TimeWithoutSleep())
