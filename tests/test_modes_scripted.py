@@ -17,7 +17,7 @@ import signal
 import pytest
 
 from harness import modes
-from harness.errors import CommandError, HarnessError, UnsupportedError
+from harness.errors import CommandError, HarnessError, SshConnectionLost, UnsupportedError
 from harness.hosts.scripted import ScriptedProcess
 from harness.modes import wireguard
 from scripted_fixtures import forbid_sleep, lab_testbed, remote_testbed
@@ -348,6 +348,33 @@ def test_auto_falls_back_to_the_sleeve_when_the_probe_fails(tb):
         sleeve_down("sleeve", s, n)
     mode.teardown(tb, dp)
     tb.assert_all_used()
+
+
+@pytest.mark.xfail(strict=True, reason="defect: Auto.deploy leaves fastdp up when its probe raises; the next "
+                                      "fastdp or auto deployment on the testbed then finds vx0 there")
+def test_auto_removes_fastdp_when_its_probe_cannot_run(tb):
+    for s, n in sides(tb):
+        fastdp_up(s, n, 1450)
+    tb.sides[0].host.expect(PROBE, raises=SshConnectionLost("h0: connection lost while running `ping`"))
+    for s, n in sides(tb):
+        fastdp_down(s, n)
+    with pytest.raises(SshConnectionLost):
+        modes.get("auto").deploy(tb, 1450)
+    tb.assert_all_used()
+
+
+@pytest.mark.xfail(strict=True, reason="defect: with no reply at all, the reason recorded is the line before "
+                                      "ping's last, its statistics header")
+def test_auto_records_the_probes_loss_as_the_reason_it_fell_back(tb):
+    for s, n in sides(tb):
+        fastdp_up(s, n, 1450)
+    tb.sides[0].host.expect(PROBE, returncode=1, stdout=PING_LOST)
+    for s, n in sides(tb):
+        fastdp_down(s, n)
+    sleeve_up("sleeve", tb, 1450)
+    dp = modes.get("auto").deploy(tb, 1450)
+    assert dp.info["decision"] == ("sleeve: full-MTU (1450) DF probe across VXLAN failed: "
+                                   "3 packets transmitted, 0 received, 100% packet loss, time 2040ms")
 
 
 # ------------------------------------------------------------------ WireGuard
