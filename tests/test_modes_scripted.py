@@ -281,6 +281,33 @@ def test_a_sleeve_that_exits_before_ready_fails_the_deploy_and_both_hosts_are_cl
     assert d0.stopped
 
 
+@pytest.mark.parametrize("name", SLEEVE_FLAGS)
+def test_a_sleeve_whose_second_host_cannot_be_wired_in_is_removed_from_both(tb, name):
+    """Both daemons are up and the first host is wired in (routed, for sleeve-l3) when the
+    second host refuses the overlay MTU: both daemons stop, both hosts are cleaned."""
+    mode = modes.get(name)
+    mtu = 1500 - mode.overhead
+    (s0, n0), (s1, n1) = sides(tb)
+    daemons = [ScriptedProcess.runs(), ScriptedProcess.runs()]
+    for (s, n), d in zip(sides(tb), daemons):
+        s.host.expect_start(sleeve_argv(name, n, mtu), d)
+        s.host.expect(f"ip -o link show {n.sv}", stdout=LINK_UP.format(dev=n.sv, mtu=mtu))
+    overlay_path(s0, n0, mtu, n0.sv)
+    if name == "sleeve-l3":
+        routed(s0, n0, n0.sv)
+    else:
+        s0.host.expect(f"ip link set {n0.sv} master {n0.br} up")
+    s1.host.expect(f"ip neigh flush dev {n1.br}")
+    s1.container.expect("ip neigh flush dev eth0")
+    s1.host.expect(f"ip link set {n1.sv} mtu {mtu}", returncode=2, stderr="Error: mtu greater than device maximum.\n")
+    for s, n in sides(tb):
+        sleeve_down(name, s, n)
+    with pytest.raises(CommandError, match=f"^h1: `ip link set {n1.sv} mtu {mtu}` exited 2: Error: mtu greater"):
+        mode.deploy(tb, mtu)
+    tb.assert_all_used()
+    assert all(d.stopped for d in daemons)
+
+
 def test_a_sleeve_that_cannot_start_on_the_second_host_stops_the_first(tb):
     (s0, n0), (s1, n1) = sides(tb)
     d0 = ScriptedProcess.runs()

@@ -187,6 +187,14 @@ class ScriptedProcess(Process):
         return f"process {shlex.join(self.argv)} [{state}]" if self.argv else f"process [{state}]"
 
 
+def _reply(returncode: int | None, stdout: str, stderr: str, raises: BaseException | None,
+           answer: Callable | None) -> Any:
+    """What a run is answered with: the exception, the function, or the exit and output."""
+    if raises is not None and answer is not None:
+        raise TypeError("an expectation takes raises or answer, not both")
+    return raises or answer or Completed([], returncode, stdout, stderr)
+
+
 class ScriptedHost(Host):
     """A Host whose every command is answered from its script (module docstring)."""
 
@@ -207,8 +215,7 @@ class ScriptedHost(Host):
                raises: BaseException | None = None, answer: Callable | None = None, input: Any = ANY_INPUT,
                times: int = 1) -> Expectation:
         """The next command run (`returncode=None`: it timed out)."""
-        return self._add(self._script, "run", command, answer or raises or Completed([], returncode, stdout, stderr),
-                         times, input)
+        return self._add(self._script, "run", command, _reply(returncode, stdout, stderr, raises, answer), times, input)
 
     def expect_start(self, command: Matcher, process: "ScriptedProcess | None" = None, *,
                      raises: BaseException | None = None, answer: Callable | None = None) -> Expectation:
@@ -221,8 +228,8 @@ class ScriptedHost(Host):
               raises: BaseException | None = None, answer: Callable | None = None,
               times: int | None = None) -> Expectation:
         """A command that may run whenever nothing expected next matches it (never required)."""
-        return self._add(self._standing, "run", command, answer or raises or Completed([], returncode, stdout, stderr),
-                         times, ANY_INPUT)
+        return self._add(self._standing, "run", command, _reply(returncode, stdout, stderr, raises, answer), times,
+                         ANY_INPUT)
 
     def _add(self, into: list, kind: str, command: Matcher, answer: Any, times: int | None, input: Any) -> Expectation:
         if isinstance(answer, ScriptedProcess) and any(e.answer is answer for e in self._script):
