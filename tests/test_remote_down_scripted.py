@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 
 import pytest
@@ -154,13 +155,17 @@ def test_a_remote_build_that_fails_half_way_removes_what_it_claimed_on_both_host
         h.expect(marked(f"ip netns del {p}-c{i}"))
         h.expect(removal(p, str(i)), stdout=f"dir /run/overlaybench/{p}/h{i}\n")
 
-    tb.preflight(S.build({"matrix": {"modes": ["native"]}}))
-    with pytest.raises(CommandError, match=f"h0: `ip link add {p}-br0 .*` exited 2: RTNETLINK answers: File exists"):
-        tb.build(1500, None)
+    try:
+        tb.preflight(S.build({"matrix": {"modes": ["native"]}}))
+        with pytest.raises(CommandError, match=f"h0: `ip link add {p}-br0 .*` exited 2: RTNETLINK answers: File exists"):
+            tb.build(1500, None)
+        artifacts_left = tb.artifact_dir.exists()
+    finally:
+        shutil.rmtree(tb.artifact_dir, ignore_errors=True)     # where the teardown itself did not get that far
     for h in raw:
         h.assert_all_used()
         assert h.closed
-    assert not tb.artifact_dir.exists()
+    assert not artifacts_left, "the teardown left the testbed's own directory here"
     state = json.loads(next(c.input for c in h0.calls if c.argv[-1].endswith("/state.json")))
     assert (state["prefix"], state["pid"], state["owner_host"], state["run_id"]) == (p, os.getpid(), HERE, "run-1")
     underlay = json.loads(next(c.input for c in h0.calls if c.argv[-1].endswith("/underlay.json")))
