@@ -22,7 +22,8 @@ before; `assert_all_used` raises it again (in case the code swallowed it) and na
 what was expected but never ran.
 
 Every call is kept in `calls` (run, start, put, get, and the stop and signal of started
-processes), `transcript()` prints them. Files put on the host are kept in `files`.
+processes), `transcript()` prints them; hosts given one `journal` list also keep their
+calls there in the order made across hosts. Files put on the host are kept in `files`.
 Nothing here waits: a process runs until the test or the code stops it, and a wait
 with a timeout on a running process raises TimeoutError at once, as if that time had
 passed. A command that timed out is scripted as `returncode=None`.
