@@ -95,15 +95,16 @@ class Sleeve(Mode):
             dp.info["build"] = self.sleeve_build.describe()
         try:
             keys = self.keys()
+            binaries = {}
             for s in testbed.sides:
-                binary = testbed.install_sleeve(s, self.source())
-                dp.processes[s.index] = self._start(testbed, s, binary, overlay_mtu, keys[s.index])
+                binaries[s.index] = testbed.install_sleeve(s, self.source())
+                dp.processes[s.index] = self._start(testbed, s, binaries[s.index], overlay_mtu, keys[s.index])
                 failpoints.reached("deploy")
             for s in testbed.sides:
                 self._wait_ready(s, dp.processes[s.index])
             for s in testbed.sides:
                 self._wire(testbed, s, overlay_mtu)
-            dp.info["version"] = self.version(testbed.sides[0].host, binary)
+            dp.info["version"] = self.version(testbed.sides[0].host, binaries[0])
             if self.crypto:
                 dp.info["cipher"] = self.agreed_cipher(testbed, dp)
                 dp.info["cipher_impl"] = self.cipher_impls(testbed, dp)
