@@ -2,8 +2,8 @@
 
 `lab_testbed` has the lab's names (no device prefix: its hosts are namespaces of their
 own), `remote_testbed` a remote testbed's (every device carries the prefix);
-tests/test_scripted_testbed.py checks both against harness.lab.Lab and
-harness.remote.RemoteTestbed. Each side's host is ScriptedHost "h<i>" and its container
+tests/test_scripted_testbed.py checks both against harness.testbeds.lab.Lab and
+harness.testbeds.remote.RemoteTestbed. Each side's host is ScriptedHost "h<i>" and its container
 ScriptedHost "c<i>".
 """
 
@@ -16,7 +16,7 @@ import sys
 import time
 
 from harness.hosts.scripted import ScriptedHost
-from harness.testbed import CpuMeter, Side, Testbed
+from harness.testbeds.base import CpuMeter, Side, Testbed
 from harness.tools.base import Sample
 
 PREFIX = "ob12ab"
@@ -81,7 +81,7 @@ class ScriptedTestbed(Testbed):
         self.events.append(f"build {underlay_mtu}")
 
     def set_underlay(self, mtu, rate):
-        from harness.errors import HarnessError
+        from harness.core.errors import HarnessError
         self.events.append(f"set_underlay {mtu}")
         if mtu in self.refuse:
             raise HarnessError(self.refuse[mtu])

@@ -16,9 +16,9 @@ import dataclasses
 import json
 
 import pytest
+from scripted_fixtures import forbid_sleep, lab_testbed, remote_testbed
 
 from harness.hosts.scripted import ScriptedProcess
-from scripted_fixtures import forbid_sleep, lab_testbed, remote_testbed
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,11 +4,18 @@
 from __future__ import annotations
 
 import pytest
+from scripted_modes import (
+    SLEEVE_FLAGS,
+    fastdp_down,
+    fastdp_up,
+    sides,
+    sleeve_down,
+    sleeve_up,
+    tb,  # noqa: F401 - tb is the fixture
+)
 
 from harness import modes
-from harness.errors import CommandError, HarnessError, SshConnectionLost
-from scripted_modes import (SLEEVE_FLAGS, fastdp_down, fastdp_up, sides, sleeve_down, sleeve_up,
-                            tb)  # noqa: F401 - tb is the fixture
+from harness.core.errors import CommandError, HarnessError, SshConnectionLost
 
 
 def test_every_mode_in_the_registry_has_scripted_deploy_and_teardown_tests():
@@ -121,8 +128,6 @@ def test_auto_falls_back_to_the_sleeve_when_the_probe_fails(tb):
     tb.assert_all_used()
 
 
-@pytest.mark.xfail(strict=True, reason="defect: Auto.deploy leaves fastdp up when its probe raises; the next "
-                                      "fastdp or auto deployment on the testbed then finds vx0 there")
 def test_auto_removes_fastdp_when_its_probe_cannot_run(tb):
     for s, n in sides(tb):
         fastdp_up(s, n, 1450)
@@ -134,8 +139,6 @@ def test_auto_removes_fastdp_when_its_probe_cannot_run(tb):
     tb.assert_all_used()
 
 
-@pytest.mark.xfail(strict=True, reason="defect: with no reply at all, the reason recorded is the line before "
-                                      "ping's last, its statistics header")
 def test_auto_records_the_probes_loss_as_the_reason_it_fell_back(tb):
     for s, n in sides(tb):
         fastdp_up(s, n, 1450)

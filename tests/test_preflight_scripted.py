@@ -8,12 +8,14 @@ import platform
 
 import pytest
 
-from harness import preflight, scenario as S, sleeve_build
-from harness.errors import HarnessError
+from harness.core.errors import HarnessError
 from harness.hosts.scripted import ScriptedHost
-from harness.inventory import HostSpec
-from harness.remote import RemoteTestbed
-from harness.testbed import Options
+from harness.run import scenario as S
+from harness.sleeve import build as sleeve_build
+from harness.testbeds import preflight
+from harness.testbeds.base import Options
+from harness.testbeds.inventory import HostSpec
+from harness.testbeds.remote import RemoteTestbed
 
 OTHER_ARCH = "riscv64" if platform.machine() != "riscv64" else "x86_64"
 VXLAN = "ip link add obchk$$ type vxlan id 1 dstport 0 && ip link del obchk$$"

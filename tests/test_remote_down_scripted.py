@@ -13,13 +13,14 @@ import socket
 
 import pytest
 
-from harness import remote_down, scenario as S
-from harness.errors import CommandError, HarnessError
+from harness.core.errors import CommandError, HarnessError
 from harness.hosts.scripted import ScriptedHost
-from harness.inventory import HostSpec
-from harness.remote import RemoteTestbed, Tagged
-from harness.remote_down import CLAIM_SCRIPT, REMOVE_SCRIPT
-from harness.testbed import Options
+from harness.run import scenario as S
+from harness.testbeds import remote_down
+from harness.testbeds.base import Options
+from harness.testbeds.inventory import HostSpec
+from harness.testbeds.remote import RemoteTestbed, Tagged
+from harness.testbeds.remote_down import CLAIM_SCRIPT, REMOVE_SCRIPT
 
 HERE = socket.gethostname()
 GONE = 4194305                  # above any pid the kernel hands out (PID_MAX_LIMIT): never alive

@@ -7,15 +7,15 @@ import re
 import signal
 
 import pytest
+from scripted_fixtures import lab_sides, remote_sides
 
-from harness.errors import CommandError, HarnessError
+from harness.core.errors import CommandError, HarnessError
 from harness.hosts.base import Completed
 from harness.hosts.scripted import ScriptedHost, ScriptedProcess
-from harness.lab import Lab
-from harness.remote import RemoteTestbed
-from harness.inventory import HostSpec
-from harness.testbed import Options
-from scripted_fixtures import lab_sides, remote_sides
+from harness.testbeds.base import Options
+from harness.testbeds.inventory import HostSpec
+from harness.testbeds.lab import Lab
+from harness.testbeds.remote import RemoteTestbed
 
 
 def test_commands_are_answered_in_order_from_the_script():

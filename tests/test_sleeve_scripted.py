@@ -6,12 +6,21 @@ from __future__ import annotations
 import signal
 
 import pytest
+from scripted_modes import (
+    LINK_UP,
+    SLEEVE_FLAGS,
+    overlay_path,
+    routed,
+    sides,
+    sleeve_argv,
+    sleeve_down,
+    sleeve_up,
+    tb,  # noqa: F401 - tb is the fixture
+)
 
 from harness import modes
-from harness.errors import CommandError, HarnessError
+from harness.core.errors import CommandError, HarnessError
 from harness.hosts.scripted import ScriptedProcess
-from scripted_modes import (LINK_UP, SLEEVE_FLAGS, overlay_path, routed, sides, sleeve_argv, sleeve_down, sleeve_up,
-                            tb)  # noqa: F401 - tb is the fixture
 
 
 @pytest.mark.parametrize("name", SLEEVE_FLAGS)

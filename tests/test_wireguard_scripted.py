@@ -4,13 +4,12 @@
 from __future__ import annotations
 
 import pytest
+from scripted_modes import Names, overlay_path, routed, sides, tb, unrouted  # noqa: F401 - tb is the fixture
 
 from harness import modes
-from harness.errors import HarnessError, UnsupportedError
+from harness.core.errors import HarnessError, UnsupportedError
 from harness.hosts.scripted import ScriptedProcess
 from harness.modes import wireguard
-from scripted_modes import Names, overlay_path, routed, sides, unrouted, tb  # noqa: F401 - tb is the fixture
-
 
 PUBLIC = ("xTIBA5rboUvnH4htodjb6e697QjLERt1NAB4mZqp8Dg=", "TrMvSoP4jYQlY6RIzBgbssQqY3vxI2Pi+y71lOWWXX0=")
 GENKEY = 'rm -f "$1" && umask 077 && set -C && wg genkey > "$1" && wg pubkey < "$1"'

@@ -37,7 +37,7 @@ import shlex
 import signal as signals
 from typing import Any, Callable
 
-from harness.errors import CommandError
+from harness.core.errors import CommandError
 from harness.hosts.base import Completed, Host, Process
 
 Matcher = list | tuple | str | re.Pattern | Callable[[list[str]], bool]

@@ -320,12 +320,17 @@ class Auto(Mode):
                            b.overlay_ip], check=False, timeout=15)
         if done.ok and " 0% packet loss" in done.stdout:
             return None
-        last = (done.stdout.strip() or done.stderr.strip()).splitlines()
-        return f"full-MTU ({mtu}) DF probe across VXLAN failed: " + (last[-2] if len(last) > 1 else "no reply")
+        lines = (done.stdout.strip() or done.stderr.strip()).splitlines()
+        loss = [ln for ln in lines if "packet loss" in ln]
+        return f"full-MTU ({mtu}) DF probe across VXLAN failed: " + (loss or lines or ["no reply"])[-1].strip()
 
     def deploy(self, testbed, overlay_mtu):
         dp = self.fast.deploy(testbed, overlay_mtu)
-        why = self.probe(testbed, overlay_mtu)
+        try:
+            why = self.probe(testbed, overlay_mtu)
+        except BaseException:
+            self.fast.teardown(testbed, dp)
+            raise
         if why is None:
             dp.mode, dp.info["decision"] = self.name, "fastdp: full-MTU probe across VXLAN passed"
             return dp
