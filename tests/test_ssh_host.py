@@ -6,7 +6,7 @@ side by looking at this machine's /proc and files directly.
 Timing: no test sleeps in place of a handshake. A test that needs the remote command to
 have reached a point waits for a sign of it (a marker file, a process) with a deadline of
 DEADLINE seconds, about 1000 times what it takes under load; upper bounds on elapsed time
-are there to catch a hang (the legitimate time plus sshshell.GRACE plus 20 s), never to
+are there to catch a hang (the legitimate time plus shell.GRACE plus 20 s), never to
 judge speed. Such waits and bounds fail by chance with a probability of about 0.
 """
 

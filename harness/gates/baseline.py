@@ -26,7 +26,7 @@ When a case fails (STYLE.md, point 7: significance before threshold)
     are collected and reported together; `gate_main` returns 1 once.
 
 The verdict's classes and the shared rule are in `verdict`, its text, markdown and JUnit
-in `verdict_render`. Head against base measured side by side in one run is `compare`.
+in `gates/render.py`. Head against base measured side by side in one run is `compare`.
 """
 
 from __future__ import annotations

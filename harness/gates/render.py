@@ -1,6 +1,6 @@
 """A gate's verdict as text (the terminal), markdown (a CI step summary), JUnit XML and JSON.
 
-Pure functions of a `verdict.Verdict`; judging happens elsewhere (gate.py, compare.py).
+Pure functions of a `verdict.Verdict`; judging happens elsewhere (baseline.py, compare.py).
 """
 
 from __future__ import annotations

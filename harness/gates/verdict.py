@@ -10,7 +10,7 @@ significance before threshold):
 
 With too few repeats the test cannot reach alpha at all; such a case is "not enough
 repeats" and never fails. A case that failed outright fails the gate. Rendering (text,
-markdown, JUnit, JSON) is in `verdict_render`; nothing here prints.
+markdown, JUnit, JSON) is in `gates/render.py`; nothing here prints.
 """
 
 from __future__ import annotations

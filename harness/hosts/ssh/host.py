@@ -3,7 +3,7 @@
 One connection per host, reused, with keepalive; after a drop the next command reconnects
 (with backoff) and a command that was running when it dropped fails with SshConnectionLost.
 Commands do not open a channel each: they are framed inside long-lived shells (see
-sshshell.py), a small pool of them so that two threads do not queue behind each other.
+shell.py), a small pool of them so that two threads do not queue behind each other.
 With `sudo`, every shell is `sudo -n sh`, so every command and background process runs as
 root; files go up by SFTP into a directory of the user's and are installed from there.
 

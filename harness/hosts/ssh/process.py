@@ -1,5 +1,5 @@
 """A background process on an SSH host: started by SshHost.start inside a waiter of its own
-(sshshell.py), so its output, exit status and CPU time live in files on the host and any
+(shell.py), so its output, exit status and CPU time live in files on the host and any
 control shell, even after a reconnect, can poll, wait for, signal or stop it."""
 
 from __future__ import annotations
