@@ -2,9 +2,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,72 +11,19 @@
 #include <unistd.h>
 
 #include "opts.h"
+#include "pmtu.h"
+#include "rx.h"
 #include "sleeve.h"
+#include "stats.h"
 #include "tap.h"
+#include "tx.h"
 #include "udp.h"
 
-#define PROG "sleeve"
 #define GSO_MAX_SIZE 65536u
 #define AUTO_TIMEOUT_MS 5000
 #define SPIN_US_DEFAULT 100
 
 static int verbose_flag;
-
-uint64_t sv_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int sv_spin_yield(uint64_t now)
-{
-	sched_yield();
-	return sv_now_ns() - now < 20000;
-}
-
-int sv_overhead(const struct sv *s)
-{
-	return s->ip_over + 8 + (int)sv_payload_over(s->l3, s->enc);
-}
-
-uint32_t sv_min_pmtu(struct sv *s)
-{
-	uint32_t m = UINT32_MAX;
-
-	for (int i = 0; i < s->npeers; i++) {
-		uint32_t v = __atomic_load_n(&s->peers[i].pmtu, __ATOMIC_RELAXED);
-
-		if (v < m)
-			m = v;
-	}
-	return m == UINT32_MAX ? 1472 : m;
-}
-
-void sv_log(const struct sv *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (s && !s->verbose)
-		return;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-void sv_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
 
 static int udp_send_ctl(struct sv *s, struct sv_peer *p, const uint8_t *d, size_t len)
 {

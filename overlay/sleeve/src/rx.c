@@ -2,19 +2,17 @@
 #include <errno.h>
 #include <linux/virtio_net.h>
 #include <netinet/udp.h>
-#include <pthread.h>
-#include <sched.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "rx.h"
+#include "rxctl.h"
 #include "sleeve.h"
-#include "tap.h"
+#include "spin.h"
 
 #define RX_MSGS 32
-#define RX_BUF (65536 + 64)
 
 struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen)
 {
@@ -37,35 +35,6 @@ struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, soc
 		}
 	}
 	return NULL;
-}
-
-void sv_update_tso(struct sv *s)
-{
-	unsigned want = TUN_F_CSUM, gso_all = 1, uso_all = 1;
-
-	if (!s->vnet || !s->offload)
-		return;
-	for (int i = 0; i < s->npeers; i++) {
-		uint32_t caps = __atomic_load_n(&s->peers[i].caps, __ATOMIC_RELAXED);
-
-		if (!__atomic_load_n(&s->peers[i].heard, __ATOMIC_RELAXED) || !(caps & SV_CAP_GSO_RX))
-			gso_all = 0;
-		if (!(caps & SV_CAP_USO_RX))
-			uso_all = 0;
-	}
-	if (gso_all)
-		want |= s->tun_ok & (TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN);
-	if (gso_all && uso_all)
-		want |= s->tun_ok & (TUN_F_USO4 | TUN_F_USO6);
-	pthread_mutex_lock(&s->lock);
-	if ((unsigned)s->tso != want) {
-		if (sv_tap_set_offload(s->tap_fd, want) == 0) {
-			sv_log(s, "device offloads now 0x%x (%s)", want,
-			       want & TUN_F_TSO4 ? "super-frames on" : "super-frames off");
-			__atomic_store_n(&s->tso, (int)want, __ATOMIC_RELAXED);
-		}
-	}
-	pthread_mutex_unlock(&s->lock);
 }
 
 static size_t link_hlen(const struct sv *s)

@@ -10,8 +10,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "pmtu.h"
 #include "seg.h"
 #include "sleeve.h"
+#include "spin.h"
 #include "tx.h"
 
 #define TX_MSGS 256

@@ -30,5 +30,7 @@ enum sv_drop sv_seal_unit(struct sv *s, struct sv_aead_set *t, uint8_t *data, si
 			  uint8_t flags, uint32_t id, uint32_t dgram, struct sv_txunit *u);
 /* The --basic sending thread's loop (txbasic.c); ends by cancellation. */
 void sv_tx_basic(struct sv *s);
+/* The send thread (arg: the struct sv); ends by cancellation. */
+void *sv_tx_thread(void *arg);
 
 #endif

@@ -6,6 +6,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "pmtu.h"
 #include "sleeve.h"
 #include "tx.h"
 

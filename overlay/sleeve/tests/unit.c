@@ -22,17 +22,19 @@
 #include "crypto.h"
 #include "seg.h"
 #include "gro.h"
+#include "pmtu.h"
+#include "rx.h"
 #include "sleeve.h"
+#include "spin.h"
+#include "tx.h"
 
 int failures, checks;
 
-/* stubs the daemon's main.c provides */
+/* stubs of what the daemon's env.c provides */
 static uint64_t fake_now;   /* sv_now_ns(), 0 unless a test moves it */
 static int fake_yield_quick; /* sv_spin_yield(): nobody else wanted the CPU */
 uint64_t sv_now_ns(void) { return fake_now; }
 int sv_spin_yield(uint64_t now) { (void)now; return fake_yield_quick; }
-int sv_overhead(const struct sv *s) { (void)s; return 0; }
-uint32_t sv_min_pmtu(struct sv *s) { return s->peers[0].pmtu; }
 void sv_log(const struct sv *s, const char *fmt, ...) { (void)s; (void)fmt; }
 static int warned; /* sv_warn lines: a refused peer is said once */
 void sv_warn(const char *fmt, ...) { (void)fmt; warned++; }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "rx.h"
 #include "sleeve.h"
 #include "tap.h"
 
