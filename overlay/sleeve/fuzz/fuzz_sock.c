@@ -6,7 +6,7 @@
  *
  * Input: a cfg byte, bit0 keyed, bit1 L3, bit2 vnet device, bit3 --segment,
  * bit4 IPv6 underlay, bit5 a second peer, bit6 --basic (one read per batch and
- * no control messages, as rx_basic), bit7 the receiver accepts only
+ * no control messages, as basic.c's receive thread), bit7 the receiver accepts only
  * ChaCha20-Poly1305; then reads, each
  *
  *   how u8    bits 0-1 source: 0 the peer, 1 the peer's address on another

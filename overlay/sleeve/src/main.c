@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic.h"
 #include "opts.h"
 #include "pmtu.h"
 #include "rx.h"
@@ -22,6 +23,15 @@
 #define GSO_MAX_SIZE 65536u
 #define AUTO_TIMEOUT_MS 5000
 #define SPIN_US_DEFAULT 100
+
+/* The datapath's two threads, chosen once at start: batched with offloads
+ * (rx.c, tx.c), or --basic's one syscall per packet (basic.c). */
+struct datapath {
+	void *(*rx)(void *);
+	void *(*tx)(void *);
+};
+static const struct datapath batched = {sv_rx_thread, sv_tx_thread};
+static const struct datapath unbatched = {sv_basic_rx_thread, sv_basic_tx_thread};
 
 static int verbose_flag;
 
@@ -229,6 +239,7 @@ int main(int argc, char **argv)
 	static struct sv sv;
 	struct sv *s = &sv;
 	struct opts o;
+	const struct datapath *dp;
 	sigset_t set;
 	pthread_t rx, tx;
 	int ret, rx_up = 0, tx_up = 0, code = 0;
@@ -238,6 +249,7 @@ int main(int argc, char **argv)
 	if (ret)
 		return ret == 1 ? 0 : 2;
 
+	dp = o.basic ? &unbatched : &batched;
 	s->dev = o.dev;
 	s->l3 = o.l3;
 	s->basic = o.basic;
@@ -277,7 +289,7 @@ int main(int argc, char **argv)
 	code = setup(s, &o);
 	if (code)
 		goto out;
-	if (pthread_create(&rx, NULL, sv_rx_thread, s) != 0) {
+	if (pthread_create(&rx, NULL, dp->rx, s) != 0) {
 		sv_warn("cannot start the receive thread");
 		code = 1;
 		goto out;
@@ -304,7 +316,7 @@ int main(int argc, char **argv)
 	       s->mtu, sv_min_pmtu(s) + (unsigned)s->ip_over + 8, s->peers[0].name, sv_overhead(s),
 	       s->mtu_auto ? ", discovered" : ", given", s->enc ? ", crypto" : "",
 	       s->basic ? ", basic" : "");
-	if (pthread_create(&tx, NULL, sv_tx_thread, s) != 0) {
+	if (pthread_create(&tx, NULL, dp->tx, s) != 0) {
 		sv_warn("cannot start the send thread");
 		code = 1;
 		goto out;

@@ -7,11 +7,6 @@
 #include "sleeve.h"
 #include "tap.h"
 
-static uint8_t hdr_flags(const struct sv *s)
-{
-	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
-}
-
 int sv_overhead(const struct sv *s)
 {
 	return s->ip_over + 8 + (int)sv_payload_over(s->l3, s->enc);
@@ -34,7 +29,7 @@ uint32_t sv_min_pmtu(struct sv *s)
  * be sealed (then nothing may be sent). */
 static size_t finish(struct sv *s, uint8_t *buf, uint8_t type, size_t body_len)
 {
-	sv_hdr_put(buf, type, hdr_flags(s), (uint16_t)body_len);
+	sv_hdr_put(buf, type, sv_base_flags(s), (uint16_t)body_len);
 	if (s->enc)
 		return sv_seal_ctl(&s->seal, buf, body_len);
 	return SV_HDR_LEN + body_len;

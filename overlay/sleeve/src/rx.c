@@ -322,33 +322,6 @@ void sv_rx_batch(struct sv *s, struct mmsghdr *msg, unsigned n, uint64_t now)
 	sv_rx_settle(s);
 }
 
-/* The 2015 reference: one recvfrom and one write per datagram. */
-static void *rx_basic(struct sv *s)
-{
-	uint8_t *buf = malloc(RX_BUF);
-
-	if (!buf)
-		return NULL;
-	for (;;) {
-		struct sockaddr_storage src;
-		struct iovec iov = {buf, RX_BUF};
-		struct mmsghdr mm = {.msg_hdr = {.msg_name = &src, .msg_namelen = sizeof(src),
-						 .msg_iov = &iov, .msg_iovlen = 1}};
-		ssize_t n = recvfrom(s->udp_fd, buf, RX_BUF, 0, (struct sockaddr *)&src,
-				     &mm.msg_hdr.msg_namelen);
-
-		if (n < 0) {
-			if (errno != EINTR)
-				usleep(1000);
-			continue;
-		}
-		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
-		mm.msg_len = (unsigned)n;
-		sv_rx_batch(s, &mm, 1, sv_now_ns());
-	}
-	return NULL;
-}
-
 void *sv_rx_thread(void *arg)
 {
 	struct sv *s = arg;
@@ -363,8 +336,6 @@ void *sv_rx_thread(void *arg)
 	struct sv_spin sp;
 	int polling = 0;
 
-	if (s->basic)
-		return rx_basic(s);
 	bufs = malloc((size_t)RX_MSGS * RX_BUF);
 	if (!bufs)
 		return NULL;

@@ -1,4 +1,4 @@
-/* rx.h - network -> device: the receive entry and the receive thread */
+/* rx.h - network -> device: the receive entry and the batched receive thread */
 #ifndef SLEEVE_RX_H
 #define SLEEVE_RX_H
 
@@ -23,7 +23,7 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 void sv_rx_batch(struct sv *s, struct mmsghdr *msg, unsigned n, uint64_t now);
 /* The peer at exactly this address and port, or NULL (alen: the address's length). */
 struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen);
-/* The receive thread (recvmmsg; recvfrom with --basic); ends by cancellation. */
+/* The batched receive thread (recvmmsg, polling after traffic); ends by cancellation. */
 void *sv_rx_thread(void *arg);
 /* The device writer the daemon uses as s->deliver. */
 int sv_tap_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet);

@@ -134,6 +134,11 @@ static inline void sv_calibrate(const struct sv *s)
 	while (sv_now_ns() < end)
 		;
 }
+/* The flags every datagram of this daemon carries: ENC with a key, L3 with --l3. */
+static inline uint8_t sv_base_flags(const struct sv *s)
+{
+	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
+}
 /* 1 if no DATA or FRAG may go to p (it accepts none of our AEADs) */
 static inline int sv_peer_skipped(const struct sv_peer *p)
 {

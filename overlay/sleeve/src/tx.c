@@ -12,6 +12,7 @@
 
 #include "pmtu.h"
 #include "seg.h"
+#include "send.h"
 #include "sleeve.h"
 #include "spin.h"
 #include "tx.h"
@@ -45,20 +46,6 @@ struct txq {
 	uint32_t frame_id;
 	struct sv_aead_set aead; /* this thread's sealing contexts */
 };
-
-uint8_t sv_base_flags(const struct sv *s)
-{
-	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
-}
-
-int sv_send_one(struct sv *s, struct sv_peer *p, struct iovec *iov, size_t n)
-{
-	struct msghdr m = {.msg_name = &p->addr, .msg_namelen = p->alen, .msg_iov = iov,
-			   .msg_iovlen = n};
-
-	sv_count(&s->ctr_tx, SV_C_TX_CALLS, 1);
-	return sendmsg(s->udp_fd, &m, 0) < 0 ? -errno : 0;
-}
 
 /* The kernel refused a GSO train: send its datagrams one by one. */
 static void send_train_split(struct txq *q, struct mmsghdr *mm, unsigned per)
@@ -223,33 +210,6 @@ static void pk_close(struct txq *q)
 	q->aused += (size_t)(q->pk.dgram - q->pk.buf) + len;
 	q->niov++;
 	push_dgram(q, q->niov - 1, len);
-}
-
-enum sv_drop sv_seal_unit(struct sv *s, struct sv_aead_set *t, uint8_t *data, size_t len,
-			  uint8_t flags, uint32_t id, uint32_t dgram, struct sv_txunit *u)
-{
-	uint8_t ad[SV_FRAG_AD_LEN];
-
-	u->stream = len + (s->enc ? SV_TAG_LEN : 0);
-	u->cnt = sv_frag_plan(u->stream, dgram, s->enc, &u->chunk);
-	u->ctr = 0;
-	u->aead = 0;
-	if (!u->cnt)
-		return SV_D_OVERSIZE;
-	if (!s->enc)
-		return SV_OK;
-	u->aead = (uint8_t)sv_seal_cipher(&s->seal);
-	if (sv_seal_next(&s->seal, &u->ctr) < 0) {
-		sv_wipe(data, len);
-		return SV_D_SEND_ERR;
-	}
-	sv_frag_ad(ad, flags, u->aead, s->seal.session, u->ctr, id, (uint32_t)u->stream,
-		   (uint16_t)u->cnt);
-	if (sv_seal_buf(t, u->aead, u->ctr, data, len, ad, sizeof(ad)) < 0) {
-		sv_wipe(data, u->stream); /* never let a half-sealed unit out */
-		return SV_D_SEND_ERR;
-	}
-	return SV_OK;
 }
 
 /* A unit too big for one DATA datagram: sealed once (with a key), then cut into
@@ -446,10 +406,6 @@ void *sv_tx_thread(void *arg)
 	struct sv *s = arg;
 	struct txq *q;
 
-	if (s->basic) {
-		sv_tx_basic(s);
-		return NULL;
-	}
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return NULL;
