@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rx.h"
 #include "sleeve.h"
 #include "seedver.h"
 
@@ -16,8 +17,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 uint64_t sv_now_ns(void) { return 0; }
 int sv_spin_yield(uint64_t now) { (void)now; return 0; }
-int sv_overhead(const struct sv *s) { (void)s; return 0; }
-uint32_t sv_min_pmtu(struct sv *s) { return s->peers[0].pmtu; }
 void sv_log(const struct sv *s, const char *fmt, ...) { (void)s; (void)fmt; }
 void sv_warn(const char *fmt, ...) { (void)fmt; }
 

@@ -6,7 +6,7 @@
  *
  * Input: a cfg byte, bit0 keyed, bit1 L3, bit2 vnet device, bit3 --segment,
  * bit4 IPv6 underlay, bit5 a second peer, bit6 --basic (one read per batch and
- * no control messages, as rx_basic), bit7 the receiver accepts only
+ * no control messages, as basic.c's receive thread), bit7 the receiver accepts only
  * ChaCha20-Poly1305; then reads, each
  *
  *   how u8    bits 0-1 source: 0 the peer, 1 the peer's address on another
@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rx.h"
 #include "sleeve.h"
 #include "seedver.h"
 
@@ -38,13 +39,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 uint64_t sv_now_ns(void) { return 0; }
 int sv_spin_yield(uint64_t now) { (void)now; return 0; }
-int sv_overhead(const struct sv *s) { (void)s; return 0; }
-uint32_t sv_min_pmtu(struct sv *s) { return s->peers[0].pmtu; }
 void sv_log(const struct sv *s, const char *fmt, ...) { (void)s; (void)fmt; }
 void sv_warn(const char *fmt, ...) { (void)fmt; }
 
 #define MSGS 32          /* RX_MSGS in rx.c */
-#define BUF (65536 + 64) /* RX_BUF in rx.c */
+#define BUF RX_BUF      /* as the receive threads read (rx.h) */
 
 static volatile uint64_t sink;
 static unsigned delivered, answered;

@@ -1,8 +1,41 @@
-/* agree.c - which AEAD to seal with, from what the peers' heartbeats say they
- * accept (overlay/README.md, "Choosing the cipher") */
+/* agree.c - what this side makes of its peers' heartbeats: whether the device
+ * hands over super-frames (every peer takes them), and which AEAD to seal with
+ * (overlay/README.md, "Choosing the cipher") */
+#include <pthread.h>
 #include <stdio.h>
 
+#include "agree.h"
 #include "sleeve.h"
+#include "tap.h"
+
+void sv_update_tso(struct sv *s)
+{
+	unsigned want = TUN_F_CSUM, gso_all = 1, uso_all = 1;
+
+	if (!s->vnet || !s->offload)
+		return;
+	for (int i = 0; i < s->npeers; i++) {
+		uint32_t caps = __atomic_load_n(&s->peers[i].caps, __ATOMIC_RELAXED);
+
+		if (!__atomic_load_n(&s->peers[i].heard, __ATOMIC_RELAXED) || !(caps & SV_CAP_GSO_RX))
+			gso_all = 0;
+		if (!(caps & SV_CAP_USO_RX))
+			uso_all = 0;
+	}
+	if (gso_all)
+		want |= s->tun_ok & (TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN);
+	if (gso_all && uso_all)
+		want |= s->tun_ok & (TUN_F_USO4 | TUN_F_USO6);
+	pthread_mutex_lock(&s->lock);
+	if ((unsigned)s->tso != want) {
+		if (sv_tap_set_offload(s->tap_fd, want) == 0) {
+			sv_log(s, "device offloads now 0x%x (%s)", want,
+			       want & TUN_F_TSO4 ? "super-frames on" : "super-frames off");
+			__atomic_store_n(&s->tso, (int)want, __ATOMIC_RELAXED);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+}
 
 /* "aes-256-gcm", "chacha20-poly1305" or "aes-256-gcm, chacha20-poly1305" */
 static const char *names_of(unsigned mask, char *buf, size_t len)

@@ -2,9 +2,7 @@
 #include <errno.h>
 #include <net/if.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,73 +10,34 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "basic.h"
 #include "opts.h"
+#include "pmtu.h"
+#include "rx.h"
 #include "sleeve.h"
+#include "stats.h"
 #include "tap.h"
+#include "tx.h"
 #include "udp.h"
 
-#define PROG "sleeve"
 #define GSO_MAX_SIZE 65536u
 #define AUTO_TIMEOUT_MS 5000
 #define SPIN_US_DEFAULT 100
 
-static int verbose_flag;
+/* The datapath's two threads, chosen once at start: batched with offloads
+ * (rx.c, tx.c), or --basic's one syscall per packet (basic.c). */
+struct datapath {
+	void *(*rx)(void *);
+	void *(*tx)(void *);
+};
+static const struct datapath batched = {sv_rx_thread, sv_tx_thread};
+static const struct datapath unbatched = {sv_basic_rx_thread, sv_basic_tx_thread};
 
-uint64_t sv_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int sv_spin_yield(uint64_t now)
-{
-	sched_yield();
-	return sv_now_ns() - now < 20000;
-}
-
-int sv_overhead(const struct sv *s)
-{
-	return s->ip_over + 8 + (int)sv_payload_over(s->l3, s->enc);
-}
-
-uint32_t sv_min_pmtu(struct sv *s)
-{
-	uint32_t m = UINT32_MAX;
-
-	for (int i = 0; i < s->npeers; i++) {
-		uint32_t v = __atomic_load_n(&s->peers[i].pmtu, __ATOMIC_RELAXED);
-
-		if (v < m)
-			m = v;
-	}
-	return m == UINT32_MAX ? 1472 : m;
-}
-
-void sv_log(const struct sv *s, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (s && !s->verbose)
-		return;
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
-
-void sv_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	fprintf(stderr, PROG ": ");
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
-	va_end(ap);
-}
+/* The threads started so far. */
+struct threads {
+	pthread_t rx, tx;
+	int rx_up, tx_up;
+};
 
 static int udp_send_ctl(struct sv *s, struct sv_peer *p, const uint8_t *d, size_t len)
 {
@@ -90,6 +49,35 @@ static int udp_send_ctl(struct sv *s, struct sv_peer *p, const uint8_t *d, size_
 		return -e;
 	}
 	return 0;
+}
+
+/* The command line into the daemon's state; nothing opened yet. */
+static void configure(struct sv *s, const struct opts *o)
+{
+	const char *e = getenv("SLEEVE_SPIN_US");
+	int us = SPIN_US_DEFAULT;
+
+	s->dev = o->dev;
+	s->l3 = o->l3;
+	s->basic = o->basic;
+	s->batch = !o->basic && !o->nobatch;
+	s->offload = !o->basic && !o->nooffload;
+	s->segment = s->offload && o->segment;
+	s->verbose = o->verbose;
+	s->hb_ms = o->hb_ms;
+	s->calibrate_ns = (uint64_t)o->calibrate_ns;
+	s->mtu_auto = !o->mtu;
+	s->stats_file = o->stats_file;
+	s->tap_fd = s->udp_fd = -1;
+	s->deliver = sv_tap_deliver;
+	s->send_ctl = udp_send_ctl;
+	s->start_ns = sv_now_ns();
+	s->mtu = 1500;
+	/* busy-poll window after traffic (see README "Latency"); 0 turns it off */
+	if (e && sv_parse_int(e, 0, 1000000, &us) < 0)
+		us = SPIN_US_DEFAULT;
+	s->spin_ns = o->basic ? 0 : (uint64_t)us * 1000u;
+	pthread_mutex_init(&s->lock, NULL);
 }
 
 /* 1 if a is the wildcard address of its family */
@@ -149,20 +137,9 @@ static int setup_crypto(struct sv *s, const struct opts *o, const struct sockadd
 	return 0;
 }
 
-/* Everything set up before the device comes up; exit code on failure. */
-static int setup(struct sv *s, const struct opts *o)
+/* The peers' addresses: parsed, of --local's family, each once; exit code. */
+static int setup_peers(struct sv *s, const struct opts *o)
 {
-	struct sockaddr_storage local;
-	socklen_t llen;
-	struct sv_udp_opts uo = {.gro = !o->basic && !o->nooffload, .bufsz = 8 << 20};
-	int ret, gso_ok = 0;
-
-	if (sv_addr_parse(o->local, SV_DEFAULT_PORT, &local, &llen) < 0) {
-		sv_warn("--local: bad address '%s' (ADDR[:PORT], numeric)", o->local);
-		return 2;
-	}
-	s->family = local.ss_family;
-	s->ip_over = s->family == AF_INET ? 20 : 40;
 	for (int i = 0; i < o->npeers; i++) {
 		struct sv_peer *p = &s->peers[i];
 
@@ -182,45 +159,61 @@ static int setup(struct sv *s, const struct opts *o)
 		sv_addr_str(&p->addr, p->name, sizeof(p->name));
 		s->npeers++;
 	}
-	if (o->key_file) {
-		ret = setup_crypto(s, o, &local);
-		if (ret)
-			return ret;
-	}
+	return 0;
+}
 
-	/* device */
+/* The offloads the kernel takes on the device (the most it offers first);
+ * super-frames stay off until every peer has said it takes them. */
+static void device_offloads(struct sv *s, const struct opts *o)
+{
+	static const unsigned tries[] = {
+		TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN | TUN_F_USO4 | TUN_F_USO6,
+		TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN,
+		TUN_F_CSUM,
+	};
+	int ret;
+
+	for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]) && !s->tun_ok; i++)
+		if (sv_tap_set_offload(s->tap_fd, tries[i]) == 0)
+			s->tun_ok = tries[i];
+	if (s->tun_ok && sv_tap_set_offload(s->tap_fd, TUN_F_CSUM) == 0)
+		s->tso = TUN_F_CSUM;
+	sv_log(s, "device offloads the kernel accepts: 0x%x", s->tun_ok);
+	ret = sv_link_set_gso_max_size(o->dev, GSO_MAX_SIZE);
+	if (ret < 0)
+		sv_log(s, "gso_max_size %u on %s: %s", GSO_MAX_SIZE, o->dev, strerror(-ret));
+}
+
+/* The TAP or TUN device, not up yet; exit code. */
+static int setup_device(struct sv *s, const struct opts *o)
+{
+	int ret;
+
 	s->vnet = !o->basic && !o->nooffload;
 	ret = sv_tap_open(o->dev, o->l3, s->vnet);
 	if (ret < 0) {
 		sv_warn("cannot create %s device %s: %s", o->l3 ? "TUN" : "TAP", o->dev,
-		       strerror(-ret));
+			strerror(-ret));
 		return 1;
 	}
 	s->tap_fd = ret;
-	if (s->vnet) {
-		static const unsigned tries[] = {
-			TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN | TUN_F_USO4 | TUN_F_USO6,
-			TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN,
-			TUN_F_CSUM,
-		};
-		for (unsigned i = 0; i < sizeof(tries) / sizeof(tries[0]) && !s->tun_ok; i++)
-			if (sv_tap_set_offload(s->tap_fd, tries[i]) == 0)
-				s->tun_ok = tries[i];
-		/* super-frames only once every peer has said it takes them */
-		if (s->tun_ok && sv_tap_set_offload(s->tap_fd, TUN_F_CSUM) == 0)
-			s->tso = TUN_F_CSUM;
-		sv_log(s, "device offloads the kernel accepts: 0x%x", s->tun_ok);
-		ret = sv_link_set_gso_max_size(o->dev, GSO_MAX_SIZE);
-		if (ret < 0)
-			sv_log(s, "gso_max_size %u on %s: %s", GSO_MAX_SIZE, o->dev, strerror(-ret));
-	}
+	if (s->vnet)
+		device_offloads(s, o);
 	if (!o->basic && sv_tap_set_nonblock(s->tap_fd, 1) < 0) {
 		sv_warn("%s: cannot make non-blocking: %s", o->dev, strerror(errno));
 		return 1;
 	}
+	return 0;
+}
 
-	/* socket */
-	ret = sv_udp_open(&local, llen, &uo, &s->udp_gro, &gso_ok);
+/* The UDP socket, and each peer's path MTU from its route; exit code. */
+static int setup_socket(struct sv *s, const struct opts *o, const struct sockaddr_storage *local,
+			socklen_t llen)
+{
+	struct sv_udp_opts uo = {.gro = !o->basic && !o->nooffload, .bufsz = 8 << 20};
+	int ret, gso_ok = 0;
+
+	ret = sv_udp_open(local, llen, &uo, &s->udp_gro, &gso_ok);
 	if (ret < 0) {
 		sv_warn("cannot bind UDP %s: %s", o->local, strerror(-ret));
 		return 1;
@@ -230,7 +223,7 @@ static int setup(struct sv *s, const struct opts *o)
 	s->mmsg = !o->basic;
 	for (int i = 0; i < s->npeers; i++) {
 		struct sv_peer *p = &s->peers[i];
-		int mtu = sv_udp_route_mtu(&local, &p->addr, llen);
+		int mtu = sv_udp_route_mtu(local, &p->addr, llen);
 
 		if (mtu < 0) {
 			sv_warn("no route to peer %s: %s", p->name, strerror(-mtu));
@@ -239,6 +232,29 @@ static int setup(struct sv *s, const struct opts *o)
 		p->pmtu = (uint32_t)(mtu - s->ip_over - 8);
 	}
 	return 0;
+}
+
+/* Everything set up before the device comes up; exit code on failure. */
+static int setup(struct sv *s, const struct opts *o)
+{
+	struct sockaddr_storage local;
+	socklen_t llen;
+	int ret;
+
+	if (sv_addr_parse(o->local, SV_DEFAULT_PORT, &local, &llen) < 0) {
+		sv_warn("--local: bad address '%s' (ADDR[:PORT], numeric)", o->local);
+		return 2;
+	}
+	s->family = local.ss_family;
+	s->ip_over = s->family == AF_INET ? 20 : 40;
+	ret = setup_peers(s, o);
+	if (!ret && o->key_file)
+		ret = setup_crypto(s, o, &local);
+	if (!ret)
+		ret = setup_device(s, o);
+	if (!ret)
+		ret = setup_socket(s, o, &local, llen);
+	return ret;
 }
 
 static int choose_mtu(struct sv *s, const struct opts *o)
@@ -269,6 +285,94 @@ static int choose_mtu(struct sv *s, const struct opts *o)
 	return 0;
 }
 
+/* The device's MTU (given, or from the peers' answers to probes), then the
+ * device up; exit code. */
+static int device_up(struct sv *s, const struct opts *o)
+{
+	int ret = choose_mtu(s, o);
+
+	if (ret)
+		return ret;
+	ret = sv_link_set_mtu(o->dev, s->mtu);
+	if (ret < 0) {
+		sv_warn("cannot set MTU %d on %s: %s", s->mtu, o->dev, strerror(-ret));
+		return 1;
+	}
+	ret = sv_link_up(o->dev);
+	if (ret < 0) {
+		sv_warn("cannot bring %s up: %s", o->dev, strerror(-ret));
+		return 1;
+	}
+	sv_warn("%s %s mtu %d (path mtu %u to %s, overhead %d%s%s%s)", o->l3 ? "TUN" : "TAP", o->dev,
+		s->mtu, sv_min_pmtu(s) + (unsigned)s->ip_over + 8, s->peers[0].name, sv_overhead(s),
+		s->mtu_auto ? ", discovered" : ", given", s->enc ? ", crypto" : "",
+		s->basic ? ", basic" : "");
+	return 0;
+}
+
+/* Set up, the receive thread (it hears the answers to the MTU probes), the
+ * device up, the send thread, "ready"; exit code. */
+static int start(struct sv *s, const struct opts *o, const struct datapath *dp, struct threads *t)
+{
+	int code = setup(s, o);
+
+	if (code)
+		return code;
+	if (pthread_create(&t->rx, NULL, dp->rx, s) != 0) {
+		sv_warn("cannot start the receive thread");
+		return 1;
+	}
+	t->rx_up = 1;
+	pthread_setname_np(t->rx, "sleeve-rx");
+	sv_heartbeat_all(s);
+	code = device_up(s, o);
+	if (code)
+		return code;
+	if (pthread_create(&t->tx, NULL, dp->tx, s) != 0) {
+		sv_warn("cannot start the send thread");
+		return 1;
+	}
+	t->tx_up = 1;
+	pthread_setname_np(t->tx, "sleeve-tx");
+	sv_heartbeat_all(s);
+	printf("ready dev=%s mtu=%d\n", o->dev, s->mtu);
+	fflush(stdout);
+	return 0;
+}
+
+static void write_stats(struct sv *s)
+{
+	int ret = sv_stats_write(s, s->stats_file);
+
+	if (ret < 0)
+		sv_warn("cannot write %s: %s", s->stats_file, strerror(-ret));
+}
+
+/* Heartbeats every --heartbeat-ms and stats on SIGUSR1, until SIGTERM or SIGINT. */
+static void serve(struct sv *s, const sigset_t *set)
+{
+	uint64_t next_hb = sv_now_ns() + (uint64_t)s->hb_ms * 1000000ull;
+
+	for (;;) {
+		uint64_t now = sv_now_ns();
+		uint64_t wait = next_hb > now ? next_hb - now : 0;
+		struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
+				      .tv_nsec = (long)(wait % 1000000000ull)};
+		int sig = sigtimedwait(set, NULL, &ts);
+
+		if (sig == SIGTERM || sig == SIGINT)
+			break;
+		if (sig == SIGUSR1 && s->stats_file)
+			write_stats(s);
+		if (sv_now_ns() >= next_hb) {
+			sv_heartbeat_all(s);
+			next_hb += (uint64_t)s->hb_ms * 1000000ull;
+			if (next_hb < sv_now_ns())
+				next_hb = sv_now_ns() + (uint64_t)s->hb_ms * 1000000ull;
+		}
+	}
+}
+
 static int device_gone(const char *dev)
 {
 	for (int i = 0; i < 100; i++) {
@@ -279,47 +383,47 @@ static int device_gone(const char *dev)
 	return 0;
 }
 
+/* The threads stopped, the last stats written, the device removed, the keys wiped. */
+static void stop(struct sv *s, const struct opts *o, struct threads *t)
+{
+	if (t->tx_up) {
+		pthread_cancel(t->tx);
+		pthread_join(t->tx, NULL);
+	}
+	if (t->rx_up) {
+		pthread_cancel(t->rx);
+		pthread_join(t->rx, NULL);
+	}
+	if (s->stats_file && s->udp_fd >= 0)
+		write_stats(s);
+	if (s->udp_fd >= 0)
+		close(s->udp_fd);
+	if (s->tap_fd >= 0) {
+		close(s->tap_fd);
+		if (!device_gone(o->dev))
+			sv_warn("device %s still present after close", o->dev);
+	}
+	for (int i = 0; i < s->npeers; i++) {
+		sv_reasm_free(&s->peers[i].reasm);
+		sv_open_free(&s->peers[i].open);
+	}
+	sv_seal_free(&s->seal);
+	sv_wipe(s->master, sizeof(s->master));
+}
+
 int main(int argc, char **argv)
 {
 	static struct sv sv;
 	struct sv *s = &sv;
+	struct threads t = {0};
 	struct opts o;
 	sigset_t set;
-	pthread_t rx, tx;
-	int ret, rx_up = 0, tx_up = 0, code = 0;
-	uint64_t next_hb;
+	int code;
 
-	ret = sv_opts_parse(argc, argv, &o);
-	if (ret)
-		return ret == 1 ? 0 : 2;
-
-	s->dev = o.dev;
-	s->l3 = o.l3;
-	s->basic = o.basic;
-	s->batch = !o.basic && !o.nobatch;
-	s->offload = !o.basic && !o.nooffload;
-	s->segment = s->offload && o.segment;
-	s->verbose = verbose_flag = o.verbose;
-	s->hb_ms = o.hb_ms;
-	s->calibrate_ns = (uint64_t)o.calibrate_ns;
-	s->mtu_auto = !o.mtu;
-	s->stats_file = o.stats_file;
-	s->tap_fd = s->udp_fd = -1;
-	s->deliver = sv_tap_deliver;
-	s->send_ctl = udp_send_ctl;
-	s->start_ns = sv_now_ns();
-	s->mtu = 1500;
-	{
-		/* busy-poll window after traffic (see README "Latency"); 0 turns it off */
-		const char *e = getenv("SLEEVE_SPIN_US");
-		int us = SPIN_US_DEFAULT;
-
-		if (e && sv_parse_int(e, 0, 1000000, &us) < 0)
-			us = SPIN_US_DEFAULT;
-		s->spin_ns = o.basic ? 0 : (uint64_t)us * 1000u;
-	}
-	pthread_mutex_init(&s->lock, NULL);
-
+	code = sv_opts_parse(argc, argv, &o);
+	if (code)
+		return code == 1 ? 0 : 2;
+	configure(s, &o);
 	/* every thread inherits this mask; main takes the signals with sigtimedwait */
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
@@ -329,95 +433,9 @@ int main(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	code = setup(s, &o);
-	if (code)
-		goto out;
-	if (pthread_create(&rx, NULL, sv_rx_thread, s) != 0) {
-		sv_warn("cannot start the receive thread");
-		code = 1;
-		goto out;
-	}
-	rx_up = 1;
-	pthread_setname_np(rx, "sleeve-rx");
-	sv_heartbeat_all(s);
-	code = choose_mtu(s, &o);
-	if (code)
-		goto out;
-	ret = sv_link_set_mtu(o.dev, s->mtu);
-	if (ret < 0) {
-		sv_warn("cannot set MTU %d on %s: %s", s->mtu, o.dev, strerror(-ret));
-		code = 1;
-		goto out;
-	}
-	ret = sv_link_up(o.dev);
-	if (ret < 0) {
-		sv_warn("cannot bring %s up: %s", o.dev, strerror(-ret));
-		code = 1;
-		goto out;
-	}
-	sv_warn("%s %s mtu %d (path mtu %u to %s, overhead %d%s%s%s)", o.l3 ? "TUN" : "TAP", o.dev,
-	       s->mtu, sv_min_pmtu(s) + (unsigned)s->ip_over + 8, s->peers[0].name, sv_overhead(s),
-	       s->mtu_auto ? ", discovered" : ", given", s->enc ? ", crypto" : "",
-	       s->basic ? ", basic" : "");
-	if (pthread_create(&tx, NULL, sv_tx_thread, s) != 0) {
-		sv_warn("cannot start the send thread");
-		code = 1;
-		goto out;
-	}
-	tx_up = 1;
-	pthread_setname_np(tx, "sleeve-tx");
-	sv_heartbeat_all(s);
-	printf("ready dev=%s mtu=%d\n", o.dev, s->mtu);
-	fflush(stdout);
-
-	next_hb = sv_now_ns() + (uint64_t)s->hb_ms * 1000000ull;
-	for (;;) {
-		uint64_t now = sv_now_ns();
-		uint64_t wait = next_hb > now ? next_hb - now : 0;
-		struct timespec ts = {.tv_sec = (time_t)(wait / 1000000000ull),
-				      .tv_nsec = (long)(wait % 1000000000ull)};
-		int sig = sigtimedwait(&set, NULL, &ts);
-
-		if (sig == SIGTERM || sig == SIGINT)
-			break;
-		if (sig == SIGUSR1 && s->stats_file) {
-			ret = sv_stats_write(s, s->stats_file);
-			if (ret < 0)
-				sv_warn("cannot write %s: %s", s->stats_file, strerror(-ret));
-		}
-		if (sv_now_ns() >= next_hb) {
-			sv_heartbeat_all(s);
-			next_hb += (uint64_t)s->hb_ms * 1000000ull;
-			if (next_hb < sv_now_ns())
-				next_hb = sv_now_ns() + (uint64_t)s->hb_ms * 1000000ull;
-		}
-	}
-out:
-	if (tx_up) {
-		pthread_cancel(tx);
-		pthread_join(tx, NULL);
-	}
-	if (rx_up) {
-		pthread_cancel(rx);
-		pthread_join(rx, NULL);
-	}
-	if (s->stats_file && s->udp_fd >= 0) {
-		ret = sv_stats_write(s, s->stats_file);
-		if (ret < 0)
-			sv_warn("cannot write %s: %s", s->stats_file, strerror(-ret));
-	}
-	if (s->udp_fd >= 0)
-		close(s->udp_fd);
-	if (s->tap_fd >= 0) {
-		close(s->tap_fd);
-		if (!device_gone(o.dev))
-			sv_warn("device %s still present after close", o.dev);
-	}
-	for (int i = 0; i < s->npeers; i++) {
-		sv_reasm_free(&s->peers[i].reasm);
-		sv_open_free(&s->peers[i].open);
-	}
-	sv_seal_free(&s->seal);
-	sv_wipe(s->master, sizeof(s->master));
+	code = start(s, &o, o.basic ? &unbatched : &batched, &t);
+	if (!code)
+		serve(s, &set);
+	stop(s, &o, &t);
 	return code;
 }

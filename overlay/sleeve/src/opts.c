@@ -95,120 +95,161 @@ int sv_parse_int(const char *s, long lo, long hi, int *out)
 	return 0;
 }
 
+static const struct option long_opts[] = {
+	{"dev", required_argument, NULL, O_DEV},
+	{"local", required_argument, NULL, O_LOCAL},
+	{"peer", required_argument, NULL, O_PEER},
+	{"l3", no_argument, NULL, O_L3},
+	{"mtu", required_argument, NULL, O_MTU},
+	{"basic", no_argument, NULL, O_BASIC},
+	{"no-batch", no_argument, NULL, O_NOBATCH},
+	{"segment", no_argument, NULL, O_SEGMENT},
+	{"no-offload", no_argument, NULL, O_NOOFFLOAD},
+	{"key-file", required_argument, NULL, O_KEY},
+	{"cipher", required_argument, NULL, O_CIPHER},
+	{"stats-file", required_argument, NULL, O_STATS},
+	{"heartbeat-ms", required_argument, NULL, O_HB},
+	{"calibrate-ns", required_argument, NULL, O_CALIBRATE},
+	{"version", no_argument, NULL, O_VERSION},
+	{"help", no_argument, NULL, O_HELP},
+	{NULL, 0, NULL, 0},
+};
+
+/* The field an option without a value sets to 1, or NULL. */
+static int *flag_of(int c, struct opts *o)
+{
+	switch (c) {
+	case O_L3:
+		return &o->l3;
+	case O_BASIC:
+		return &o->basic;
+	case O_SEGMENT:
+		return &o->segment;
+	case O_NOBATCH:
+		return &o->nobatch;
+	case O_NOOFFLOAD:
+		return &o->nooffload;
+	case 'v':
+		return &o->verbose;
+	}
+	return NULL;
+}
+
+/* An option that names something: 0, or 2 (bad usage, message printed). */
+static int name_opt(int c, const char *arg, struct opts *o)
+{
+	switch (c) {
+	case O_DEV:
+		if (!*arg || strlen(arg) >= IFNAMSIZ || strchr(arg, '/') || strchr(arg, ' ')) {
+			sv_warn("--dev: bad device name '%s' (1-%d characters)", arg, IFNAMSIZ - 1);
+			return 2;
+		}
+		o->dev = arg;
+		break;
+	case O_LOCAL:
+		o->local = arg;
+		break;
+	case O_PEER:
+		if (o->npeers == SV_MAX_PEERS) {
+			sv_warn("--peer: at most %d peers", SV_MAX_PEERS);
+			return 2;
+		}
+		o->peer[o->npeers++] = arg;
+		break;
+	case O_KEY:
+		o->key_file = arg;
+		break;
+	case O_STATS:
+		o->stats_file = arg;
+		break;
+	}
+	return 0;
+}
+
+/* An option with a number or a choice: 0, or 2 (bad usage, message printed). */
+static int value_opt(int c, const char *arg, struct opts *o)
+{
+	switch (c) {
+	case O_MTU:
+		if (!strcmp(arg, "auto"))
+			o->mtu = 0;
+		else if (sv_parse_int(arg, 68, 65535, &o->mtu) < 0) {
+			sv_warn("--mtu: expected 68..65535 or 'auto', got '%s'", arg);
+			return 2;
+		}
+		break;
+	case O_CIPHER:
+		if (strcmp(arg, "auto") && !sv_aead_by_name(arg)) {
+			sv_warn("--cipher: expected auto, aes-256-gcm or chacha20-poly1305, got '%s'",
+				arg);
+			return 2;
+		}
+		o->cipher = sv_aead_by_name(arg);
+		o->cipher_given = 1;
+		break;
+	case O_HB:
+		if (sv_parse_int(arg, 10, 600000, &o->hb_ms) < 0) {
+			sv_warn("--heartbeat-ms: expected 10..600000, got '%s'", arg);
+			return 2;
+		}
+		break;
+	case O_CALIBRATE:
+		if (sv_parse_int(arg, 0, 10000000, &o->calibrate_ns) < 0) {
+			sv_warn("--calibrate-ns: expected 0..10000000, got '%s'", arg);
+			return 2;
+		}
+		break;
+	}
+	return 0;
+}
+
+/* One option getopt_long returned: -1 to go on, else what sv_opts_parse returns. */
+static int one_opt(int c, char **argv, struct opts *o)
+{
+	int *flag = flag_of(c, o);
+
+	if (flag) {
+		*flag = 1;
+		return -1;
+	}
+	switch (c) {
+	case O_DEV:
+	case O_LOCAL:
+	case O_PEER:
+	case O_KEY:
+	case O_STATS:
+		return name_opt(c, optarg, o) ? 2 : -1;
+	case O_MTU:
+	case O_CIPHER:
+	case O_HB:
+	case O_CALIBRATE:
+		return value_opt(c, optarg, o) ? 2 : -1;
+	case O_VERSION:
+		version();
+		return 1;
+	case 'h':
+	case O_HELP:
+		usage(stdout);
+		return 1;
+	case ':':
+		sv_warn("%s needs a value", argv[optind - 1]);
+		return 2;
+	}
+	sv_warn("unknown option '%s' (see --help)", argv[optind - 1]);
+	return 2;
+}
+
 int sv_opts_parse(int argc, char **argv, struct opts *o)
 {
-	static const struct option lo[] = {
-		{"dev", required_argument, NULL, O_DEV},
-		{"local", required_argument, NULL, O_LOCAL},
-		{"peer", required_argument, NULL, O_PEER},
-		{"l3", no_argument, NULL, O_L3},
-		{"mtu", required_argument, NULL, O_MTU},
-		{"basic", no_argument, NULL, O_BASIC},
-		{"no-batch", no_argument, NULL, O_NOBATCH},
-		{"segment", no_argument, NULL, O_SEGMENT},
-		{"no-offload", no_argument, NULL, O_NOOFFLOAD},
-		{"key-file", required_argument, NULL, O_KEY},
-		{"cipher", required_argument, NULL, O_CIPHER},
-		{"stats-file", required_argument, NULL, O_STATS},
-		{"heartbeat-ms", required_argument, NULL, O_HB},
-		{"calibrate-ns", required_argument, NULL, O_CALIBRATE},
-		{"version", no_argument, NULL, O_VERSION},
-		{"help", no_argument, NULL, O_HELP},
-		{NULL, 0, NULL, 0},
-	};
-	int c;
+	int c, ret;
 
 	memset(o, 0, sizeof(*o));
 	o->hb_ms = 1000;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":vh", lo, NULL)) != -1) {
-		switch (c) {
-		case O_DEV:
-			if (!*optarg || strlen(optarg) >= IFNAMSIZ || strchr(optarg, '/') ||
-			    strchr(optarg, ' ')) {
-				sv_warn("--dev: bad device name '%s' (1-%d characters)", optarg,
-				       IFNAMSIZ - 1);
-				return 2;
-			}
-			o->dev = optarg;
-			break;
-		case O_LOCAL:
-			o->local = optarg;
-			break;
-		case O_PEER:
-			if (o->npeers == SV_MAX_PEERS) {
-				sv_warn("--peer: at most %d peers", SV_MAX_PEERS);
-				return 2;
-			}
-			o->peer[o->npeers++] = optarg;
-			break;
-		case O_L3:
-			o->l3 = 1;
-			break;
-		case O_MTU:
-			if (!strcmp(optarg, "auto"))
-				o->mtu = 0;
-			else if (sv_parse_int(optarg, 68, 65535, &o->mtu) < 0) {
-				sv_warn("--mtu: expected 68..65535 or 'auto', got '%s'", optarg);
-				return 2;
-			}
-			break;
-		case O_BASIC:
-			o->basic = 1;
-			break;
-		case O_SEGMENT:
-			o->segment = 1;
-			break;
-		case O_NOBATCH:
-			o->nobatch = 1;
-			break;
-		case O_NOOFFLOAD:
-			o->nooffload = 1;
-			break;
-		case O_KEY:
-			o->key_file = optarg;
-			break;
-		case O_CIPHER:
-			if (strcmp(optarg, "auto") && !sv_aead_by_name(optarg)) {
-				sv_warn("--cipher: expected auto, aes-256-gcm or chacha20-poly1305, got '%s'",
-					optarg);
-				return 2;
-			}
-			o->cipher = sv_aead_by_name(optarg);
-			o->cipher_given = 1;
-			break;
-		case O_STATS:
-			o->stats_file = optarg;
-			break;
-		case O_HB:
-			if (sv_parse_int(optarg, 10, 600000, &o->hb_ms) < 0) {
-				sv_warn("--heartbeat-ms: expected 10..600000, got '%s'", optarg);
-				return 2;
-			}
-			break;
-		case O_CALIBRATE:
-			if (sv_parse_int(optarg, 0, 10000000, &o->calibrate_ns) < 0) {
-				sv_warn("--calibrate-ns: expected 0..10000000, got '%s'", optarg);
-				return 2;
-			}
-			break;
-		case 'v':
-			o->verbose = 1;
-			break;
-		case O_VERSION:
-			version();
-			return 1;
-		case 'h':
-		case O_HELP:
-			usage(stdout);
-			return 1;
-		case ':':
-			sv_warn("%s needs a value", argv[optind - 1]);
-			return 2;
-		default:
-			sv_warn("unknown option '%s' (see --help)", argv[optind - 1]);
-			return 2;
-		}
+	while ((c = getopt_long(argc, argv, ":vh", long_opts, NULL)) != -1) {
+		ret = one_opt(c, argv, o);
+		if (ret >= 0)
+			return ret;
 	}
 	if (optind < argc) {
 		sv_warn("unexpected argument '%s' (see --help)", argv[optind]);
@@ -224,4 +265,3 @@ int sv_opts_parse(int argc, char **argv, struct opts *o)
 	}
 	return 0;
 }
-

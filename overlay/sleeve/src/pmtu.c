@@ -1,21 +1,35 @@
-/* pmtu.c - heartbeats, DF probes and path MTU discovery */
+/* pmtu.c - heartbeats, DF probes, path MTU discovery and the MTU arithmetic */
 #include <errno.h>
 #include <string.h>
 #include <time.h>
 
+#include "pmtu.h"
 #include "sleeve.h"
 #include "tap.h"
 
-static uint8_t hdr_flags(const struct sv *s)
+int sv_overhead(const struct sv *s)
 {
-	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
+	return s->ip_over + 8 + (int)sv_payload_over(s->l3, s->enc);
+}
+
+uint32_t sv_min_pmtu(struct sv *s)
+{
+	uint32_t m = UINT32_MAX;
+
+	for (int i = 0; i < s->npeers; i++) {
+		uint32_t v = __atomic_load_n(&s->peers[i].pmtu, __ATOMIC_RELAXED);
+
+		if (v < m)
+			m = v;
+	}
+	return m == UINT32_MAX ? 1472 : m;
 }
 
 /* Writes the header and seals: returns the datagram length, 0 if it could not
  * be sealed (then nothing may be sent). */
 static size_t finish(struct sv *s, uint8_t *buf, uint8_t type, size_t body_len)
 {
-	sv_hdr_put(buf, type, hdr_flags(s), (uint16_t)body_len);
+	sv_hdr_put(buf, type, sv_base_flags(s), (uint16_t)body_len);
 	if (s->enc)
 		return sv_seal_ctl(&s->seal, buf, body_len);
 	return SV_HDR_LEN + body_len;

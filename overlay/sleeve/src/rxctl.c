@@ -4,6 +4,9 @@
 #include <linux/virtio_net.h>
 #include <string.h>
 
+#include "agree.h"
+#include "pmtu.h"
+#include "rxctl.h"
 #include "sleeve.h"
 
 #ifndef VIRTIO_NET_HDR_GSO_UDP_L4

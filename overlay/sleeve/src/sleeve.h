@@ -1,4 +1,5 @@
-/* sleeve.h - the daemon's state, shared by the datapath threads */
+/* sleeve.h - the daemon's state, shared by the datapath threads: types and
+ * inline helpers only; each .c file's functions are in its own header */
 #ifndef SLEEVE_SLEEVE_H
 #define SLEEVE_SLEEVE_H
 
@@ -10,10 +11,10 @@
 #include <sys/uio.h>
 
 #include "crypto.h"
+#include "env.h"
 #include "frame.h"
 #include "gro.h"
 #include "reasm.h"
-#include "spin.h"
 
 #define SV_VERSION_STR "0.5.0"
 #define SV_MAX_PEERS 16
@@ -122,10 +123,6 @@ struct sv {
 	struct sv_gro gro; /* owned by the rx thread */
 };
 
-uint64_t sv_now_ns(void);
-/* One busy-poll step: yields the CPU; returns 0 when someone else needed it (the
- * yield took long), so that polling only ever uses otherwise idle CPU. */
-int sv_spin_yield(uint64_t now);
 /* --calibrate-ns: spend a fixed time on one frame (a known, adjustable slowdown). */
 static inline void sv_calibrate(const struct sv *s)
 {
@@ -137,59 +134,15 @@ static inline void sv_calibrate(const struct sv *s)
 	while (sv_now_ns() < end)
 		;
 }
-/* Overhead from the overlay MTU to the underlay MTU (outer IP included). */
-int sv_overhead(const struct sv *s);
-/* Largest UDP payload allowed towards every peer. */
-uint32_t sv_min_pmtu(struct sv *s);
-void sv_log(const struct sv *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Always printed (a condition the operator must see, e.g. a refused peer). */
-void sv_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* stats.c */
-int sv_stats_write(struct sv *s, const char *path);
-
-/* rx.c */
-enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t n, uint64_t now);
-/* The receive entry: what one recvmmsg (or recvfrom) returned, n messages, as
- * the kernel fills them: the bytes in msg_iov[0] (msg_len of them, MSG_TRUNC in
- * msg_flags if they did not fit), the source in msg_name/msg_namelen, the UDP_GRO
- * segment size in msg_control. Every datagram is counted once and delivered or
- * dropped by reason; the batch is settled before it returns, so the caller may
- * reuse the buffers. */
-void sv_rx_batch(struct sv *s, struct mmsghdr *msg, unsigned n, uint64_t now);
-/* The peer at exactly this address and port, or NULL (alen: the address's length). */
-struct sv_peer *sv_peer_find(struct sv *s, const struct sockaddr_storage *a, socklen_t alen);
-void *sv_rx_thread(void *arg);
-/* rxctl.c: a control datagram (d, header h, opened body) from p */
-enum sv_drop sv_rx_ctl(struct sv *s, struct sv_peer *p, const uint8_t *d, const struct sv_hdr *h,
-		       const uint8_t *body, size_t n, uint64_t now);
-/* 1 if the virtio_net_hdr in front of a VNET unit from the network (len bytes in
- * iov[0..n)) names only offloads this side advertised and fits its frame */
-int sv_vnet_ok(const struct sv *s, const struct iovec *iov, int n, size_t len);
-void sv_update_tso(struct sv *s);
-/* Recomputes the AEAD to seal with and the peers refused, from the heartbeats. */
-void sv_update_cipher(struct sv *s);
+/* The flags every datagram of this daemon carries: ENC with a key, L3 with --l3. */
+static inline uint8_t sv_base_flags(const struct sv *s)
+{
+	return (uint8_t)((s->enc ? SV_F_ENC : 0) | (s->l3 ? SV_F_L3 : 0));
+}
 /* 1 if no DATA or FRAG may go to p (it accepts none of our AEADs) */
 static inline int sv_peer_skipped(const struct sv_peer *p)
 {
 	return __atomic_load_n(&p->aead_skip, __ATOMIC_RELAXED);
 }
-int sv_tap_deliver(struct sv *s, const struct iovec *iov, int n, int has_vnet);
-/* after a receive batch, before its buffers are reused */
-void sv_rx_settle(struct sv *s);
-/* writes out a super-frame being gathered from segments (--segment) */
-void sv_rx_gro_flush(struct sv *s);
-
-/* tx.c */
-void *sv_tx_thread(void *arg);
-
-/* pmtu.c: heartbeats and probes */
-/* The caps this side's HEARTBEATs advertise (SV_CAP_*). */
-uint16_t sv_my_caps(const struct sv *s);
-size_t sv_build_heartbeat(struct sv *s, struct sv_peer *p, uint8_t *buf, int want_reply);
-void sv_heartbeat_all(struct sv *s);
-size_t sv_build_probe(struct sv *s, uint8_t *buf, uint32_t id, size_t size);
-size_t sv_build_probe_ack(struct sv *s, uint8_t *buf, uint32_t id, uint32_t size);
-uint32_t sv_pmtu_discover(struct sv *s, struct sv_peer *p, uint32_t upper, int timeout_ms);
 
 #endif

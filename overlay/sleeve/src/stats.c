@@ -4,7 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pmtu.h"
 #include "sleeve.h"
+#include "stats.h"
 #include "tap.h"
 
 static uint64_t get(struct sv *s, enum sv_ctr i)

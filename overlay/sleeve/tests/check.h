@@ -18,19 +18,4 @@ extern int failures, checks;
 	} while (0)
 #define CHECK_EQ(a, b) CHECK((long long)(a) == (long long)(b))
 
-/* tests/unit_aead.c */
-/* Counts OpenSSL's allocations from now on: call first, before anything
- * allocates through OpenSSL; 0 if that was too late. */
-int aead_count_allocs(void);
-void test_aead_kat(void);
-void test_hkdf_kat(void);
-void test_aead_pick(void);
-void test_aead_sealing(void);
-void test_aead_no_alloc(void);
-/* tests/unit_harden.c */
-void test_harden(void);
-struct sv_open;
-/* Makes session the proven one of o directly (tests of the sealing side). */
-void test_trust(struct sv_open *o, uint64_t session);
-
 #endif

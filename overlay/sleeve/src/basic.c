@@ -1,15 +1,30 @@
-/* txbasic.c - device -> network the 2015 way (--basic): one read and one
- * sendmsg per frame or piece, no batching, no offloads */
+/* basic.c - --basic, the 2015 reference, both directions: one read and one
+ * sendmsg per frame or piece, one recvfrom and one write per datagram; no
+ * batching, no offloads, no polling. main.c starts these two threads instead
+ * of tx.c's and rx.c's.
+ *
+ *   sleeve-tx (one):  read(device) -> basic_frame: a SINGLE DATA datagram, or a
+ *                     unit sealed once and cut into FRAG pieces -> basic_send:
+ *                     one sendmsg per datagram and peer
+ *   sleeve-rx (one):  recvfrom(socket) -> sv_rx_batch (rx.c) with one message,
+ *                     the same receive entry as the batched path
+ */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "basic.h"
+#include "pmtu.h"
+#include "rx.h"
+#include "send.h"
 #include "sleeve.h"
-#include "tx.h"
 
-/* The 2015 reference's state: freed when the thread is cancelled. */
+/* ---- device -> network ---- */
+
+/* The sending thread's state: freed when the thread is cancelled. */
 struct basic {
 	uint8_t *buf, *out;
 	uint32_t id; /* of the next unit */
@@ -82,9 +97,10 @@ static void basic_frame(struct sv *s, struct basic *b, size_t n, uint32_t id)
 	}
 }
 
-/* The 2015 reference: one read and one sendto per frame, no offloads. */
-void sv_tx_basic(struct sv *s)
+/* One read and one sendto per frame, no offloads. */
+void *sv_basic_tx_thread(void *arg)
 {
+	struct sv *s = arg;
 	struct basic b = {.buf = malloc(RBUF_SZ + TAILROOM), .out = malloc(SV_MAX_DGRAM + 64)};
 
 	pthread_cleanup_push(basic_free, &b);
@@ -104,5 +120,35 @@ void sv_tx_basic(struct sv *s)
 		}
 	}
 	pthread_cleanup_pop(1);
+	return NULL;
 }
 
+/* ---- network -> device ---- */
+
+/* One recvfrom and one write per datagram. */
+void *sv_basic_rx_thread(void *arg)
+{
+	struct sv *s = arg;
+	uint8_t *buf = malloc(RX_BUF);
+
+	if (!buf)
+		return NULL;
+	for (;;) {
+		struct sockaddr_storage src;
+		struct iovec iov = {buf, RX_BUF};
+		struct mmsghdr mm = {.msg_hdr = {.msg_name = &src, .msg_namelen = sizeof(src),
+						 .msg_iov = &iov, .msg_iovlen = 1}};
+		ssize_t n = recvfrom(s->udp_fd, buf, RX_BUF, 0, (struct sockaddr *)&src,
+				     &mm.msg_hdr.msg_namelen);
+
+		if (n < 0) {
+			if (errno != EINTR)
+				usleep(1000);
+			continue;
+		}
+		sv_count(&s->ctr_rx, SV_C_RX_CALLS, 1);
+		mm.msg_len = (unsigned)n;
+		sv_rx_batch(s, &mm, 1, sv_now_ns());
+	}
+	return NULL;
+}
