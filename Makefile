@@ -101,9 +101,11 @@ bench: setup
 	@run=$$(grep -m1 '^results/' results/.last-bench.txt); \
 	$(PY) -m harness.cli report $$run -o reports/$$(basename $$run).html
 
-# Unit and integration tests of harness/ and overlay/ (real namespaces, real tools).
+# Unit and integration tests of harness/ and overlay/ (real namespaces, real tools), after the
+# import contracts of pyproject.toml (ARCHITECTURE.md, "Layers").
 # A dockerd runs for them (the one started here, if none answered, is stopped afterwards).
 test: setup-test
+	.venv/bin/lint-imports --no-cache
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan netns && \
 	  $(MAKE) -s -C overlay/sleeve test BUILD=build/awslc AWSLC=$(AWSLC_DIR); fi
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \

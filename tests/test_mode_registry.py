@@ -1,0 +1,100 @@
+"""The modes registry: a mode is one file in harness/modes/, and everything else reads it.
+
+The throwaway mode is added to a copy of the package (never to the checkout), and the
+copy's command line, table and report are run in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from harness import modes
+from harness.analysis import stats
+from harness.report import style
+from harness.testbeds import preflight
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+THROWAWAY = '''
+from harness.modes.base import Datapath, Mode
+
+
+class Throwaway(Mode):
+    name = "throwaway"
+    kind = "throwaway"
+    order = 5                 # between native (0) and fastdp (10)
+    colour = "#a1b2c3"
+    overhead = 20
+    placements = ("host-host",)
+    description = "a mode that exists only in this test"
+
+    def deploy(self, testbed, overlay_mtu):
+        return Datapath(self.name, self.kind, overlay_mtu)
+
+    def teardown(self, testbed, dp):
+        pass
+'''
+CHECK = '''
+import sys
+from report_fixtures.synth import make_run
+from harness.run import scenario
+sc = scenario.build({"matrix": {"modes": ["native", "throwaway"], "overlay_mtu": ["auto"],
+                                "placements": ["host-host"], "tests": ["iperf3.tcp"]}}, source="test")
+cases = scenario.expand(scenario.resolve_underlay(sc, 1500))
+print("cases", sorted({(c.mode, c.overlay_mtu) for c in cases}))
+print(make_run(sys.argv[1], modes=["fastdp", "throwaway", "native"], underlay_mtus=[1500], repeats=2))
+'''
+
+
+def test_every_bundled_mode_declares_what_the_report_and_preflight_read():
+    for m in modes.MODES.values():
+        assert m.colour.startswith("#") and len(m.colour) == 7, m.name
+        assert set(m.features) <= set(preflight.FEATURES), m.name
+    orders = [m.order for m in modes.MODES.values()]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders)
+    assert len({m.colour for m in modes.MODES.values()}) == len(modes.MODES)
+    assert [style.mode_color(n) for n in modes.MODES] == [m.colour for m in modes.MODES.values()]
+    ranked = sorted(reversed(list(modes.MODES)), key=stats.mode_rank)
+    assert ranked == list(modes.MODES)
+
+
+@pytest.fixture(scope="module")
+def copy_with_throwaway(tmp_path_factory) -> pathlib.Path:
+    site = tmp_path_factory.mktemp("site")
+    shutil.copytree(ROOT / "harness", site / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    (site / "harness" / "modes" / "throwaway.py").write_text(THROWAWAY)
+    return site
+
+
+def _py(site: pathlib.Path, *argv: str) -> str:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(site), str(ROOT / "tests")]))
+    p = subprocess.run([sys.executable, *argv], cwd=site, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return p.stdout
+
+
+def test_a_mode_added_as_one_file_reaches_the_cli_the_table_and_the_report(copy_with_throwaway, tmp_path):
+    site = copy_with_throwaway
+    assert "throwaway" not in modes.MODES                    # the checkout's registry is untouched
+
+    help_text = " ".join(_py(site, "-m", "harness.cli", "run", "--help").split())
+    assert "throwaway" in help_text
+
+    out = _py(site, "-c", CHECK, str(tmp_path / "results")).splitlines()
+    assert out[0] == "cases [('native', 1500), ('throwaway', 1480)]"    # its overhead, from its file
+    run = out[1]
+
+    rows = _py(site, "-m", "harness.cli", "show", run, "--format", "csv").splitlines()
+    col = rows[0].split(",").index("mode")
+    order = list(dict.fromkeys(r.split(",")[col] for r in rows[1:]))
+    assert order == ["native", "throwaway", "fastdp"], rows[:4]
+
+    html = tmp_path / "r.html"
+    _py(site, "-m", "harness.cli", "report", run, "-o", str(html))
+    page = html.read_text()
+    assert 'style="background:#a1b2c3"></span>throwaway' in page
