@@ -66,9 +66,9 @@ def run_round(r: int, a, ns: dict[str, int], out: pathlib.Path) -> str:
     arms = ("base",) if r == 0 else ARMS
     with builds.Snapshots() as snaps:
         made = [variants.variant("sleeve", snaps.add(PROJECT, None, arm,
-                                                       ("--calibrate-ns", str(ns[arm])) if arm in ns else ()))
-                    for arm in arms]
-        modes = ["native"] + [v.name for v in variants]
+                                                     ("--calibrate-ns", str(ns[arm])) if arm in ns else ()))
+                for arm in arms]
+        modes = ["native"] + [v.name for v in made]
         random.Random(r).shuffle(modes)
         with variants.registered(made):
             store = session.run(overrides=_matrix(modes, a.old_repeats if r == 0 else a.repeats, a.duration,

@@ -14,7 +14,6 @@ import math
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy.stats import mannwhitneyu, wilcoxon
 
 
 def _finite(xs: Sequence[float]) -> list[float]:
@@ -60,6 +59,7 @@ def mann_whitney(a: Sequence[float], b: Sequence[float], alternative: str = "two
         return MannWhitney(None, None, len(a), len(b), alternative, mp, False)
     if len(set(a) | set(b)) == 1:          # all equal: nothing to rank
         return MannWhitney(len(a) * len(b) / 2, 1.0, len(a), len(b), alternative, mp, enough)
+    from scipy.stats import mannwhitneyu  # scipy takes ~0.8 s: only the tests pay for it, not `show`
     res = mannwhitneyu(a, b, alternative=alternative, method="auto")
     return MannWhitney(float(res.statistic), float(res.pvalue), len(a), len(b), alternative, mp, enough)
 
@@ -103,6 +103,7 @@ def signed_rank(d: Sequence[float], alternative: str = "two-sided", alpha: float
         return SignedRank(None, None, 0, alternative, mp, False)
     if all(x == 0 for x in d):
         return SignedRank(len(d) * (len(d) + 1) / 4, 1.0, len(d), alternative, mp, enough)
+    from scipy.stats import wilcoxon  # as above
     res = wilcoxon(d, alternative=alternative, zero_method="zsplit")
     return SignedRank(float(res.statistic), float(res.pvalue), len(d), alternative, mp, enough)
 

@@ -1,6 +1,6 @@
 """Where commands run: one transport per module behind the Host base class.
 
-The SSH transport (harness.hosts.ssh: SshHost, SshSettings) is imported where it is used:
+The SSH transport (harness.hosts.ssh: SshHost in .host, SshSettings in .connect) is imported where it is used:
 paramiko takes ~140 ms to import, which `overlaybench --help` should not pay.
 """
 

@@ -22,11 +22,13 @@ from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
 from harness.core.placements import NAMES as PLACEMENTS
 from harness.core.units import parse_rate
+from harness.testbeds import registry
+from harness.testbeds.containers.base import KINDS
+from harness.tools import TOOLS
 
-TESTS = ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
-         "qperf.udp_lat", "ping.flood")
-BACKENDS = ("netns", "ssh", "vagrant")
-CONTAINERS = ("netns", "docker")
+TESTS = tuple(TOOLS)            # the registries' names, as the schema's choices
+BACKENDS = tuple(registry.BACKENDS)
+CONTAINERS = tuple(KINDS)
 
 log = logging.getLogger(__name__)
 
