@@ -50,17 +50,32 @@ def compare(repo, tmp_path, *args):
                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
 
 
+def _pairs(results) -> str:
+    """Each repeat's throughput of both arms, for the failure message."""
+    out = []
+    for m in sorted(results.glob("*/measurements.jsonl")):
+        rows = [json.loads(ln) for ln in m.read_text().splitlines() if ln.strip()]
+        out += [f"repeat {r['repeat']} {r['mode']}: {r['value'] / 1e9:.3f} Gbit/s" for r in rows
+                if r["metric"] == "throughput_bps"]
+    return "\n" + "\n".join(out)
+
+
 def test_compare_catches_a_commit_that_slows_the_sleeve(clone, tmp_path):
     main_c = clone / "overlay" / "sleeve" / "src" / "opts.c"
     text = main_c.read_text()
     marker = "\to->hb_ms = 1000;\n"
     assert marker in text, "the option defaults moved: update this test's slowing change"
-    # The change: every frame costs 50 µs more, as a careless per-frame step would.
-    main_c.write_text(text.replace(marker, marker + "\to->calibrate_ns = 50000;\n", 1))
+    # The change: every frame costs 500 µs more, as a careless per-frame step would. That
+    # caps the head arm at 2,000 frames a second each way (1 Gbit/s of the largest frames,
+    # and TCP's acks pay it too), whatever else the machine does, against several Gbit/s of
+    # the base arm even beside two CPU hogs: every pair slower, the verdict never in doubt.
+    # (50 µs was not enough: on a machine loaded beyond the hogs both arms were slow for
+    # other reasons and the per-frame cost hid in the noise.)
+    main_c.write_text(text.replace(marker, marker + "\to->calibrate_ns = 500000;\n", 1))
     _git(clone, "commit", "--quiet", "-am", "sleeve: a slower default")
 
     p = compare(clone, tmp_path, "--base", "HEAD~1", "--junit", str(tmp_path / "j.xml"))
-    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.returncode == 1, p.stdout + p.stderr + _pairs(tmp_path / "results")
     fail = [line for line in p.stdout.splitlines() if line.startswith("  FAIL ")]
     assert len(fail) == 1 and CASE in fail[0], p.stdout
     assert re.search(r"paired change \(-\d+\.\d %, beyond ±\d+ %, p = 0\.0\d+\)", fail[0]), fail[0]
