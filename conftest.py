@@ -2,7 +2,7 @@
 
 Every session ends by checking that the lab left nothing behind: no namespace or
 link with a lab prefix, no testbed's nftables table outside its own lab, no tool or
-sleeve process that was not there before.
+sleeve process that was not there before, no temporary directory of a run that is over.
 """
 
 from __future__ import annotations
@@ -144,7 +144,17 @@ def leftovers_now() -> list[str]:
     containers = stray_containers()
     if containers:
         problems.append(f"containers left behind: {containers}")
+    dirs = stray_tempdirs()
+    if dirs:
+        problems.append(f"temporary directories left behind: {dirs}")
     return problems
+
+
+def stray_tempdirs() -> list[str]:
+    """This machine's owned temporary directories (a remote testbed's artifacts, a tunnel's
+    socket) whose owner is gone or is this process."""
+    from harness.hosts.local import owned_tempdirs, pid_alive
+    return sorted(str(d) for d, pid in owned_tempdirs().items() if pid == os.getpid() or not pid_alive(pid))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -155,11 +165,15 @@ def nothing_left_behind():
     yield
     if os.geteuid() != 0:
         return                      # without root no test could make a lab or a container
+    import shutil
+
     from harness.testbeds.lab import leftovers, remove_lab
     problems = leftovers_now()
     for p, i in leftovers().items():
         if not i["alive"] or i["pid"] == os.getpid():
             remove_lab(p)
+    for d in stray_tempdirs():
+        shutil.rmtree(d, ignore_errors=True)
     if problems:
         pytest.fail("; ".join(problems))
 

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import pathlib
 import secrets
 import shutil
 import signal
+import socket
+import stat
 import subprocess
 import tempfile
 import time
@@ -173,3 +177,65 @@ def pid_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     return True
+
+
+# This machine's temporary directories a run makes (a remote testbed's artifacts, a tunnel's
+# socket) carry an owner file, as the SSH transport's directories on a host do, so that
+# `overlaybench down` can remove those of a run that was killed.
+TEMP_PREFIX = "overlaybench-"
+OWNER_FILE = "owner.json"           # {"owner_host", "pid", "created"}
+
+
+def owned_tempdir(what: str) -> pathlib.Path:
+    """A new private directory, /tmp/overlaybench-<what>-<random>, owned by this process."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{what}-"))
+    (d / OWNER_FILE).write_text(json.dumps({"owner_host": socket.gethostname(), "pid": os.getpid(),
+                                            "created": round(time.time())}))
+    return d
+
+
+def owned_tempdirs() -> dict[pathlib.Path, int | None]:
+    """overlaybench's owned temporary directories on this machine → their owner's pid
+    (None: unreadable); those another machine owns (a host that is also an SSH target) are left out."""
+    out: dict[pathlib.Path, int | None] = {}
+    for d in pathlib.Path(tempfile.gettempdir()).glob(TEMP_PREFIX + "*"):
+        try:
+            st = d.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue                                # a link, or another user's: never ours
+        owner = _read_owner(d / OWNER_FILE)
+        if not isinstance(owner, dict) or owner.get("owner_host") != socket.gethostname():
+            continue                                # no owner file: not one we know to be ours
+        pid = owner.get("pid")
+        out[d] = pid if isinstance(pid, int) and pid > 0 else None
+    return out
+
+
+def _read_owner(path: pathlib.Path):
+    """An owner file read as /tmp deserves: no link followed, no FIFO waited on, 4 kB at most,
+    only a regular file of this user's."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+            return None
+        return json.loads(os.read(fd, 4096))
+    except (OSError, ValueError):
+        return None
+    finally:
+        os.close(fd)
+
+
+def remove_stale_tempdirs(force: bool = False) -> list[str]:
+    """Remove the owned temporary directories whose owner is gone (all of them with force)."""
+    removed = []
+    for d, pid in owned_tempdirs().items():
+        if force or not pid_alive(pid):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(f"temporary directory {d}")
+    return removed

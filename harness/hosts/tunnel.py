@@ -26,9 +26,10 @@ import os
 import shutil
 import socket
 import struct
-import tempfile
 import threading
 from typing import Callable
+
+from harness.hosts.local import owned_tempdir
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ CHUNK = 65536
 class UnixTunnel:
     def __init__(self, opener: Callable[[], object], name: str = "tunnel"):
         self.opener, self.name = opener, name
-        self.dir = tempfile.mkdtemp(prefix="overlaybench-tunnel-")
+        self.dir = str(owned_tempdir("tunnel"))
         self.path = os.path.join(self.dir, "sock")
         self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._listener.bind(self.path)

@@ -18,6 +18,7 @@ import importlib
 from types import ModuleType
 
 from harness.core.errors import HarnessError
+from harness.hosts.local import remove_stale_tempdirs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,4 +51,5 @@ def down(name: str | None, opts, inventory: str | None = None, force: bool = Fal
     """`overlaybench down`: the backend's leftovers removed (ssh when only an inventory is
     given, as for `run`; else the local lab)."""
     name = name or ("ssh" if inventory else "netns")
-    return backend(name, " for down").remove_leftovers(opts, inventory, force)
+    removed, kept = backend(name, " for down").remove_leftovers(opts, inventory, force)
+    return removed + remove_stale_tempdirs(force), kept

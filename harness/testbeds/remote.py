@@ -26,14 +26,15 @@ import os
 import pathlib
 import re
 import secrets
+import shutil
 import socket
-import tempfile
 import time
 
 from harness.core import failpoints
 from harness.core.errors import CommandError, HarnessError
 from harness.hosts import NetnsHost
 from harness.hosts.base import Completed, Host, Process
+from harness.hosts.local import owned_tempdir
 from harness.net import confine
 from harness.net.underlay import apply_underlay
 from harness.sleeve import build as sleeve_build
@@ -106,7 +107,7 @@ class RemoteTestbed(Testbed):
         self._sleeve_sources: dict[int, dict[str, str | None]] = {}   # side → build label → source hash
         self.sides: tuple[Side, Side] | tuple = ()
         self._name("ob" + secrets.token_hex(2))
-        self._artifacts = pathlib.Path(tempfile.mkdtemp(prefix=f"overlaybench-{self.prefix}-"))
+        self._artifacts = owned_tempdir(self.prefix)
         self.after_teardown: list = []      # what a backend removes once the hosts are clean
 
     def _name(self, p: str) -> None:
@@ -327,9 +328,7 @@ class RemoteTestbed(Testbed):
         self.containers.close()
         for h in self.raw_hosts:
             h.close()
-        for f in self._artifacts.glob("*"):
-            f.unlink(missing_ok=True)
-        self._artifacts.rmdir()
+        shutil.rmtree(self._artifacts, ignore_errors=True)
         for step in self.after_teardown:
             step()
         log.info("remote testbed %s removed", self.prefix)

@@ -1,0 +1,45 @@
+"""This machine's temporary directories of a run: owned, and removed by `down` once the
+owner is gone (a remote testbed's artifacts and a Docker tunnel's socket live there)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+from harness.hosts.local import OWNER_FILE, owned_tempdir, owned_tempdirs, remove_stale_tempdirs
+
+MAKE_ONE = "from harness.hosts.local import owned_tempdir; print(owned_tempdir('test'))"
+
+
+def test_a_dead_owners_directory_goes_and_a_live_ones_stays(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    dead = subprocess.run([sys.executable, "-c", MAKE_ONE], capture_output=True, text=True, check=True,
+                          env=env).stdout.strip()
+    live = owned_tempdir("test")
+    (live / "sock").write_text("")
+    foreign = tempfile.mkdtemp(prefix="overlaybench-test-")            # no owner file: not known to be ours
+    outside = tmp_path / "target"
+    outside.mkdir()
+    (outside / OWNER_FILE).write_text(json.dumps({"owner_host": os.uname().nodename, "pid": 1 << 30}))
+    link = tempfile.mktemp(prefix="overlaybench-test-")
+    os.symlink(outside, link)                                         # a link is never followed
+    fifo = pathlib.Path(tempfile.mkdtemp(prefix="overlaybench-test-"))
+    os.mkfifo(fifo / OWNER_FILE)                                      # nor a FIFO waited on
+    try:
+        assert json.loads((live / OWNER_FILE).read_text())["pid"] == os.getpid()
+        found = owned_tempdirs()
+        assert found[live] == os.getpid() and str(dead) in map(str, found)
+        removed = remove_stale_tempdirs()
+        assert f"temporary directory {dead}" in removed
+        assert not os.path.exists(dead) and live.is_dir() and os.path.isdir(foreign) and outside.is_dir()
+        assert fifo.is_dir() and fifo not in found
+        assert f"temporary directory {live}" in remove_stale_tempdirs(force=True) and not live.exists()
+    finally:
+        os.unlink(link)
+        os.rmdir(foreign)
+        subprocess.run(["rm", "-rf", str(fifo)])
+        subprocess.run(["rm", "-rf", str(live), dead])
