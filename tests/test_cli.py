@@ -33,7 +33,7 @@ def _one_line_exit_2(p):
 
 
 def test_help_for_every_command():
-    for cmd in ["doctor", "up", "down", "run", "show", "report", "gate", "baseline", "compare"]:
+    for cmd in ["doctor", "up", "down", "run", "show", "report", "gate", "baseline", "compare", "modes"]:
         p = ob(cmd, "--help")
         assert p.returncode == 0 and "usage: overlaybench " + cmd in p.stdout
 

@@ -82,8 +82,9 @@ def test_a_mode_added_as_one_file_reaches_the_cli_the_table_and_the_report(copy_
     site = copy_with_throwaway
     assert "throwaway" not in modes.MODES                    # the checkout's registry is untouched
 
-    help_text = " ".join(_py(site, "-m", "harness.cli", "run", "--help").split())
-    assert "throwaway" in help_text
+    listed = _py(site, "-m", "harness.cli", "modes").splitlines()
+    assert [ln.split()[0] for ln in listed][:3] == ["native", "throwaway", "fastdp"], listed
+    assert "a mode that exists only in this test" in listed[1] and " 20 B " in listed[1]
 
     out = _py(site, "-c", CHECK, str(tmp_path / "results")).splitlines()
     assert out[0] == "cases [('native', 1500), ('throwaway', 1480)]"    # its overhead, from its file

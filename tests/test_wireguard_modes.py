@@ -202,7 +202,7 @@ def path_without_go() -> str:
 
 
 def test_no_go_makes_wireguard_go_unsupported_in_one_line(monkeypatch, tmp_path):
-    from harness.cli import doctor
+    from harness.cli import checks as doctor
     monkeypatch.delenv(wg.ENV_BINARY, raising=False)
     monkeypatch.setenv("PATH", path_without_go())
     assert shutil.which("go") is None

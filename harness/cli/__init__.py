@@ -1,7 +1,8 @@
 """overlaybench's command line: one module per command group, each adding its parsers.
 
 main() parses, calls the command, and maps HarnessError to one line and exit 2,
-Ctrl-C and SIGTERM to exit 130.
+Ctrl-C and SIGTERM to exit 130. A command imports what it runs when it runs, so that
+`--help` and usage errors load argparse and little else.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ import signal
 import sys
 
 from harness import __version__
-from harness.cli import doctor, gates, lab, run, show
+from harness.cli import doctor, gates, lab, modes, run, show
 from harness.cli.args import EXIT_USAGE
 from harness.core.errors import HarnessError
 
-COMMANDS = (doctor, lab, run, show, gates)     # in the order `--help` lists them
+COMMANDS = (doctor, lab, run, show, gates, modes)     # in the order `--help` lists them
 
 
 class _Parser(argparse.ArgumentParser):

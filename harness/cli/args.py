@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import os
 
-from harness.testbeds.base import Options
 from harness.testbeds.registry import BACKENDS
 
 EXIT_USAGE = 2
@@ -63,7 +62,9 @@ def overrides(a: argparse.Namespace) -> dict:
     return raw
 
 
-def options(a: argparse.Namespace) -> Options:
+def options(a: argparse.Namespace):
+    """The testbed's Options (harness.testbeds.base) from the flags given."""
+    from harness.testbeds.base import Options  # the testbeds' contract: not for `--help`
     vdir = getattr(a, "vagrant_dir", None)
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
                    concurrent=getattr(a, "concurrent", False),

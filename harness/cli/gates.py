@@ -8,9 +8,6 @@ import re
 from harness.cli.args import csv, matrix_overrides
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
-from harness.modes import variants
-from harness.run import ab
-from harness.run.results import resolve_run
 
 
 def add(sub) -> None:
@@ -69,7 +66,8 @@ def add_compare(sub) -> None:
     c.set_defaults(func=cmd_compare)
 
 
-# The gates' modules bring pandas and scipy: imported by the commands, not by `--help`.
+# The gates bring pandas and scipy, and compare the whole harness: imported by the commands,
+# not by `--help`.
 
 def cmd_gate(a) -> int:
     from harness.gates import baseline
@@ -104,6 +102,9 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
     When both arms have the same source and flags nothing is measured (unless
     `measure_unchanged`): the verdict could only be a false alarm."""
     from harness.gates import compare, render
+    from harness.modes import variants
+    from harness.run import ab
+    from harness.run.results import resolve_run
     alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
     if not 0 < alpha < 1:
         raise HarnessError(f"--alpha {alpha}: must be between 0 and 1")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from harness.cli.args import add_backend, add_host_keys, options
 from harness.testbeds import registry
-from harness.testbeds.lab import Lab
 
 
 def add(sub) -> None:
@@ -23,6 +22,7 @@ def add(sub) -> None:
 
 
 def cmd_up(a) -> int:
+    from harness.testbeds.lab import Lab  # the lab and what it needs: not for `--help`
     lab = Lab.create(a.underlay_mtu, a.rate, persistent=True)
     f = lab.facts()
     print(f"lab {lab.prefix} up: namespaces {', '.join(s.host.netns + ', ' + s.container.netns for s in lab.sides)}")

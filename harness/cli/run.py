@@ -6,11 +6,7 @@ import argparse
 import json
 import sys
 
-from harness import modes
 from harness.cli.args import EXIT_FAILED_CASES, add_backend, add_host_keys, csv, options, overrides
-from harness.core.placements import NAMES as PLACEMENTS
-from harness.run import session
-from harness.tools import TOOLS
 
 
 def add(sub) -> None:
@@ -41,13 +37,15 @@ def add(sub) -> None:
 
 def add_matrix(p: argparse.ArgumentParser) -> None:
     """The matrix flags of `run` (compare has its own: its modes are sleeve modes only)."""
-    p.add_argument("--modes", type=csv(str), metavar="A,B", help=", ".join(modes.MODES))
+    p.add_argument("--modes", type=csv(str), metavar="A,B", help="native,fastdp,sleeve,... (overlaybench modes lists them)")
     p.add_argument("--underlay-mtu", type=csv("mtu"), metavar="auto|N,..",
                    help="auto = the underlay's own MTU (a remote NIC's)")
     p.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..",
                    help="auto = underlay minus the mode's encapsulation")
-    p.add_argument("--placements", type=csv(str), metavar="P,..", help=", ".join(PLACEMENTS))
-    p.add_argument("--tests", type=csv(str), metavar="T,..", help=", ".join(TOOLS))
+    p.add_argument("--placements", type=csv(str), metavar="P,..",
+                   help="host-host,host-container,container-container")
+    p.add_argument("--tests", type=csv(str), metavar="T,..",
+                   help="iperf3.tcp,iperf3.udp,qperf.tcp_bw,qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,ping.flood")
     p.add_argument("--streams", type=csv(int), metavar="N,..", help="parallel streams (iperf3 -P)")
     p.add_argument("--repeats", type=int, metavar="N")
     p.add_argument("--duration", type=float, metavar="S", help="seconds per test")
@@ -55,6 +53,7 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_run(a) -> int:
+    from harness.run import session  # the whole harness: not for `--help`
     store = session.run(scenario_path=a.scenario, overrides=overrides(a), resume=a.resume,
                         results_dir=a.results, quiet=a.quiet, options=options(a))
     # pandas comes with the table, after the run: `--help` and bad input do not wait for it.

@@ -18,7 +18,6 @@ import importlib
 from types import ModuleType
 
 from harness.core.errors import HarnessError
-from harness.hosts.local import remove_stale_tempdirs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +49,7 @@ def open_testbed(sc, opts):
 def down(name: str | None, opts, inventory: str | None = None, force: bool = False) -> tuple[list[str], list[str]]:
     """`overlaybench down`: the backend's leftovers removed (ssh when only an inventory is
     given, as for `run`; else the local lab)."""
+    from harness.hosts.local import remove_stale_tempdirs  # like the backends: on use
     name = name or ("ssh" if inventory else "netns")
     removed, kept = backend(name, " for down").remove_leftovers(opts, inventory, force)
     return removed + remove_stale_tempdirs(force), kept
