@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 
 CONFIG_KEY = ["mode", "underlay_mtu", "overlay_mtu", "placement", "test", "streams"]
 NATIVE = "native"
-REFERENCE_PLACEMENT = REFERENCE
 
 
 # Which way is better, per metric. Unknown metrics are treated as lower-is-better costs.
@@ -168,7 +167,7 @@ def _native_lookup(table: dict, u: Any, p: Any, t: Any, s: Any, metric: Any, *re
     k = (key_value(u), key_value(p), key_value(t), key_value(s), metric, *rest)
     if k in table:
         return table[k]
-    k = (key_value(u), REFERENCE_PLACEMENT, key_value(t), key_value(s), metric, *rest)
+    k = (key_value(u), REFERENCE, key_value(t), key_value(s), metric, *rest)
     return table.get(k)
 
 

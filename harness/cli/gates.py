@@ -103,7 +103,7 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
     `measure_unchanged`): the verdict could only be a false alarm."""
     from harness.gates import compare, render
     from harness.modes import variants
-    from harness.run import ab
+    from harness.run import ab, scenario as scen
     from harness.run.results import resolve_run
     alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
     if not 0 < alpha < 1:
@@ -122,7 +122,7 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
             raise HarnessError(f"--inject-ns {inject_ns}: expected 1..10000000 (ns per frame)")
         if scenario_path is None and ab.DEFAULT_SCENARIO.exists():
             scenario_path = str(ab.DEFAULT_SCENARIO)
-        for m in ab.scenario(scenario_path, overrides or {}).modes:   # bad input fails before any build
+        for m in scen.from_command_line(scenario_path, overrides).modes:   # bad input fails before any build
             variants.require_sleeve(m)
         with ab.prepare(repo or PROJECT, base, head,
                         head_flags=("--calibrate-ns", str(inject_ns)) if inject_ns else ()) as arms:

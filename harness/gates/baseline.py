@@ -45,6 +45,7 @@ import pandas as pd
 from harness.analysis import stats
 from harness.analysis.significance import mann_whitney
 from harness.core.errors import HarnessError
+from harness.core.placements import REFERENCE
 from harness.gates import render as verdict_render
 from harness.gates.verdict import (
     CASE_FIELDS,
@@ -265,7 +266,7 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
             continue
         cfg = key[:-1]
         u, p, test, s = case["underlay_mtu"], case["placement"], case["test"], case["streams"]
-        nfail = native_fail.get((u, p, test, s)) or native_fail.get((u, stats.REFERENCE_PLACEMENT, test, s))
+        nfail = native_fail.get((u, p, test, s)) or native_fail.get((u, REFERENCE, test, s))
         failed = fail_by_config.get(cfg) if key not in present else None
         verdicts.append(_unjudged(case, c, t, failed, nfail, key in present))
     for key, cur in current.items():

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import stats, tablefmt
-from harness.core.placements import rank as placement_rank
+from harness.core.placements import REFERENCE, rank as placement_rank
 from harness.report.style import HATCHES, INK, MUTED, Plot, figure, mode_color, styled, to_uri
 
 
@@ -107,7 +107,7 @@ def _bar(ax: Any, r: dict, col: str, x: float, width: float, vi: int, value_fmt,
 
 def _native_line(ax: Any, d: pd.DataFrame, mtu: Any, col: str, x: float, span: float) -> None:
     """Native host-host as a dashed reference across a group that has no native bar."""
-    ref = d[(d["mode"] == stats.NATIVE) & (d["underlay_mtu"] == mtu) & (d["placement"] == stats.REFERENCE_PLACEMENT)]
+    ref = d[(d["mode"] == stats.NATIVE) & (d["underlay_mtu"] == mtu) & (d["placement"] == REFERENCE)]
     if ref.empty:
         return
     v = float(ref[col].iloc[0])
@@ -268,7 +268,7 @@ def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
     for ax, p in zip(axes, panels):
         dp = d[(d["underlay_mtu"] == p["underlay_mtu"]) & ((d["placement"] == p["placement"])
                                                              | ((d["mode"] == stats.NATIVE)
-                                                                & (d["placement"] == stats.REFERENCE_PLACEMENT)))]
+                                                                & (d["placement"] == REFERENCE)))]
         for r in stats.sort_configs(dp).to_dict("records"):
             pts = np.asarray([(float(t), float(b)) for t, b in r["intervals"]])
             native = r["mode"] == stats.NATIVE

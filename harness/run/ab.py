@@ -55,17 +55,12 @@ def prepare(repo: pathlib.Path | str, base_ref: str | None, head_ref: str | None
         raise
 
 
-def scenario(scenario_path: str | None, overrides: dict) -> scen.Scenario:
-    sc = scen.load(scenario_path) if scenario_path else scen.Scenario()
-    return scen.build(overrides, source="command line", base=sc) if overrides else sc
-
-
 def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None = None,
             results_dir: str = "results", quiet: bool = False, options=None) -> pathlib.Path:
     """One run of the scenario with every mode as two arms; returns the run directory.
     `options`: the testbed's (harness.testbeds.base.Options), as for `session.run`."""
     overrides = dict(overrides or {})
-    sc = scenario(scenario_path, overrides)
+    sc = scen.from_command_line(scenario_path, overrides)
     made = []
     for m in sc.modes:
         made += [variants.variant(m, arms.base), variants.variant(m, arms.head)]

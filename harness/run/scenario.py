@@ -215,6 +215,12 @@ def resolve_underlay(sc: Scenario, auto_mtu: int) -> Scenario:
     return dataclasses.replace(sc, underlay_mtus=mtus, overlay_mtus=o)
 
 
+def from_command_line(path: str | None, overrides: dict | None = None) -> Scenario:
+    """The scenario file (or the built-in default) with the command line's flags over it."""
+    sc = load(path) if path else Scenario()
+    return build(overrides, source="command line", base=sc) if overrides else sc
+
+
 def expand(sc: Scenario) -> list[Case]:
     """Every case of the matrix, in run order: underlay MTU, then repeat, then groups with the
     mode order rotated each repeat (so drift hits every mode alike), then the tests of a group.

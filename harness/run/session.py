@@ -47,9 +47,7 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         skip = {(r["case"], r["repeat"]) for r in store.records()}
         opts = dataclasses.replace(opts, run_id=store.run_id)
     else:
-        sc = scen.load(scenario_path) if scenario_path else scen.Scenario()
-        if overrides:
-            sc = scen.build(overrides, source="command line", base=sc)
+        sc = scen.from_command_line(scenario_path, overrides)
         store, skip = None, set()
         opts = dataclasses.replace(opts, run_id=results.new_run_id())
     cases = _expand_early(sc)            # resolves and checks every overlay MTU
