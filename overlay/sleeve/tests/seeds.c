@@ -12,21 +12,35 @@
 #include "seg.h"
 #include "unit.h"
 
-/* ---- fuzz seeds: cfg byte, then (len u16, datagram)* ---- */
-static int write_seed(const char *dir, const char *name, uint8_t cfg, uint8_t *d[], size_t n[],
-		      int k)
+/* A seed file dir/name opened for writing with its cfg byte; NULL with errno set. */
+static FILE *open_seed(const char *dir, const char *name, uint8_t cfg)
 {
 	char path[4096];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	f = fopen(path, "wb");
+	if (f)
+		fputc(cfg, f);
+	return f;
+}
+
+static void put_u16(FILE *f, size_t v)
+{
+	fputc((int)(v >> 8), f);
+	fputc((int)(v & 0xff), f);
+}
+
+/* ---- fuzz seeds: cfg byte, then (len u16, datagram)* ---- */
+static int write_seed(const char *dir, const char *name, uint8_t cfg, uint8_t *d[], size_t n[],
+		      int k)
+{
+	FILE *f = open_seed(dir, name, cfg);
+
 	if (!f)
 		return -errno;
-	fputc(cfg, f);
 	for (int i = 0; i < k; i++) {
-		fputc((int)(n[i] >> 8), f);
-		fputc((int)(n[i] & 0xff), f);
+		put_u16(f, n[i]);
 		fwrite(d[i], 1, n[i], f);
 	}
 	return fclose(f) ? -errno : 0;
@@ -132,22 +146,15 @@ struct sock_read {
 static int write_sock_seed(const char *dir, const char *name, uint8_t cfg, const struct sock_read *r,
 			   int k)
 {
-	char path[4096];
-	FILE *f;
+	FILE *f = open_seed(dir, name, cfg);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
 	if (!f)
 		return -errno;
-	fputc(cfg, f);
 	for (int i = 0; i < k; i++) {
 		fputc(r[i].how, f);
-		if (r[i].how & (3 << 4)) {
-			fputc(r[i].seg >> 8, f);
-			fputc(r[i].seg & 0xff, f);
-		}
-		fputc((int)(r[i].n >> 8), f);
-		fputc((int)(r[i].n & 0xff), f);
+		if (r[i].how & (3 << 4))
+			put_u16(f, r[i].seg);
+		put_u16(f, r[i].n);
 		fwrite(r[i].d, 1, r[i].n, f);
 	}
 	return fclose(f) ? -errno : 0;
