@@ -36,14 +36,19 @@ def _netns_inode(path: str) -> int | None:
         return None
 
 
+def live_others() -> set[str]:
+    """Testbeds (labs and remote testbeds' state on this machine) that another live process
+    owns: a run going on beside the tests, whose objects are not the tests' leftovers."""
+    from harness.testbeds.lab import leftovers
+    return {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
+
+
 def stray_processes() -> list[str]:
     """Tool and sleeve processes that belong to no live namespace but a lab's: inside a
     lab-prefixed namespace, or in a namespace whose name is gone (a deleted lab's)."""
     import re
 
-    from harness.testbeds.lab import leftovers
-    # Labs that another live process owns (a run going on beside the tests) are not ours.
-    others = {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
+    others = live_others()
     root = _netns_inode("/proc/1/ns/net")
     named = {}
     for name in os.listdir("/run/netns") if os.path.isdir("/run/netns") else []:
@@ -76,8 +81,7 @@ def stray_tables() -> list[str]:
     import subprocess
 
     from harness.net.confine import TABLE_RE
-    from harness.testbeds.lab import leftovers
-    others = {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
+    others = live_others()
     spaces = [None] + [n for n in (os.listdir("/run/netns") if os.path.isdir("/run/netns") else [])]
     out = []
     for ns in spaces:
@@ -95,20 +99,6 @@ def needs_root():
     return pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
 
-def _owner_alive(prefix: str) -> bool:
-    """A testbed (lab or remote) whose owning process lives and is not this one: a run
-    beside the tests."""
-    import json
-    import pathlib
-
-    from harness.testbeds.lab import pid_alive
-    try:
-        pid = json.loads((pathlib.Path("/run/overlaybench") / prefix / "state.json").read_text()).get("pid")
-    except (OSError, ValueError):
-        return False
-    return isinstance(pid, int) and pid > 0 and pid != os.getpid() and pid_alive(pid)
-
-
 def stray_containers() -> list[str]:
     """Docker containers a testbed made (they carry its prefix label) whose owner is gone
     or is this process; none when no dockerd answers (then none of anyone's runs)."""
@@ -121,8 +111,8 @@ def stray_containers() -> list[str]:
         return []
     try:
         found = client.containers.list(all=True, filters={"label": PREFIX_LABEL})
-        return [f"{c.name} ({c.status})" for c in found
-                if not _owner_alive(c.labels.get(PREFIX_LABEL, ""))]
+        others = live_others()
+        return [f"{c.name} ({c.status})" for c in found if c.labels.get(PREFIX_LABEL, "") not in others]
     finally:
         client.close()
 
