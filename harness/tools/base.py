@@ -54,6 +54,8 @@ class Tool(abc.ABC):
     version_argv: tuple[str, ...]   # prints the version, which
     version_re: str                 # picks out (group 1)
     needs_server: bool = True
+    listen: str = "tcp"       # how the server waits for the client: "tcp" (listening) or "udp" (bound)
+    payload: int | None = None    # a fixed UDP payload in bytes, checked against the overlay MTU
 
     def server_argv(self, spec: TestSpec) -> list[str] | None:
         """The server command, run on the far endpoint before the client; None if none."""
