@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from collections.abc import Sequence
 
 from harness.core.errors import HarnessError
 from harness.tools.base import Sample, ToolResult
@@ -42,6 +43,26 @@ def exit_reason(tool: str, returncode: int | None, stderr: str = "") -> str:
     what = "timed out (killed)" if returncode is None else f"exited {returncode}"
     detail = last_line(stderr)
     return f"{tool} {what}: {detail}" if detail else f"{tool} {what}"
+
+
+def jain(values: Sequence[float]) -> float:
+    """Jain's fairness index of non-negative shares: (sum x)^2 / (n * sum x^2).
+
+    1.0 when every share is equal, 1/n when one takes everything; it does not depend on
+    the unit or on a common scale factor. Empty input, or a negative or non-finite share,
+    is a ValueError (a caller's mistake); all zeros give nan, as nobody got anything to
+    share out fairly or not.
+    """
+    xs = [float(x) for x in values]
+    if not xs:
+        raise ValueError("Jain's index of no values")
+    if any(not math.isfinite(x) or x < 0 for x in xs):
+        raise ValueError(f"Jain's index needs finite non-negative values, not {xs}")
+    top = max(xs)
+    if top == 0:
+        return math.nan
+    xs = [x / top for x in xs]   # the index is scale-free; this keeps squares in range
+    return math.fsum(xs) ** 2 / (len(xs) * math.fsum(x * x for x in xs))
 
 
 def failed(reason: str, samples: list[Sample] | None = None) -> ToolResult:

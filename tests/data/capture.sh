@@ -76,6 +76,23 @@ iperf3_done() {
     SERVER_PID=""
 }
 
+# --- iperf3 packet rate and per-stream UDP ---------------------------------------------
+# `capture.sh pps` makes only these (small-datagram runs for iperf3.pps*, and two UDP
+# streams for the per-stream figures), replacing their lines in captures.tsv and keeping
+# every other capture as it is. A run of all iperf3 captures makes them too.
+capture_pps() {
+    local ipc=(iperf3 -c "$ADDR_B" -p "$IPERF_PORT" -t "$DUR" -J)
+    iperf3_server; capture iperf3_pps_64 20 "${ipc[@]}" -P 1 -u -b 0 -l 64; iperf3_done
+    iperf3_server; capture iperf3_pps_1400 20 "${ipc[@]}" -P 1 -u -b 0 -l 1400; iperf3_done
+    iperf3_server; capture iperf3_udp_2 20 "${ipc[@]}" -P 2 -u -b 0 -l "$UDP_LEN"; iperf3_done
+}
+if [ "${1:-}" = pps ]; then
+    setup
+    sed -i -e '/^iperf3_pps_/d' -e '/^iperf3_udp_2\t/d' "$DIR/captures.tsv"
+    capture_pps
+    exit 0
+fi
+
 setup
 : >"$DIR/captures.tsv"
 {
@@ -97,6 +114,7 @@ capture iperf3_refused 20 iperf3 -c "$ADDR_B" -p 5299 -t "$DUR" -J -P 1
 iperf3_server; capture iperf3_tcp_sigterm 1 iperf3 -c "$ADDR_B" -p "$IPERF_PORT" -t 10 -J -P 1; iperf3_done
 # a client killed outright: no output at all
 iperf3_server; capture iperf3_tcp_killed "-s KILL 1" iperf3 -c "$ADDR_B" -p "$IPERF_PORT" -t 10 -J -P 1; iperf3_done
+capture_pps
 
 # --- qperf ----------------------------------------------------------------------------
 QPC=(qperf -lp "$QPERF_PORT" -ip "$QPERF_DATA" -t "$DUR" -uu -v)
