@@ -7,6 +7,7 @@ from harness.tools.base import Sample, TestSpec, Tool, ToolResult
 from harness.tools.iperf3 import Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood
 from harness.tools.qperf import Qperf
+from harness.tools.sockperf import SockperfPingPong
 
 __all__ = ["TOOLS", "get", "Sample", "TestSpec", "Tool", "ToolResult"]
 
@@ -19,6 +20,8 @@ TOOLS: dict[str, Tool] = {
         Qperf("tcp_lat"),
         Qperf("udp_bw"),
         Qperf("udp_lat"),
+        SockperfPingPong("udp"),
+        SockperfPingPong("tcp"),
         PingFlood(),
     )
 }
