@@ -8,8 +8,8 @@ from harness import tools
 from harness.core.errors import HarnessError
 from harness.tools.base import Tool
 
-NAMES = ["iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
-         "qperf.udp_lat", "ping.flood"]
+NAMES = ["iperf3.tcp", "iperf3.udp", "iperf3.pps64", "iperf3.pps256", "iperf3.pps1400", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
+         "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp", "ping.flood"]
 
 
 def test_registry_holds_the_design_names():

@@ -57,7 +57,7 @@ KERNEL_PROBES = [
                                                    "rfc4106(gcm(aes))", "0x" + "11" * 20, "128"], False),
 ]
 
-TOOLS = [("iperf3", True), ("qperf", True), ("ping", True), ("ip", True), ("tc", True), ("bridge", True),
+TOOLS = [("iperf3", True), ("qperf", True), ("sockperf", False), ("ping", True), ("ip", True), ("tc", True), ("bridge", True),
          ("ss", True), ("ethtool", False), ("nft", True), ("gcc", True), ("make", True)]
 
 PY_MODULES = [("pandas", True), ("jinja2", True), ("matplotlib", True), ("scipy", True),

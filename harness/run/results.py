@@ -26,6 +26,7 @@ from typing import Any, Iterable
 
 from harness.core import failpoints
 from harness.core.errors import HarnessError, read_text
+from harness.tools.base import PER_STREAM_METRIC
 
 log = logging.getLogger(__name__)
 
@@ -299,10 +300,13 @@ def read_records(run_dir: pathlib.Path | str) -> list[dict[str, Any]]:
 
 
 def duplicates(recs: list[dict[str, Any]]) -> int:
-    """How many lines repeat an earlier (case, repeat, metric): two writers wrote one run."""
+    """How many lines repeat an earlier (case, repeat, metric): two writers wrote one run.
+    The per-stream metric has a line per stream by design and is not counted."""
     seen: set[tuple] = set()
     dup = 0
     for r in recs:
+        if r.get("metric") == PER_STREAM_METRIC:
+            continue
         key = (r.get("case"), r.get("repeat"), r.get("metric"))
         dup += key in seen
         seen.add(key)

@@ -32,7 +32,7 @@ from harness.tools.base import Sample, TestSpec, ToolResult
 log = logging.getLogger(__name__)
 
 # Fixed ports (DESIGN.md): reproducible, and what a firewall rule would name.
-PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766)}
+PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None)}
 # Deadlines catch a hang, never judge speed: a server listens within milliseconds, and 30 s
 # holds on a machine whose CPUs something else keeps busy.
 SERVER_READY_TIMEOUT = 30.0
@@ -79,14 +79,17 @@ def _raw_name(case: Case) -> str:
     return f"{case.key.replace('/', '_')}_r{case.repeat}"
 
 
-def wait_listening(host: Host, port: int, proc, timeout: float = SERVER_READY_TIMEOUT) -> str | None:
-    """Wait until something listens on `port` on `host`; the reason if it never does."""
+def wait_listening(host: Host, port: int, proc, timeout: float = SERVER_READY_TIMEOUT,
+                   proto: str = "tcp") -> str | None:
+    """Wait until something listens on TCP `port` (or, proto "udp", has UDP `port` bound) on
+    `host`; the reason if it never does."""
+    flags = "-Hlun" if proto == "udp" else "-Hltn"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             out = proc.wait(0)
             return f"server exited {out.returncode} before listening: {(out.stderr or out.stdout).strip()[-300:]}"
-        done = host.run(["ss", "-Hltn", f"sport = :{port}"], check=False, timeout=5)
+        done = host.run(["ss", flags, f"sport = :{port}"], check=False, timeout=5)
         if done.ok and done.stdout.strip():
             return None
         time.sleep(0.05)
@@ -235,7 +238,7 @@ class Runner:
             server_argv = tool.server_argv(spec)
             if server_argv:
                 srv = server.host.start(server_argv)
-                why = wait_listening(server.host, port, srv) if port else None
+                why = wait_listening(server.host, port, srv, proto=tool.listen) if port else None
                 if why:
                     srv_out = srv.stop()
                     _save(self.store, f"{raw}.server", srv_out)

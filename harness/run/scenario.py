@@ -25,6 +25,7 @@ from harness.core.units import parse_rate
 from harness.testbeds import registry
 from harness.testbeds.containers.base import KINDS
 from harness.tools import TOOLS
+from harness.tools.common import IPV4_UDP_HEADERS
 
 TESTS = tuple(TOOLS)            # the registries' names, as the schema's choices
 BACKENDS = tuple(registry.BACKENDS)
@@ -221,6 +222,30 @@ def from_command_line(path: str | None, overrides: dict | None = None) -> Scenar
     return build(overrides, source="command line", base=sc) if overrides else sc
 
 
+def _parallel(test: str) -> bool:
+    """Only iperf3's bulk tests run parallel streams; the others (the packet-rate tests
+    included: one sender, one size) run one."""
+    tool = TOOLS[test]
+    return tool.binary == "iperf3" and tool.payload is None
+
+
+def _fitting_tests(sc: Scenario, mode: str, overlay_mtu: int) -> tuple[str, ...]:
+    """The scenario's tests that fit the mode's overlay MTU: a test with a fixed UDP payload
+    must cross unfragmented. One that does not is an error, or (unfit = "skip") left out."""
+    out = []
+    for t in sc.tests:
+        size = TOOLS[t].payload
+        if size is not None and size + IPV4_UDP_HEADERS > overlay_mtu:
+            why = (f"{t} sends {size}-byte payloads, which need an MTU of at least "
+                   f"{size + IPV4_UDP_HEADERS}; mode {mode} has {overlay_mtu}")
+            if sc.unfit != "skip":
+                raise ScenarioError(f"{sc.source}: [matrix] tests: {why}")
+            log.warning("skipped: %s", why)
+            continue
+        out.append(t)
+    return tuple(out)
+
+
 def expand(sc: Scenario) -> list[Case]:
     """Every case of the matrix, in run order: underlay MTU, then repeat, then groups with the
     mode order rotated each repeat (so drift hits every mode alike), then the tests of a group.
@@ -239,6 +264,7 @@ def expand(sc: Scenario) -> list[Case]:
             overlays = sc.overlay_mtus
         groups = [(m, o) for m in sc.modes for o in overlays]
         resolved: list[tuple[str, int]] = []
+        fitting: dict[tuple[str, int], tuple[str, ...]] = {}
         for mode_name, o in groups:
             mode = modes_mod.get(mode_name)
             if mode.kind == "native":
@@ -252,6 +278,7 @@ def expand(sc: Scenario) -> list[Case]:
                         continue
                     raise ScenarioError(f"{sc.source}: [matrix] overlay_mtu: {e}") from e
             if pair not in resolved:
+                fitting[pair] = _fitting_tests(sc, mode_name, pair[1])
                 resolved.append(pair)
         for r in range(sc.repeats):
             k = r % len(resolved)
@@ -259,8 +286,7 @@ def expand(sc: Scenario) -> list[Case]:
                 mode = modes_mod.get(mode_name)
                 placements = [p for p in sc.placements if p in mode.placements] or list(mode.placements)
                 for pl in placements:
-                    for t in sc.tests:
-                        # Only iperf3 runs parallel streams; other tools run one.
-                        for st in (sc.streams if t.startswith("iperf3.") else (1,)):
+                    for t in fitting[(mode_name, o)]:
+                        for st in (sc.streams if _parallel(t) else (1,)):
                             cases.append(Case(mode_name, u, o, pl, t, st, r))
     return cases

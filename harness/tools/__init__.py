@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.core.errors import HarnessError
 from harness.tools.base import Sample, TestSpec, Tool, ToolResult
-from harness.tools.iperf3 import Iperf3Tcp, Iperf3Udp
+from harness.tools.iperf3 import Iperf3Pps, Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood
 from harness.tools.qperf import Qperf
 from harness.tools.sockperf import SockperfPingPong
@@ -16,6 +16,9 @@ TOOLS: dict[str, Tool] = {
     for t in (
         Iperf3Tcp(),
         Iperf3Udp(),
+        Iperf3Pps(64),
+        Iperf3Pps(256),
+        Iperf3Pps(1400),
         Qperf("tcp_bw"),
         Qperf("tcp_lat"),
         Qperf("udp_bw"),

@@ -12,6 +12,10 @@ import abc
 import dataclasses
 
 
+# The one metric a tool may give several samples of in one run: one per parallel stream.
+PER_STREAM_METRIC = "stream_throughput_bps"
+
+
 @dataclasses.dataclass(frozen=True)
 class Sample:
     """One metric from one tool run; the runner adds the case's context."""

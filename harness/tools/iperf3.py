@@ -17,7 +17,7 @@ import logging
 import math
 from typing import Any
 
-from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.tools.base import PER_STREAM_METRIC, Sample, TestSpec, Tool, ToolResult
 from harness.tools.common import exit_reason, failed, jain, udp_payload, whole_seconds
 
 log = logging.getLogger(__name__)
@@ -226,7 +226,7 @@ def stream_samples(rates: list[float]) -> list[Sample]:
     stream, and no index when no stream got anything (it is undefined there)."""
     if len(rates) < 2:
         return []
-    samples = [Sample("stream_throughput_bps", r, "bps") for r in rates]
+    samples = [Sample(PER_STREAM_METRIC, r, "bps") for r in rates]
     fairness = jain(rates)
     if not math.isnan(fairness):
         samples.append(Sample("fairness_jain", fairness, "ratio"))
