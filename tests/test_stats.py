@@ -385,7 +385,7 @@ def test_run_with_every_test_shows_every_column_in_table_csv_and_json():
     assert set(t["udp_test"]) == {"iperf3.udp"}              # iperf3.udp wins over qperf.udp_bw
     text = tablefmt.format_table(t)
     assert header_of(text) == [title for key, title in tablefmt.TABLE_HEADERS
-                               if key not in ("streams", "ping_loss", "failed")]
+                               if key not in ("streams", "ping_loss", "failed", "stream", "jain")]
     assert "No data" not in text
     csv_head = tablefmt.format_summary(df, "csv").splitlines()[0].split(",")
     assert csv_head == summary.SUMMARY_COLUMNS
@@ -421,3 +421,34 @@ def test_fmt_compact_and_ping_rtt():
     assert tablefmt.fmt_ping_rtt({"ping_min_us": 52, "ping_avg_us": 61, "ping_max_us": 90,
                                "ping_mdev_us": 7}) == "52/61/90/7"
     assert tablefmt.fmt_ping_rtt({}) == "—"
+
+
+def test_tail_latency_packet_rate_and_stream_columns_with_their_share_of_native():
+    """P99 from sockperf, Mpps per payload size and % of native pps, per-stream throughput and
+    Jain's index matched on the row's own stream count (fixed numbers, known answers)."""
+    rows = []
+    for mode, p99, pps, scale in (("native", 20.0, 2e6, 1.0), ("sleeve", 80.0, 0.5e6, 0.5)):
+        rows += [row(mode, test="sockperf.pingpong", metric="latency_p99_us", value=p99, unit="us"),
+                 row(mode, test="iperf3.pps64", metric="pps", value=pps, unit="pps"),
+                 row(mode, test="iperf3.pps1400", metric="pps", value=pps / 2, unit="pps"),
+                 row(mode, value=10e9 * scale), row(mode, streams=4, value=16e9 * scale)]
+        rows += [row(mode, streams=4, metric="stream_throughput_bps", value=v * scale)
+                 for v in (3e9, 4e9, 4e9, 5e9)]
+        rows.append(row(mode, streams=4, metric="fairness_jain", value=0.97 if mode == "native" else 0.9,
+                        unit="ratio"))
+    t = summary.summary_table(frame(rows)).set_index(["mode", "streams"])
+    one, four = t.loc[("sleeve", 1)], t.loc[("sleeve", 4)]
+    assert one["p99_lat_us"] == 80 and one["p99_pct"] == pytest.approx(400)
+    assert one["mpps_64"] == pytest.approx(0.5) and one["pps_64_pct"] == pytest.approx(25)
+    assert one["mpps_1400"] == pytest.approx(0.25) and one["pps_1400_pct"] == pytest.approx(25)
+    assert math.isnan(one["stream_gbps"]) and math.isnan(one["jain"])          # one stream: none
+    assert four["tcp_gbps"] == pytest.approx(8) and four["stream_gbps"] == pytest.approx(2)
+    assert (four["stream_gbps_min"], four["stream_gbps_max"]) == (pytest.approx(1.5), pytest.approx(2.5))
+    assert four["jain"] == pytest.approx(0.9)
+    text = tablefmt.format_table(frame(rows))
+    head = header_of(text)
+    for title in ("P99 Lat (µs)", "P99 %", "Mpps 64 B", "pps 64 B %", "Mpps 1400 B", "Per-stream (Gbit/s)",
+                  "Jain"):
+        assert title in head, head
+    assert "Mpps 256 B" not in head                       # not measured: left out
+    assert stats.higher_is_better("pps") and not stats.higher_is_better("latency_p99_us")

@@ -44,7 +44,7 @@ NATIVE = "native"
 
 
 # Which way is better, per metric. Unknown metrics are treated as lower-is-better costs.
-HIGHER_IS_BETTER = {"throughput_bps": True}
+HIGHER_IS_BETTER = {"throughput_bps": True, "stream_throughput_bps": True, "pps": True, "fairness_jain": True}
 
 def higher_is_better(metric: str) -> bool:
     return HIGHER_IS_BETTER.get(metric, False)

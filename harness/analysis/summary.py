@@ -4,8 +4,10 @@ One row per (underlay MTU, mode, overlay MTU, placement[, streams]): TCP through
 (iperf3.tcp, else qperf.tcp_bw), TCP latency (qperf.tcp_lat), BW % and Lat % of native,
 UDP throughput, loss and jitter (iperf3.udp, else qperf.udp_bw), UDP latency
 (qperf.udp_lat), ping RTT (ping.flood: avg, and the min/max/mdev of each run's rtt line),
-CPU per Gbit/s, each a median over repeats with its min–max, and a % of native for every
-throughput and latency. Whichever of these a run did not measure stays empty; the text
+P99 latency (sockperf.pingpong[_tcp]), the packet rate at each payload size (iperf3.ppsN),
+the per-stream throughput and Jain's fairness index of the TCP throughput test at the row's
+stream count, CPU per Gbit/s, each a median over repeats with its min–max, and a % of
+native for every throughput, rate and latency. Whichever of these a run did not measure stays empty; the text
 table (`tablefmt`) and the report leave such columns out.
 
 COLUMNS is the one list both the numbers and their display come from: each entry says
@@ -34,12 +36,16 @@ from harness.analysis.stats import (
     truthy,
     with_native,
 )
+from harness.tools import TOOLS
 
 TCP_BW_TESTS = ("iperf3.tcp", "qperf.tcp_bw")      # first present wins
 TCP_LAT_TESTS = ("qperf.tcp_lat",)
 UDP_TESTS = ("iperf3.udp", "qperf.udp_bw")
 UDP_LAT_TESTS = ("qperf.udp_lat",)
 PING_TESTS = ("ping.flood",)
+TAIL_TESTS = ("sockperf.pingpong", "sockperf.pingpong_tcp")
+# The packet-rate tests (a fixed UDP payload each), smallest payload first.
+PPS_TESTS = tuple(sorted((t for t in TOOLS.values() if t.payload), key=lambda t: t.payload))
 
 ROW_KEY = ["underlay_mtu", "mode", "overlay_mtu", "placement"]
 
@@ -70,6 +76,7 @@ class Column:
     what: str = ""                    # value: what it measures, for "no native … to compare with"
     parts: tuple[tuple[str, str], ...] = ()
     shown_when_positive: bool = False  # shown only when some row is above 0 (ping loss)
+    by_streams: bool = False          # matched on the row's stream count (per-stream figures)
 
     @property
     def fields(self) -> list[str]:
@@ -111,11 +118,23 @@ COLUMNS: list[Column] = [
                   ("ping_mdev_us", "latency_mdev_us"))),
     Column("ping_loss", "Ping loss %", field="ping_loss_pct", tests=PING_TESTS, metric="loss_pct", digits=2,
            shown_when_positive=True),
+    Column("p99", "P99 Lat (µs)", field="p99_lat_us", tests=TAIL_TESTS, metric="latency_p99_us", ranged=True,
+           text_range=False, what="P99 latency"),
+    Column("p99_pct", "P99 %", kind="pct", field="p99_pct", of="p99"),
+    *(c for t in PPS_TESTS for c in (
+        Column(f"pps{t.payload}", f"Mpps {t.payload} B", field=f"mpps_{t.payload}", tests=(t.name,),
+               metric="pps", scale=1e-6, ranged=True, text_range=False, what=f"{t.payload}-byte packet rate"),
+        Column(f"pps{t.payload}_pct", f"pps {t.payload} B %", kind="pct", field=f"pps_{t.payload}_pct",
+               of=f"pps{t.payload}"))),
+    Column("stream", "Per-stream (Gbit/s)", field="stream_gbps", tests=TCP_BW_TESTS,
+           metric="stream_throughput_bps", scale=1e-9, ranged=True, by_streams=True),
+    Column("jain", "Jain", field="jain", tests=TCP_BW_TESTS, metric="fairness_jain", by_streams=True),
     Column("cpu", "CPU %/Gbit/s", kind="cpu", field="cpu_per_gbps", ranged=True, text_range=False),
     Column("failed", "Failed", kind="failed"),
 ]
 BY_KEY = {c.key: c for c in COLUMNS}
 ROW_TCP = BY_KEY["tcp"]               # its stream counts make the rows
+BY_STREAMS = {c.key for c in COLUMNS if c.by_streams}
 
 ROW_FIELDS = ["underlay_mtu", "rate", "mode", "overlay_mtu", "datapath", "placement", "streams", "repeats", "failed"]
 TEST_FIELDS = [c.test_field for c in COLUMNS if c.test_field]
@@ -222,7 +241,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     picked: dict = {}
     for col in COLUMNS:
         if col.kind == "value":
-            picked[col.key] = _by_row(_pick(s, col.tests, col.metric), per_streams=col is ROW_TCP)
+            picked[col.key] = _by_row(_pick(s, col.tests, col.metric), per_streams=col is ROW_TCP or col.by_streams)
         elif col.kind == "parts":
             for _, metric in col.parts:
                 picked[(col.key, metric)] = _by_row(_pick(s, col.tests, metric), per_streams=False)
@@ -235,7 +254,8 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
             row: dict = dict(zip(ROW_KEY, k))
             row.update(datapath=join_unique(e["datapath"]), rate=join_unique(e["rate"]) or None,
                        streams=streams, repeats=len(e["repeats"]), failed=nfail.get(k, 0))
-            sources = {key: (tcp if key == ROW_TCP.key else rows_of.get(k))
+            sources = {key: (tcp if key == ROW_TCP.key else
+                             (rows_of.get(k) or {}).get(streams) if key in BY_STREAMS else rows_of.get(k))
                        for key, rows_of in picked.items()}
             for col in COLUMNS:
                 src = sources.get(col.of if col.kind == "pct" else col.key)
@@ -257,7 +277,7 @@ def missing_columns(summary: pd.DataFrame) -> list[str]:
 
     Only what a reader of the seed's table would look for: TCP throughput; TCP latency
     when the run measured no latency of any kind (qperf.tcp_lat, qperf.udp_lat,
-    ping.flood); a % of native whose values exist but have no native reference; CPU per
+    ping.flood, sockperf); a % of native whose values exist but have no native reference; CPU per
     Gbit/s when there is TCP throughput but no CPU sample. Optional measurements nobody
     ran (UDP, ping) get no note: their columns are simply left out.
     """
@@ -266,7 +286,7 @@ def missing_columns(summary: pd.DataFrame) -> list[str]:
     notes = []
     if not has_data(summary, "tcp_gbps"):
         notes.append("TCP throughput (no iperf3.tcp or qperf.tcp_bw measurements)")
-    if not any(has_data(summary, c) for c in ("tcp_lat_us", "udp_lat_us", "ping_avg_us")):
+    if not any(has_data(summary, c) for c in ("tcp_lat_us", "udp_lat_us", "ping_avg_us", "p99_lat_us")):
         notes.append("TCP latency (no qperf.tcp_lat measurements)")
     for pct in (c for c in COLUMNS if c.kind == "pct"):
         value = BY_KEY[pct.of]

@@ -50,7 +50,8 @@ def add_compare(sub) -> None:
     c.add_argument("--alpha", type=float, default=0.05, metavar="A", help="significance level (default 0.05)")
     c.add_argument("--tolerance", action="append", metavar="METRIC=FRACTION",
                    help="allowed change before a significant one fails, e.g. throughput_bps=0.05 "
-                        "(defaults: throughput_bps 0.10, latency_us 0.15); repeatable")
+                        "(defaults: throughput_bps 0.10, latency_us 0.15, pps 0.10, latency_p99_us 0.25); "
+                        "repeatable")
     c.add_argument("--modes", type=csv(str), metavar="A,B", help="sleeve modes to compare (each gets two arms)")
     c.add_argument("--underlay-mtu", type=csv(int), metavar="N,..")
     c.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..")

@@ -64,6 +64,8 @@ def unit_value(metric: str, x: float | None) -> str:
         return f"{fmt_num(x / 1e9)} Gbit/s"
     if metric.endswith("_us"):
         return f"{fmt_num(x)} µs"
+    if metric == "pps":
+        return f"{fmt_num(x / 1e6)} Mpps"
     return fmt_num(x)
 
 

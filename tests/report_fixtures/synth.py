@@ -24,7 +24,11 @@ PROFILE = {
 }
 ALL_MODES = ["native", "fastdp", "auto", "sleeve", "sleeve-l3", "sleeve-crypto", "sleeve-basic"]
 ALL_TESTS = ["iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "ping.flood"]
-EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat"]     # every test the harness has
+EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", "iperf3.pps64",
+                           "iperf3.pps256", "iperf3.pps1400"]     # every column the table has
+# Packets per second at 64 B, roughly: per-packet cost, not bytes, limits the userspace sleeve.
+PPS = {"native": 1.1e6, "fastdp": 0.75e6, "auto": 0.74e6, "sleeve": 0.3e6, "sleeve-l3": 0.32e6,
+       "sleeve-crypto": 0.22e6, "sleeve-basic": 0.12e6}
 
 META = {
     "git": {"commit": "33ba442bd7905c32f2883e3dd8a55f751c3ba659", "dirty": False},
@@ -66,7 +70,7 @@ def _profile(mode: str, underlay: int) -> tuple[float, float]:
 
 def make_records(*, modes: Iterable[str] = ALL_MODES, underlay_mtus: Iterable[int] = (1500, 9000),
                  placements: Iterable[str] = ("container-container",), tests: Iterable[str] = ALL_TESTS,
-                 repeats: int = 3, seed: int = 1, noise: float = 0.02,
+                 repeats: int = 3, seed: int = 1, noise: float = 0.02, streams: Iterable[int] = (1,),
                  scale: dict[str, float] | None = None, lat_scale: dict[str, float] | None = None,
                  fail: dict[tuple, str] | None = None, rate: str | None = None,
                  run_id: str = "synthetic") -> list[dict[str, Any]]:
@@ -74,9 +78,11 @@ def make_records(*, modes: Iterable[str] = ALL_MODES, underlay_mtus: Iterable[in
 
     scale / lat_scale: multiply a mode's throughput / latency (a regression or a win).
     fail: {(mode, underlay_mtu, test): reason} (or (mode, underlay_mtu, test, repeat)) makes
-    those cases failed rows. Native runs host-host only, as the real runner does.
+    those cases failed rows. Native runs host-host only, as the real runner does. streams:
+    the stream counts of iperf3.tcp (more streams: more throughput, less per stream).
     """
     rng = random.Random(seed)
+    stream_counts = tuple(streams)
     scale = scale or {}
     lat_scale = lat_scale or {}
     fail = fail or {}
@@ -90,8 +96,8 @@ def make_records(*, modes: Iterable[str] = ALL_MODES, underlay_mtus: Iterable[in
             for mode in modes:
                 places = ["host-host"] if mode == "native" else list(placements)
                 for place in places:
-                    for test in tests:
-                        streams = 1
+                    for test, streams in ((t_, s) for t_ in tests
+                                          for s in (stream_counts if t_ == "iperf3.tcp" else (1,))):
                         ctx = dict(case=f"{mode}/u{u}/{place}/{test}/s{streams}", mode=mode,
                                    datapath=datapath(mode, u), underlay_mtu=u,
                                    overlay_mtu=overlay_mtu(mode, u), placement=place, test=test,
@@ -105,6 +111,8 @@ def make_records(*, modes: Iterable[str] = ALL_MODES, underlay_mtus: Iterable[in
                         gbps, lat = _profile(mode, u)
                         gbps *= scale.get(mode, 1.0)
                         lat *= lat_scale.get(mode, 1.0)
+                        if streams > 1:
+                            gbps *= streams ** 0.5
                         out += _test_rows(ctx, test, noisy(gbps), noisy(lat), rng)
     return out
 
@@ -123,8 +131,22 @@ def _test_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random
     if test == "iperf3.tcp":
         iv = [[float(t), gbps * 1e9 * (1 + rng.gauss(0, 0.04)) * (0.85 if t == 1 else 1)]
               for t in range(1, 11)]
+        n = ctx["streams"]
+        shares = [1 + 0.2 * (i - (n - 1) / 2) / max(1, n - 1) for i in range(n)] if n > 1 else []
+        per = [_row(ctx, "stream_throughput_bps", gbps * 1e9 * s / n, "bps") for s in shares]
+        if shares:
+            per.append(_row(ctx, "fairness_jain", sum(shares) ** 2 / (n * sum(s * s for s in shares)), "ratio"))
         return [_row(ctx, "throughput_bps", gbps * 1e9, "bps", intervals=iv),
-                _row(ctx, "retransmits", float(rng.randint(0, 40)), "count")] + cpu
+                _row(ctx, "retransmits", float(rng.randint(0, 40)), "count")] + per + cpu
+    if test.startswith("iperf3.pps"):
+        size = int(test[len("iperf3.pps"):])
+        pps = PPS.get(ctx["mode"].split("@")[0], 0.3e6) * (1 + rng.gauss(0, 0.03)) * (64 / size) ** 0.1
+        return [_row(ctx, "pps", pps, "pps"), _row(ctx, "throughput_bps", pps * size * 8, "bps"),
+                _row(ctx, "loss_pct", 0.5 * (1 + rng.gauss(0, 0.2)), "pct")] + cpu
+    if test == "sockperf.pingpong":
+        p = {"latency_us": 1.0, "latency_min_us": 0.7, "latency_p50_us": 0.95, "latency_p90_us": 1.2,
+             "latency_p99_us": 2.0, "latency_p999_us": 4.5, "latency_max_us": 40.0}
+        return [_row(ctx, m, lat * 0.9 * k, "us") for m, k in p.items()]
     if test == "iperf3.udp":
         udp = gbps * 0.55
         iv = [[float(t), udp * 1e9 * (1 + rng.gauss(0, 0.06))] for t in range(1, 11)]
