@@ -164,6 +164,17 @@ def cpu_bars(summary: pd.DataFrame) -> Plot | None:
                          "TCP throughput; median and min–max over repeats. Lower is better.")
 
 
+# % of native heatmap panels: (summary column, title, colour map), and those where higher is better.
+HEAT_PANELS = [("bw_pct", "TCP throughput, % of native", "YlGnBu"),
+               ("lat_pct", "TCP latency, % of native", "YlOrRd"),
+               ("udp_bw_pct", "UDP throughput, % of native", "YlGnBu"),
+               ("udp_lat_pct", "UDP latency, % of native", "YlOrRd"),
+               ("ping_pct", "ping avg RTT, % of native", "YlOrRd"),
+               ("pps_64_pct", "64-byte packet rate, % of native", "YlGnBu"),
+               ("p99_pct", "P99 latency, % of native", "YlOrRd")]
+HIGHER_PCT = {"bw_pct", "udp_bw_pct", "pps_64_pct"}
+
+
 def _heat_panel(fig: Any, ax: Any, d: pd.DataFrame, col: str, title: str, cmap: str,
                 rows: list[str], cols: list[str]) -> None:
     """One heatmap of `col` (% of native): rows are modes, columns (MTU, placement)."""
@@ -172,7 +183,7 @@ def _heat_panel(fig: Any, ax: Any, d: pd.DataFrame, col: str, title: str, cmap: 
         v = r[col]
         if v == v and v is not None:
             grid[rows.index(r["_row"]), cols.index(r["_col"])] = v
-    if col in ("bw_pct", "udp_bw_pct"):
+    if col in HIGHER_PCT:
         vmin, vmax = 0.0, 100.0
     else:
         finite = grid[np.isfinite(grid)]
@@ -202,13 +213,8 @@ def _heat_panel(fig: Any, ax: Any, d: pd.DataFrame, col: str, title: str, cmap: 
 
 @styled
 def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
-    """Mode × (underlay MTU, placement) heatmap of BW % and Lat % of native."""
-    panels = [(c, t, cmap) for c, t, cmap in (("bw_pct", "TCP throughput, % of native", "YlGnBu"),
-                                             ("lat_pct", "TCP latency, % of native", "YlOrRd"),
-                                             ("udp_bw_pct", "UDP throughput, % of native", "YlGnBu"),
-                                             ("udp_lat_pct", "UDP latency, % of native", "YlOrRd"),
-                                             ("ping_pct", "ping avg RTT, % of native", "YlOrRd"))
-              if _any(summary, c)]
+    """Mode × (underlay MTU, placement) heatmap of each % of native the run has (HEAT_PANELS)."""
+    panels = [(c, t, cmap) for c, t, cmap in HEAT_PANELS if _any(summary, c)]
     if not panels:
         return None
     d = stats.sort_configs(summary.copy())

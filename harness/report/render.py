@@ -22,7 +22,7 @@ from harness import __version__
 from harness.analysis import stats, summary as summ, tablefmt
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
-from harness.report import plots, style
+from harness.report import breadth, plots, style
 from harness.run.results import load, read_meta, resolve_run
 
 log = logging.getLogger(__name__)
@@ -257,6 +257,7 @@ def load_run(run_dir: pathlib.Path | str) -> RunView:
         figs, plot_notes = [], (["No plots: nothing was measured successfully."] if not df.empty else [])
     else:
         figs, plot_notes = plots.all_plots(summary, df)
+        figs += breadth.figures(summary, df)
     value_cols = [f for c in summ.COLUMNS for f in c.fields]
     has_numbers = not summary.empty and summary[value_cols].notna().any().any()
     return RunView(path=path, run_id=str(meta.get("run_id") or path.name), meta=meta, df=df, summary=summary,
