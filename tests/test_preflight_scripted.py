@@ -132,3 +132,12 @@ def test_a_remote_testbed_reports_every_hosts_problems_at_once_before_making_any
             h.assert_all_used()
     finally:
         tb.teardown()
+
+
+def test_a_host_without_sockperf_is_one_line_with_its_package():
+    h = ScriptedHost("h1")
+    h.expect(checks("ip tc ss bridge ethtool ping sysctl nft sockperf iperf3", "", ""),
+             stdout="missing sockperf\n")
+    assert preflight.host_problems(h, "h1", sc("native", tests=("sockperf.pingpong", "iperf3.pps64"))) == [
+        "h1: sockperf not found: apt-get install -y sockperf"]
+    h.assert_all_used()
