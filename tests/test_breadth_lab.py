@@ -11,10 +11,6 @@ from __future__ import annotations
 
 import json
 import pathlib
-import shutil
-import subprocess
-import sys
-import tempfile
 
 import pytest
 
@@ -26,20 +22,14 @@ from harness.run.runner import wait_listening
 from harness.tools import get as get_tool
 from harness.tools.base import TestSpec
 from test_compare_lab import Calibrated
-from test_ssh_backend import SshLab
+from test_ssh_backend import ob, ssh_lab  # noqa: F401  (ssh_lab: the fixture, a lab whose hosts run sshd)
 
 pytestmark = [needs_root(), pytest.mark.lab]
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
 # One repeat of 1 s each: tail latency, the 64-byte packet rate, and TCP at 1 and 2 streams.
 MATRIX = ["--modes", "native,sleeve", "--placements", "host-host,container-container",
           "--tests", "sockperf.pingpong,iperf3.pps64,iperf3.tcp", "--streams", "1,2",
           "--repeats", "1", "--duration", "1", "-q"]
-
-
-def ob(*args, env=None, timeout=600):
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True,
-                          text=True, env=env, timeout=timeout)
 
 
 def _check_run(run: pathlib.Path, tmp: pathlib.Path, env=None) -> None:
@@ -98,17 +88,6 @@ def test_tail_packet_rate_and_streams_on_the_lab(tmp_path):
     p = ob("run", *MATRIX, "--results", str(tmp_path / "results"))
     assert p.returncode == 0, p.stderr[-3000:]
     _check_run(pathlib.Path(p.stdout.splitlines()[0]), tmp_path)
-
-
-@pytest.fixture
-def ssh_lab():
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="obsshlab-"))
-    sl = SshLab(tmp)
-    try:
-        yield sl
-    finally:
-        sl.close()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def test_tail_packet_rate_and_streams_over_ssh(ssh_lab, tmp_path):

@@ -55,13 +55,15 @@ capture() {
     printf '%s\t%s\t%s\n' "$name" "$rc" "$*" >>"$DIR/captures.tsv"
 }
 
-# wait_port PORT : until something in $NSB listens on TCP PORT.
+# wait_port PORT [udp] : until something in $NSB listens on TCP PORT (or has UDP PORT bound).
 wait_port() {
+    local flags=-Hltn
+    [ "${2:-tcp}" = udp ] && flags=-Hlun
     for _ in $(seq 50); do
-        ip netns exec "$NSB" ss -Hltn "sport = :$1" | grep -q . && return 0
+        ip netns exec "$NSB" ss "$flags" "sport = :$1" | grep -q . && return 0
         sleep 0.1
     done
-    echo "nothing listens on $1 in $NSB" >&2
+    echo "nothing listens on ${2:-tcp} port $1 in $NSB" >&2
     return 1
 }
 
@@ -95,16 +97,6 @@ if [ "${1:-}" = pps ]; then
     capture_pps
     exit 0
 fi
-
-# wait_udp PORT : until something in $NSB has a UDP socket bound to PORT.
-wait_udp() {
-    for _ in $(seq 50); do
-        ip netns exec "$NSB" ss -Hlun "sport = :$1" | grep -q . && return 0
-        sleep 0.1
-    done
-    echo "nothing bound to UDP $1 in $NSB" >&2
-    return 1
-}
 
 stop_server() {
     kill "$SERVER_PID" 2>/dev/null || true
@@ -186,7 +178,7 @@ capture_sockperf() {
     capture sockperf_udp_noserver 20 "${spc[@]}"
     ip netns exec "$NSB" sockperf sr -i "$ADDR_B" -p "$SOCKPERF_PORT" >/dev/null 2>&1 &
     SERVER_PID=$!
-    wait_udp "$SOCKPERF_PORT"
+    wait_port "$SOCKPERF_PORT" udp
     capture sockperf_udp 20 "${spc[@]}"
     # a client killed mid-test: what a hard timeout leaves
     capture sockperf_udp_killed "-s KILL 1" sockperf pp -i "$ADDR_B" -p "$SOCKPERF_PORT" -t 10
