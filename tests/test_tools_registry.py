@@ -30,3 +30,14 @@ def test_get_known_and_unknown():
 def test_servers_that_do_not_end_by_themselves_are_marked():
     assert tools.get("iperf3.tcp").server_exits is True
     assert tools.get("qperf.tcp_lat").server_exits is False
+
+
+def test_run_help_names_every_test():
+    """`run --help` lists the tests without importing the registry (for its speed): the list
+    must not drift from it."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--help"], capture_output=True,
+                         text=True, check=True).stdout
+    listed = "".join(out.split("--tests T,..")[-1].split("--streams")[0].split())
+    assert listed.split(",") == NAMES
