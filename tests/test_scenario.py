@@ -117,3 +117,18 @@ def test_unfit_skip_drops_only_what_cannot_fit(caplog):
     assert "skipped: overlay MTU 8950 does not fit mode sleeve-crypto" in caplog.text
     with pytest.raises(ScenarioError, match=r"\[matrix\] unfit: 'maybe'"):
         S.build({"matrix": {"unfit": "maybe"}})
+
+
+def test_a_payload_that_cannot_cross_a_modes_overlay_mtu_is_refused_or_skipped():
+    """1,400 bytes need 1,428: sleeve-crypto has 1,418 on a 1,500 underlay, native 1,500."""
+    base = {"modes": ["native", "sleeve-crypto"], "tests": ["iperf3.pps64", "iperf3.pps1400", "iperf3.tcp"],
+            "streams": [1, 2], "repeats": 1}
+    with pytest.raises(ScenarioError, match="iperf3.pps1400 sends 1400-byte payloads, which need an MTU of "
+                                            "at least 1428; mode sleeve-crypto has 1418"):
+        S.expand(S.build({"matrix": base}))
+    cases = S.expand(S.build({"matrix": {**base, "unfit": "skip"}}))
+    got = {(c.mode, c.test, c.streams) for c in cases}
+    assert ("sleeve-crypto", "iperf3.pps1400", 1) not in got and ("native", "iperf3.pps1400", 1) in got
+    assert ("sleeve-crypto", "iperf3.pps64", 1) in got
+    # one sender per packet-rate case; only the bulk iperf3 tests take the stream counts
+    assert ("native", "iperf3.pps64", 2) not in got and ("sleeve-crypto", "iperf3.tcp", 2) in got

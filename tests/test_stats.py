@@ -452,3 +452,20 @@ def test_tail_latency_packet_rate_and_stream_columns_with_their_share_of_native(
         assert title in head, head
     assert "Mpps 256 B" not in head                       # not measured: left out
     assert stats.higher_is_better("pps") and not stats.higher_is_better("latency_p99_us")
+
+
+def test_figures_show_figures_that_do_not_vary_with_streams_once_per_config():
+    """P99 and packet rate are measured with one stream; the summary repeats them on each
+    stream count's row, and the figures take them from the lowest only."""
+    from harness.report.plots import one_stream_count
+    rows = []
+    for mode, scale in (("native", 1.0), ("sleeve", 0.5)):
+        rows += [row(mode, test="iperf3.pps64", metric="pps", value=1e6 * scale, unit="pps"),
+                 row(mode, test="sockperf.pingpong", metric="latency_p99_us", value=40 / scale, unit="us"),
+                 row(mode, value=10e9 * scale), row(mode, streams=4, value=20e9 * scale)]
+    t = summary.summary_table(frame(rows))
+    assert t.groupby("mode")["mpps_64"].count().to_dict() == {"native": 2, "sleeve": 2}   # the table repeats it
+    d = one_stream_count(t, keep={"bw_pct"})
+    assert d.groupby("mode")["mpps_64"].count().to_dict() == {"native": 1, "sleeve": 1}
+    assert d.loc[d["streams"] == 1, "mpps_64"].notna().all() and d.loc[d["streams"] == 4, "p99_pct"].isna().all()
+    assert d["bw_pct"].notna().all()                               # TCP's own per stream count stays

@@ -4,7 +4,7 @@ One row per (underlay MTU, mode, overlay MTU, placement[, streams]): TCP through
 (iperf3.tcp, else qperf.tcp_bw), TCP latency (qperf.tcp_lat), BW % and Lat % of native,
 UDP throughput, loss and jitter (iperf3.udp, else qperf.udp_bw), UDP latency
 (qperf.udp_lat), ping RTT (ping.flood: avg, and the min/max/mdev of each run's rtt line),
-P99 latency (sockperf.pingpong[_tcp]), the packet rate at each payload size (iperf3.ppsN),
+P99 latency (sockperf.pingpong, and sockperf.pingpong_tcp in a column of its own), the packet rate at each payload size (iperf3.ppsN),
 the per-stream throughput and Jain's fairness index of the TCP throughput test at the row's
 stream count, CPU per Gbit/s, each a median over repeats with its min–max, and a % of
 native for every throughput, rate and latency. Whichever of these a run did not measure stays empty; the text
@@ -43,7 +43,7 @@ TCP_LAT_TESTS = ("qperf.tcp_lat",)
 UDP_TESTS = ("iperf3.udp", "qperf.udp_bw")
 UDP_LAT_TESTS = ("qperf.udp_lat",)
 PING_TESTS = ("ping.flood",)
-TAIL_TESTS = ("sockperf.pingpong", "sockperf.pingpong_tcp")
+TAIL_TESTS = ("sockperf.pingpong", "sockperf.pingpong_tcp")     # UDP, TCP: a column each
 # The packet-rate tests (a fixed UDP payload each), smallest payload first.
 PPS_TESTS = tuple(sorted((t for t in TOOLS.values() if t.payload), key=lambda t: t.payload))
 
@@ -118,16 +118,19 @@ COLUMNS: list[Column] = [
                   ("ping_mdev_us", "latency_mdev_us"))),
     Column("ping_loss", "Ping loss %", field="ping_loss_pct", tests=PING_TESTS, metric="loss_pct", digits=2,
            shown_when_positive=True),
-    Column("p99", "P99 Lat (µs)", field="p99_lat_us", tests=TAIL_TESTS, metric="latency_p99_us", ranged=True,
+    Column("p99", "P99 Lat (µs)", field="p99_lat_us", tests=TAIL_TESTS[:1], metric="latency_p99_us", ranged=True,
            text_range=False, what="P99 latency"),
     Column("p99_pct", "P99 %", kind="pct", field="p99_pct", of="p99"),
+    Column("tcp_p99", "TCP P99 Lat (µs)", field="tcp_p99_lat_us", tests=TAIL_TESTS[1:], metric="latency_p99_us",
+           ranged=True, text_range=False, what="TCP P99 latency"),
+    Column("tcp_p99_pct", "TCP P99 %", kind="pct", field="tcp_p99_pct", of="tcp_p99"),
     *(c for t in PPS_TESTS for c in (
         Column(f"pps{t.payload}", f"Mpps {t.payload} B", field=f"mpps_{t.payload}", tests=(t.name,),
                metric="pps", scale=1e-6, ranged=True, text_range=False, what=f"{t.payload}-byte packet rate"),
         Column(f"pps{t.payload}_pct", f"pps {t.payload} B %", kind="pct", field=f"pps_{t.payload}_pct",
                of=f"pps{t.payload}"))),
     Column("stream", "Per-stream (Gbit/s)", field="stream_gbps", tests=TCP_BW_TESTS,
-           metric="stream_throughput_bps", scale=1e-9, ranged=True, by_streams=True),
+           metric="stream_throughput_bps", scale=1e-9, ranged=True, text_range=False, by_streams=True),
     Column("jain", "Jain", field="jain", tests=TCP_BW_TESTS, metric="fairness_jain", by_streams=True),
     Column("cpu", "CPU %/Gbit/s", kind="cpu", field="cpu_per_gbps", ranged=True, text_range=False),
     Column("failed", "Failed", kind="failed"),
@@ -230,9 +233,10 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     """The seed's table as a DataFrame, one row per (underlay MTU, mode, overlay MTU,
     placement, streams of the TCP throughput test). See COLUMNS and the module doc.
 
-    Latency, UDP, ping and CPU columns come from their own tests; they are matched on
-    (underlay MTU, mode, overlay MTU, placement) and, where several stream counts exist,
-    the lowest. Ping: `ping_avg_us` is the median (min–max) over repeats of each run's
+    Latency, UDP, ping, packet-rate and CPU columns come from their own tests; they are
+    matched on (underlay MTU, mode, overlay MTU, placement) and, where several stream counts
+    exist, the lowest. The per-stream columns (`by_streams`) are matched on the row's own
+    stream count. Ping: `ping_avg_us` is the median (min–max) over repeats of each run's
     avg RTT, ping_min/max/mdev_us the medians of each run's min, max and mdev.
     Configs whose every case failed still get a row (empty values, `failed` counts them).
     """

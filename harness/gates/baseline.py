@@ -49,6 +49,7 @@ from harness.core.placements import REFERENCE
 from harness.gates import render as verdict_render
 from harness.gates.verdict import (
     CASE_FIELDS,
+    DEFAULT_TOLERANCES,
     ERROR,
     FAIL,
     FAILING,
@@ -62,6 +63,7 @@ from harness.gates.verdict import (
     Verdict,
     case_name,
     decide,
+    headline_rows,
 )
 from harness.run.results import load, read_meta
 
@@ -69,8 +71,6 @@ log = logging.getLogger(__name__)
 
 BASELINE_SCHEMA_VERSION = 1
 BASELINE_KIND = "overlaybench-baseline"
-# Tail latency moves more than the mean between runs of an unchanged build, hence its wider band.
-DEFAULT_TOLERANCES = {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25}
 DEFAULT_ALPHA = 0.05
 __all__ = ["CASE_FIELDS", "ERROR", "FAIL", "FAILING", "IMPROVED", "MISSING", "NEW", "NOT_ENOUGH", "PASS",
            "SKIPPED", "CaseVerdict", "Verdict", "case_name", "baseline_from_frame", "make_baseline",
@@ -128,7 +128,7 @@ def baseline_from_frame(df: pd.DataFrame, meta: dict[str, Any],
                         alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
     """A baseline (see make_baseline) from a measurements frame and its run.json."""
     tol = dict(DEFAULT_TOLERANCES if tolerances is None else tolerances)
-    rr = stats.repeat_ratios(df, metrics=list(tol))
+    rr = headline_rows(stats.repeat_ratios(df, metrics=list(tol)))
     cases = []
     for key, g in rr.groupby(CASE_FIELDS, dropna=False, sort=False):
         d = dict(zip(CASE_FIELDS, (stats.key_value(x) for x in key)))
@@ -241,7 +241,7 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
     alpha = float(baseline.get("alpha", DEFAULT_ALPHA))
     warnings = machine_warnings(baseline.get("machine") or {}, machine_facts(meta))
 
-    rr = stats.repeat_ratios(df, metrics=list(tol))
+    rr = headline_rows(stats.repeat_ratios(df, metrics=list(tol)))
     current = {_case_key(dict(zip(CASE_FIELDS, k))): g["ratio"].tolist()
                for k, g in rr.groupby(CASE_FIELDS, dropna=False, sort=False)}
     fails = stats.failures(df)

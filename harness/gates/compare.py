@@ -29,22 +29,14 @@ from harness.analysis.significance import signed_rank
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
 from harness.gates import render as verdict_render
-from harness.gates.verdict import AB, ERROR, NOT_ENOUGH, CaseVerdict, Verdict, decide
+from harness.gates.verdict import (AB, DEFAULT_TOLERANCES, ERROR, HEADLINE, NOT_ENOUGH, CaseVerdict, Verdict,
+                                   decide)
 from harness.modes.variants import BASE, HEAD
 from harness.run.results import load, read_meta
-from harness.tools import TOOLS
 
 log = logging.getLogger(__name__)
 
 DEFAULT_ALPHA = 0.05
-# Tail latency moves more than the mean between runs of an unchanged build, hence its wider band.
-DEFAULT_TOLERANCES = {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25}
-# The metric each test is judged on.
-HEADLINE = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "iperf3.udp": "throughput_bps",
-            "qperf.udp_bw": "throughput_bps", "qperf.tcp_lat": "latency_us", "qperf.udp_lat": "latency_us",
-            "ping.flood": "latency_us", "sockperf.pingpong": "latency_p99_us",
-            "sockperf.pingpong_tcp": "latency_p99_us",
-            **{t.name: "pps" for t in TOOLS.values() if t.payload}}
 
 
 def _failed_repeats(df: pd.DataFrame, label: str) -> dict[tuple, list[str]]:

@@ -19,6 +19,7 @@ import dataclasses
 from typing import Any, Protocol
 
 from harness.analysis.stats import CONFIG_KEY, key_value
+from harness.tools import TOOLS
 
 CASE_FIELDS = CONFIG_KEY + ["metric"]
 
@@ -28,6 +29,25 @@ NOT_ENOUGH, MISSING, SKIPPED, NEW = "not enough repeats", "missing", "skipped", 
 FAILING = (FAIL, ERROR)
 
 BASELINE, AB = "baseline", "ab"      # Verdict.kind: against a stored baseline / head against base
+
+# The fraction each metric may move the bad way before a significant change fails. Tail
+# latency moves more than the mean between runs of an unchanged build, hence its wider band.
+DEFAULT_TOLERANCES = {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25}
+# The one metric each test is judged on (a packet-rate test's throughput is its rate times
+# its size, sockperf's mean is not its tail: judging both would count one change twice).
+HEADLINE = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "iperf3.udp": "throughput_bps",
+            "qperf.udp_bw": "throughput_bps", "qperf.tcp_lat": "latency_us", "qperf.udp_lat": "latency_us",
+            "ping.flood": "latency_us", "sockperf.pingpong": "latency_p99_us",
+            "sockperf.pingpong_tcp": "latency_p99_us",
+            **{t.name: "pps" for t in TOOLS.values() if t.payload}}
+
+
+def headline_rows(frame: Any) -> Any:
+    """The rows of a per-metric frame (with `test` and `metric`) whose metric is their test's
+    headline; every row of a test this build does not know."""
+    if frame.empty:
+        return frame
+    return frame[frame["metric"] == frame["test"].map(HEADLINE).fillna(frame["metric"])]
 
 
 class Test(Protocol):

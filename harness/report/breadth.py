@@ -16,7 +16,7 @@ import pandas as pd
 
 from harness.analysis import stats
 from harness.analysis.summary import PPS_TESTS, TAIL_TESTS, TCP_BW_TESTS
-from harness.report.plots import _any, _grouped_bars
+from harness.report.plots import _any, _grouped_bars, one_stream_count
 from harness.report.style import INK, Plot, figure, mode_color, styled, to_uri
 
 PERCENTILES = [("latency_p50_us", "P50"), ("latency_p90_us", "P90"), ("latency_p99_us", "P99"),
@@ -82,8 +82,7 @@ def percentile_lines(df: pd.DataFrame) -> Plot | None:
     _legend(fig, seen, "Latency percentiles by mode")
     return Plot("Latency percentiles by mode", to_uri(fig),
                 "sockperf ping-pong: each percentile's median over repeats, one-way (half the round "
-                "trip), log scale; dotted: over TCP. A userspace hop shows in the tail before the "
-                "median. Lower is better.", alt="latency percentiles per mode")
+                "trip), log scale; dotted: over TCP. Lower is better.", alt="latency percentiles per mode")
 
 
 @styled
@@ -92,10 +91,11 @@ def pps_bars(summary: pd.DataFrame) -> Plot | None:
     specs = [(f"mpps_{t.payload}", f"Mpps, {t.payload} B") for t in PPS_TESTS]
     if not any(_any(summary, c) for c, _ in specs):
         return None
-    return _grouped_bars(summary, specs, "", "Packet rate by mode and payload size",
-                         "iperf3 UDP with a fixed payload and no rate cap: packets the receiver got per "
-                         "second, median over repeats, error bars span min–max. Userspace overlays pay per "
-                         "packet, so small payloads show their cost. Higher is better.")
+    rows = one_stream_count(summary)
+    rows = rows[rows[[c for c, _ in specs if c in rows]].notna().any(axis=1)]
+    return _grouped_bars(rows, specs, "", "Packet rate by mode and payload size",
+                         "iperf3 UDP with a fixed payload and no rate cap, one sender: packets the receiver "
+                         "got per second, median over repeats, error bars span min–max. Higher is better.")
 
 
 @styled

@@ -14,7 +14,7 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from harness.analysis import stats, tablefmt
+from harness.analysis import stats, summary as summ, tablefmt
 from harness.core.placements import REFERENCE, rank as placement_rank
 from harness.report.style import HATCHES, INK, MUTED, Plot, figure, mode_color, styled, to_uri
 
@@ -172,7 +172,9 @@ HEAT_PANELS = [("bw_pct", "TCP throughput, % of native", "YlGnBu"),
                ("ping_pct", "ping avg RTT, % of native", "YlOrRd"),
                ("pps_64_pct", "64-byte packet rate, % of native", "YlGnBu"),
                ("p99_pct", "P99 latency, % of native", "YlOrRd")]
-HIGHER_PCT = {"bw_pct", "udp_bw_pct", "pps_64_pct"}
+HIGHER_PCT = {c.field for c in summ.COLUMNS if c.kind == "pct" and summ.pct_higher_is_better(c)}
+# Of these, only the TCP throughput's differs between a config's stream counts.
+PER_STREAM_PCT = {"bw_pct"}
 
 
 def _heat_panel(fig: Any, ax: Any, d: pd.DataFrame, col: str, title: str, cmap: str,
@@ -211,13 +213,27 @@ def _heat_panel(fig: Any, ax: Any, d: pd.DataFrame, col: str, title: str, cmap: 
     fig.colorbar(im, ax=ax, shrink=0.85, pad=0.02, format="%d%%")
 
 
+def one_stream_count(summary: pd.DataFrame, keep: set[str] = frozenset()) -> pd.DataFrame:
+    """The summary with each config's columns that do not vary with the stream count (all
+    but `keep`) left only on its lowest stream count's row, so no figure shows them twice."""
+    if summary.empty or summary["streams"].nunique(dropna=True) < 2:
+        return summary
+    d = summary.copy()
+    streams = pd.to_numeric(d["streams"], errors="coerce")
+    lowest = streams.groupby([d[c] for c in summ.ROW_KEY], dropna=False).transform("min")
+    others = streams.notna() & (streams != lowest)
+    cols = [f for c in summ.COLUMNS for f in c.fields if f not in keep and f in d.columns]
+    d.loc[others, cols] = np.nan
+    return d
+
+
 @styled
 def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
     """Mode × (underlay MTU, placement) heatmap of each % of native the run has (HEAT_PANELS)."""
     panels = [(c, t, cmap) for c, t, cmap in HEAT_PANELS if _any(summary, c)]
     if not panels:
         return None
-    d = stats.sort_configs(summary.copy())
+    d = one_stream_count(stats.sort_configs(summary.copy()), keep=PER_STREAM_PCT)
     # One row per mode; a mode measured with several overlay MTUs (or stream counts) at one
     # underlay MTU and placement gets a row per variant.
     labels = []

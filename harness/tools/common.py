@@ -62,7 +62,8 @@ def jain(values: Sequence[float]) -> float:
     if top == 0:
         return math.nan
     xs = [x / top for x in xs]   # the index is scale-free; this keeps squares in range
-    return math.fsum(xs) ** 2 / (len(xs) * math.fsum(x * x for x in xs))
+    # Within [1/n, 1] by Cauchy–Schwarz; rounding can pass 1 by an ulp on equal shares.
+    return min(1.0, math.fsum(xs) ** 2 / (len(xs) * math.fsum(x * x for x in xs)))
 
 
 def failed(reason: str, samples: list[Sample] | None = None) -> ToolResult:

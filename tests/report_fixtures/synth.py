@@ -24,7 +24,8 @@ PROFILE = {
 }
 ALL_MODES = ["native", "fastdp", "auto", "sleeve", "sleeve-l3", "sleeve-crypto", "sleeve-basic"]
 ALL_TESTS = ["iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "ping.flood"]
-EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", "iperf3.pps64",
+EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp",
+                           "iperf3.pps64",
                            "iperf3.pps256", "iperf3.pps1400"]     # every column the table has
 # Packets per second at 64 B, roughly: per-packet cost, not bytes, limits the userspace sleeve.
 PPS = {"native": 1.1e6, "fastdp": 0.75e6, "auto": 0.74e6, "sleeve": 0.3e6, "sleeve-l3": 0.32e6,
@@ -143,7 +144,7 @@ def _test_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random
         pps = PPS.get(ctx["mode"].split("@")[0], 0.3e6) * (1 + rng.gauss(0, 0.03)) * (64 / size) ** 0.1
         return [_row(ctx, "pps", pps, "pps"), _row(ctx, "throughput_bps", pps * size * 8, "bps"),
                 _row(ctx, "loss_pct", 0.5 * (1 + rng.gauss(0, 0.2)), "pct")] + cpu
-    if test == "sockperf.pingpong":
+    if test.startswith("sockperf.pingpong"):
         p = {"latency_us": 1.0, "latency_min_us": 0.7, "latency_p50_us": 0.95, "latency_p90_us": 1.2,
              "latency_p99_us": 2.0, "latency_p999_us": 4.5, "latency_max_us": 40.0}
         return [_row(ctx, m, lat * 0.9 * k, "us") for m, k in p.items()]
