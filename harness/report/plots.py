@@ -257,7 +257,7 @@ def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
         _heat_panel(fig, ax, d, col, title, cmap, rows, cols)
     return Plot("% of native by mode and MTU", to_uri(fig),
                 "Ratio of medians to native at the same underlay MTU (host-host native where the placement has "
-                "none). Throughput: higher is better; latency and ping: lower is better; — no data.",
+                "none). Throughput and packet rate: higher is better; latency, P99 and ping: lower is better; — no data.",
                 alt="heatmap of percent of native")
 
 
