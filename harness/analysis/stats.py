@@ -36,6 +36,7 @@ from harness import modes
 from harness.analysis.significance import mann_whitney
 from harness.core.placements import REFERENCE, rank as placement_rank
 from harness.modes.variants import ARM_SEP
+from harness.tools.base import PER_STREAM_METRIC
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ NATIVE = "native"
 
 
 # Which way is better, per metric. Unknown metrics are treated as lower-is-better costs.
-HIGHER_IS_BETTER = {"throughput_bps": True, "stream_throughput_bps": True, "pps": True, "fairness_jain": True}
+HIGHER_IS_BETTER = {"throughput_bps": True, PER_STREAM_METRIC: True, "pps": True, "fairness_jain": True}
 
 def higher_is_better(metric: str) -> bool:
     return HIGHER_IS_BETTER.get(metric, False)

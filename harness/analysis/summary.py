@@ -37,6 +37,7 @@ from harness.analysis.stats import (
     with_native,
 )
 from harness.tools import TOOLS
+from harness.tools.base import PER_STREAM_METRIC
 
 TCP_BW_TESTS = ("iperf3.tcp", "qperf.tcp_bw")      # first present wins
 TCP_LAT_TESTS = ("qperf.tcp_lat",)
@@ -130,7 +131,7 @@ COLUMNS: list[Column] = [
         Column(f"pps{t.payload}_pct", f"pps {t.payload} B %", kind="pct", field=f"pps_{t.payload}_pct",
                of=f"pps{t.payload}"))),
     Column("stream", "Per-stream (Gbit/s)", field="stream_gbps", tests=TCP_BW_TESTS,
-           metric="stream_throughput_bps", scale=1e-9, ranged=True, text_range=False, by_streams=True),
+           metric=PER_STREAM_METRIC, scale=1e-9, ranged=True, text_range=False, by_streams=True),
     Column("jain", "Jain", field="jain", tests=TCP_BW_TESTS, metric="fairness_jain", by_streams=True),
     Column("cpu", "CPU %/Gbit/s", kind="cpu", field="cpu_per_gbps", ranged=True, text_range=False),
     Column("failed", "Failed", kind="failed"),
