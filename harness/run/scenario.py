@@ -1,12 +1,16 @@
 """Scenario files (TOML) → a frozen Scenario → the list of Cases it asks for.
 
-    [scenario]  name, description
+    [scenario]  name, description, mode_files
+    [modes.X]   a mode defined by commands (harness/modes/commands.py)
     [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration
     [underlay]  rate
     [testbed]   backend, inventory (or hosts inline), pair, containers
 
 Every key is checked before anything runs (harness/core/schema.py's field tables); an error
-names the file and the key.
+names the file and the key. Modes defined by commands, in the scenario's own [modes.X]
+tables or in the files `mode_files` names (relative to the scenario; each holds only
+[modes.X] tables), are registered before [matrix] modes is checked, and the Scenario
+keeps their definitions (`mode_defs`), so run.json has them and --resume defines them again.
 """
 
 from __future__ import annotations
@@ -18,11 +22,13 @@ import tomllib
 from typing import Any
 
 from harness import modes as modes_mod
+from harness.modes import commands
 from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
 from harness.core.placements import NAMES as PLACEMENTS
 from harness.core.units import parse_rate
 from harness.testbeds import registry
+from harness.testbeds.preflight import FEATURES
 from harness.testbeds.containers.base import KINDS
 from harness.tools import TOOLS
 from harness.tools.common import IPV4_UDP_HEADERS
@@ -55,6 +61,9 @@ class Scenario:
     hosts: tuple[dict, ...] = ()      # or the hosts themselves, inline in [testbed]
     pair: tuple[str, ...] = ()        # which two inventory hosts (default: the first two)
     containers: str = "netns"         # what a container endpoint is
+    mode_files: tuple[str, ...] = ()  # files of [modes.X] definitions, as the scenario names them
+    # modes defined by commands: {"name", "source" (the file), "definition" (its table)}
+    mode_defs: tuple[dict, ...] = ()
     source: str = "<defaults>"
 
     def to_dict(self) -> dict[str, Any]:
@@ -75,6 +84,8 @@ class Scenario:
             elif isinstance(v, dict):
                 v = {kk: tuple(vv) for kk, vv in v.items()}
             out[k] = v
+        for d in out.get("mode_defs", ()):
+            define_mode(d["name"], d["definition"], d["source"])
         return cls(**out)
 
 
@@ -118,11 +129,18 @@ def _overlay_mtus(v):
     return schema.int_list(576, 65535, allow_auto=True)(v)
 
 
+def _file_list(v) -> tuple[str, ...]:
+    if not all(isinstance(x, str) and x.strip() for x in v):
+        raise ValueError(f"{v!r}: expected a list of file names")
+    return tuple(v)
+
+
 F = schema.Field
 TABLES: dict[str, dict[str, schema.Field]] = {
     "scenario": {
         "name": F(str, schema.non_empty),
         "description": F(str),
+        "mode_files": F(list, _file_list),
     },
     "matrix": {
         "modes": F(list, schema.choice_list(_mode_names, "mode")),
@@ -154,11 +172,69 @@ def _pair(v) -> tuple[str, ...]:
     return tuple(v)
 
 
-def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = None) -> Scenario:
-    """Validate a parsed TOML document (or flag overrides in the same shape) onto `base`."""
-    base = base or Scenario()
+def define_mode(name: str, definition: dict, source: str) -> dict:
+    """Register a mode defined by commands (a [modes.NAME] table of `source`); its record
+    for Scenario.mode_defs. Errors name the file and the table."""
+    where = f"[modes.{name}]"
+    if not commands.NAME_RE.match(name):
+        raise schema.error(source, where, "a mode's name is a lowercase letter, then up to 31 lowercase "
+                                          "letters, digits, '-' or '_'")
+    mode = commands.CommandMode(name, definition, source)
+    unknown = [f for f in mode.features if f not in FEATURES]
+    if unknown:
+        raise schema.error(source, f"{where} features", f"unknown kernel feature {unknown[0]!r}"
+                           f"{schema.suggest(unknown[0], FEATURES)}; known: {', '.join(FEATURES)}")
+    try:
+        modes_mod.define(mode)
+    except HarnessError as e:
+        raise schema.error(source, where, str(e)) from e
+    return {"name": name, "source": source, "definition": definition}
+
+
+def _define_modes(table: Any, source: str) -> list[dict]:
+    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
+        raise schema.error(source, "[modes]", "expected [modes.NAME] tables, one per mode defined by commands")
+    return [define_mode(name, body, source) for name, body in table.items()]
+
+
+def _mode_file(path: pathlib.Path, source: str) -> list[dict]:
+    try:
+        doc = tomllib.loads(read_text(path, "mode file "))
+    except (HarnessError, tomllib.TOMLDecodeError) as e:
+        raise schema.error(source, "[scenario] mode_files", f"{path}: {e}") from e
+    extra = [k for k in doc if k != "modes"]
+    if extra or not doc:
+        raise schema.error(str(path), f"[{extra[0]}]" if extra else "[modes]",
+                           "a mode file holds [modes.NAME] tables and nothing else")
+    return _define_modes(doc["modes"], str(path))
+
+
+def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = None,
+          here: pathlib.Path | None = None) -> Scenario:
+    """Validate a parsed TOML document (or flag overrides in the same shape) onto `base`;
+    `here`: the directory mode_files are relative to (default: the current one). A
+    scenario refused defines no mode."""
+    had = set(modes_mod.MODES)
+    try:
+        return _build(dict(raw), source, base or Scenario(), here or pathlib.Path.cwd())
+    except HarnessError:
+        for name in set(modes_mod.MODES) - had:
+            del modes_mod.MODES[name]
+        raise
+
+
+def _build(raw: dict[str, Any], source: str, base: Scenario, here: pathlib.Path) -> Scenario:
+    defs = list(base.mode_defs)
+    head = raw.get("scenario")
+    files = head.get("mode_files") if isinstance(head, dict) else None
+    if files is not None:       # read first: [matrix] modes may name their modes
+        files = schema.check_table({"mode_files": files}, TABLES["scenario"], source, "[scenario]")["mode_files"]
+        for f in files:
+            defs += _mode_file(here / f, source)
+    if "modes" in raw:
+        defs += _define_modes(raw.pop("modes"), source)
     got = schema.check(raw, TABLES, source)
-    ch: dict[str, Any] = {"source": source}
+    ch: dict[str, Any] = {"source": source, "mode_defs": tuple(defs)}
     for table in got.values():
         ch.update(table)
     o = ch.get("overlay_mtus")
@@ -198,7 +274,7 @@ def load(path: str | pathlib.Path) -> Scenario:
     if not raw:
         raise ScenarioError(f"{p}: empty: a scenario needs at least a [matrix] table "
                             f"(see scenarios/quick.toml)")
-    sc = build(raw, source=str(p))
+    sc = build(raw, source=str(p), here=p.parent)
     if sc.inventory and not pathlib.Path(sc.inventory).is_absolute():
         # An inventory named in a scenario file is relative to that file.
         sc = dataclasses.replace(sc, inventory=str((p.parent / sc.inventory).resolve()))
