@@ -106,11 +106,12 @@ def test_a_mode_file_holds_only_mode_tables(tmp_path):
     ({"device": "vxlan-seventy"}, "s.toml: [modes.vx77] device: 'vxlan-seventy': a letter, then up to 7"),
     ({"overhead": -1}, "s.toml: [modes.vx77] overhead: -1 bytes is outside 0..64959"),
     ({"features": ["vxlna"]}, "s.toml: [modes.vx77] features: unknown kernel feature 'vxlna' (did you mean 'vxlan'?)"),
+    ({"features": [["vxlan"]]}, "s.toml: [modes.vx77] features: [['vxlan']]: expected a list of names"),
     ({"colour": "#fff"}, "s.toml: [modes.vx77] colour: unknown key"),
     ({"layer": None}, "s.toml: [modes.vx77]: no `layer` (needs layer, overhead, device, up, down)"),
 ], ids=["no-down", "unknown-variable", "unknown-variable-in-an-argv", "unclosed", "variable-in-sh-c",
         "variable-in-a-wrapped-shell", "bad-quoting", "no-up", "empty-command", "layer", "device-too-long",
-        "negative-overhead", "unknown-feature", "unknown-key", "no-layer"])
+        "negative-overhead", "unknown-feature", "features-not-names", "unknown-key", "no-layer"])
 def test_a_bad_definition_is_one_line_naming_file_mode_and_key(kw, needle):
     assert needle in refused(scenario(**kw))
     assert "vx77" not in modes.MODES, "a scenario refused defines nothing"

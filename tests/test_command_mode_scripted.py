@@ -236,3 +236,14 @@ def test_a_mode_whose_up_fails_is_its_groups_failed_rows_with_the_stderr(tb, tmp
     assert [(r["mode"], r["test"], r["metric"], r["ok"], r["error"]) for r in store.records()] == [
         ("vx77", "iperf3.tcp", "failed", False, why), ("vx77", "qperf.tcp_lat", "failed", False, why)]
     assert s1.host.transcript()[-1] == "run: ip link set ob12ab-br0 mtu 1500".replace("ob12ab-br0", n1.br)
+
+
+def test_check_names_a_program_the_commands_start_that_a_host_lacks(tb):
+    m = mode(up=[UP, "mytool ${dev}"])
+    for s, n in sides(tb):
+        s.host.expect(["sh", "-c", 'command -v "$1"', "sh", "ip"], stdout="/usr/sbin/ip\n")
+        s.host.expect(["sh", "-c", 'command -v "$1"', "sh", "mytool"], returncode=0 if s.index == 0 else 1,
+                      stdout="/usr/local/bin/mytool\n" if s.index == 0 else "")
+    with pytest.raises(HarnessError, match=r"^mode vx77 \(s.toml\): `mytool` not found on h1$"):
+        m.check(tb)
+    tb.assert_all_used()

@@ -178,6 +178,12 @@ def _commands(where: str):
     return rule
 
 
+def _names(v: list) -> tuple[str, ...]:
+    if not all(isinstance(x, str) for x in v):
+        raise ValueError(f"{v!r}: expected a list of names")
+    return tuple(v)
+
+
 def _match(regex: re.Pattern, what: str):
     def rule(v):
         if not regex.match(v):
@@ -195,7 +201,7 @@ FIELDS = {
     "up": F(list),
     "down": F(list),
     "pid_file": F(str, lambda v: parse_word(v, "pid_file")),
-    "features": F(list, doc="kernel features preflight probes on each host (checked by the scenario)"),
+    "features": F(list, lambda v: _names(v), doc="kernel features preflight probes (the scenario knows which)"),
     "timeout": F(int, schema.int_range(1, 3600, " s")),
 }
 REQUIRED = ("layer", "overhead", "device", "up", "down")
