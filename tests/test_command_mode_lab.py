@@ -123,8 +123,10 @@ def daemon_pids(prefix: str) -> list[int]:
 # ------------------------------------------------------------------ the lab
 
 def test_the_lab_deploys_what_the_commands_say_and_teardown_removes_it(scenario_file):
+    """The shipped example's VXLAN (scenarios/bring-your-own.toml) and the routed sleeve."""
+    S.load(ROOT / "scenarios" / "bring-your-own.toml")
     S.load(scenario_file)
-    vx, l3 = modes.get("byo-vx"), modes.get("byo-l3")
+    vx, l3 = modes.get("vxlan77"), modes.get("byo-l3")
     with labmod.Lab.create() as lab:
         h0, c0 = lab.sides[0].host, lab.sides[0].container
         dp = vx.deploy(lab, 1450)
