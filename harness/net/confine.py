@@ -7,8 +7,12 @@ gets an nftables table of its own, `inet <P>-h<i>`, made before any forwarding i
 on, whose forward chain
 
     accepts  bridge -> bridge (bridged frames under br_netfilter), bridge <-> a tunnel
-             device in its set `tunnels` (what route_l3 adds: a TUN, a WireGuard device)
-    drops    anything else forwarded from, or towards, the bridge or those devices
+             device in its set `tunnels` (what route_l3 adds: a TUN, a WireGuard device),
+             bridge <-> an underlay in its set `gateways` for addresses in `gateway_nets`
+             (a mode that routes over the underlay unencapsulated: Flannel's host-gw)
+    drops    anything else forwarded from, or towards, the bridge or those devices, and
+             anything forwarded from a gateway in `confined_gateways` (an underlay whose
+             forwarding the mode turned on) to anywhere but the bridge
 
 and touches nothing else (policy accept: the host's other forwarding is not the
 testbed's). Bridged modes (fastdp's VXLAN device, the sleeve's TAP) are bridge ports: the
@@ -33,15 +37,21 @@ INSTALL_HINT = "apt-get install -y nftables"
 RULES = """
 table inet {table} {{
   set tunnels {{ type ifname; }}
+  set gateways {{ type ifname; }}
+  set gateway_nets {{ type ipv4_addr; flags interval; }}
+  set confined_gateways {{ type ifname; }}
   chain forward {{
     type filter hook forward priority filter; policy accept;
     iifname "{br}" oifname "{br}" accept
     iifname "{br}" oifname @tunnels accept
     iifname @tunnels oifname "{br}" accept
+    iifname "{br}" oifname @gateways ip daddr @gateway_nets accept
+    iifname @gateways oifname "{br}" ip daddr @gateway_nets accept
     iifname "{br}" counter drop
     iifname @tunnels counter drop
     oifname "{br}" counter drop
     oifname @tunnels counter drop
+    iifname @confined_gateways counter drop
   }}
 }}
 """
@@ -74,6 +84,22 @@ def allow_tunnel(host: Host, table: str, dev: str) -> None:
 def forget_tunnel(host: Host, table: str, dev: str) -> None:
     """Undo allow_tunnel; never raises for what is already gone."""
     host.run(["nft", "delete", "element", FAMILY, table, "tunnels", f'{{ "{dev}" }}'], check=False)
+
+
+def allow_gateway(host: Host, table: str, dev: str, nets: list[str], only_bridge: bool) -> None:
+    """Let the underlay `dev` forward to and from the bridge for destinations in `nets`;
+    with `only_bridge` (its forwarding was off until the mode turned it on), nothing else
+    arriving there is forwarded."""
+    host.run(["nft", "add", "element", FAMILY, table, "gateway_nets", f"{{ {', '.join(nets)} }}"])
+    host.run(["nft", "add", "element", FAMILY, table, "gateways", f'{{ "{dev}" }}'])
+    if only_bridge:
+        host.run(["nft", "add", "element", FAMILY, table, "confined_gateways", f'{{ "{dev}" }}'])
+
+
+def forget_gateway(host: Host, table: str, dev: str, nets: list[str]) -> None:
+    """Undo allow_gateway; never raises for what is already gone."""
+    for s, elem in (("confined_gateways", f'"{dev}"'), ("gateways", f'"{dev}"'), ("gateway_nets", ", ".join(nets))):
+        host.run(["nft", "delete", "element", FAMILY, table, s, f"{{ {elem} }}"], check=False)
 
 
 def unconfine(host: Host, table: str) -> None:
