@@ -40,6 +40,12 @@ class Datapath:
     devices: dict[int, list[str]] = dataclasses.field(default_factory=dict)  # side → devices to record
     processes: dict[int, Process] = dataclasses.field(default_factory=dict)  # side → daemon
     info: dict = dataclasses.field(default_factory=dict)  # flags, versions, decisions
+    # side → {"host": …, "container": …}: endpoint addresses of a mode's own (the real
+    # Flannel's subnets), where the side's flat overlay addresses are not the ones to use
+    addrs: dict[int, dict[str, str]] = dataclasses.field(default_factory=dict)
+    # what the deployment runs beside its data path (an etcd): stopped at teardown, its CPU
+    # not the data path's
+    services: list = dataclasses.field(default_factory=list)
 
     @property
     def overlay(self) -> bool:
@@ -59,6 +65,7 @@ class Mode(abc.ABC):
     ships_sleeve: bool = False      # deploys the sleeve: each host builds or receives its binary
     overhead: int = 0               # bytes the encapsulation takes from the underlay MTU
     placements: tuple[str, ...] = PLACEMENTS
+    binaries: tuple[str, ...] = ()  # commands it needs on every host (checked by preflight)
     description: str = ""
 
     def overlay_mtu(self, underlay_mtu: int, requested: int | str) -> int:
@@ -74,6 +81,10 @@ class Mode(abc.ABC):
                 f"overlay MTU {mtu} does not fit mode {self.name} on underlay MTU {underlay_mtu}: "
                 f"its encapsulation adds {self.overhead} bytes, so at most {fit}")
         return mtu
+
+    def local_check(self) -> None:
+        """Raise HarnessError if this machine cannot ship the mode (a binary not built):
+        called before any host is reached."""
 
     def check(self, testbed: Testbed) -> None:
         """Raise UnsupportedError if this host pair cannot run the mode."""

@@ -292,6 +292,9 @@ class WireGuardGo(WireGuard):
             tmp.replace(pinned)
         return pinned
 
+    def local_check(self) -> None:
+        find_binary(self.built)
+
     def check(self, testbed: Testbed) -> None:
         find_binary(self.built)
         for s in testbed.sides:

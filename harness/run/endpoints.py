@@ -21,11 +21,12 @@ class Endpoint:
 
 
 def _end(side: Side, dp: Datapath, where: str) -> Endpoint:
+    own = dp.addrs.get(side.index, {})     # a mode's own addresses (the real Flannel's subnets)
     if where == HOST:
-        return Endpoint(side.host, side.overlay_ip if dp.overlay else side.underlay_ip)
+        return Endpoint(side.host, own.get("host") or (side.overlay_ip if dp.overlay else side.underlay_ip))
     if side.container is None:
         raise HarnessError(f"host {side.host.name} has no container endpoint")
-    return Endpoint(side.container, side.container_ip)
+    return Endpoint(side.container, own.get("container") or side.container_ip)
 
 
 def endpoints(testbed: Testbed, dp: Datapath, placement: str) -> tuple[Endpoint, Endpoint]:

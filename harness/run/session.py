@@ -51,6 +51,8 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         store, skip = None, set()
         opts = dataclasses.replace(opts, run_id=results.new_run_id())
     cases = _expand_early(sc)            # resolves and checks every overlay MTU
+    for name in sc.modes:
+        modes.get(name).local_check()    # binaries this machine ships, before any host is reached
     tb = backends.open_testbed(sc, opts)
     machine = None
     try:

@@ -48,11 +48,11 @@ fi
 """
 
 
-def needed_binaries(sc, base: list[str] = BASE_BINARIES) -> list[str]:
+def needed_binaries(sc, base: list[str] = BASE_BINARIES, without: tuple[str, ...] = ()) -> list[str]:
+    """The commands every host needs for `sc`: `base`, its tests' tools, its modes' binaries."""
     need = list(base)
-    for t in sc.tests:
-        b = tools.get(t).binary
-        if b not in need:
+    for b in [tools.get(t).binary for t in sc.tests] + [b for m in sc.modes for b in modes.get(m).binaries]:
+        if b not in need and b not in without:
             need.append(b)
     return need
 
@@ -90,10 +90,11 @@ def _ships_prebuilt(sc) -> bool:
             and sleeve_build.prebuilt() is not None)
 
 
-def host_problems(host: Host, name: str, sc) -> list[str]:
-    """One line per problem on `host` for scenario `sc` (empty: ready)."""
+def host_problems(host: Host, name: str, sc, without: tuple[str, ...] = ()) -> list[str]:
+    """One line per problem on `host` for scenario `sc` (empty: ready); `without`: commands
+    it need not have after all (an etcd the inventory names elsewhere)."""
     feats = needed_features(sc)
-    env = [f"TOOLS={' '.join(needed_binaries(sc))}", f"FEATURES={' '.join(feats)}",
+    env = [f"TOOLS={' '.join(needed_binaries(sc, without=without))}", f"FEATURES={' '.join(feats)}",
            f"BUILD_NEEDS={' '.join(sleeve_build.build_needs()) if sleeve_modes(sc) else ''}",
            f"MISSING_SH={sleeve_build.MISSING_SH}",
            *(f"probe_{f}={FEATURES[f]}" for f in feats)]
