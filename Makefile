@@ -2,7 +2,7 @@
 # what it needs that is missing, then does its job.
 
 PY      := .venv/bin/python
-APT_RUN := iperf3 qperf sockperf iputils-ping iproute2 ethtool nftables gcc make libssl-dev pkg-config python3-venv git cmake
+APT_RUN := iperf3 qperf sockperf iputils-ping iproute2 ethtool nftables gcc make libssl-dev pkg-config python3-venv git cmake etcd-server curl
 APT_TEST:= chromium clang openssh-server openssh-client sudo
 # Without Recommends (they name a kernel image, for the module): `wg` for the WireGuard modes.
 APT_RUN_BARE := wireguard-tools
@@ -11,6 +11,11 @@ APT_RUN_BARE := wireguard-tools
 # "unsupported here". Static (no cgo), so the harness can ship it to remote hosts.
 WIREGUARD_GO_MODULE  := golang.zx2c4.com/wireguard
 WIREGUARD_GO_VERSION := v0.0.0-20260522210424-ecfc5a8d5446
+# The real Flannel for the flannel-* modes, from its Go module at a pinned version (the module
+# proxy here refuses some releases and dependencies; this one builds). cgo on: its UDP
+# backend's packet loop is C. Needs go; without it the flannel modes say how to get it.
+FLANNEL_MODULE  := github.com/flannel-io/flannel
+FLANNEL_VERSION := v0.26.7
 SCENARIO ?= scenarios/quick.toml
 # AWS-LC for the sleeve's AES-256-GCM (overlay/sleeve/aws-lc.sh: source pinned on PyPI), where
 # the harness's local sleeve builds find it (harness/sleeve/build.py).
@@ -19,11 +24,11 @@ AWSLC_DIR := $(or $(OVERLAYBENCH_CACHE),$(HOME)/.cache/overlaybench)/aws-lc
 APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt
 
 .PHONY: setup setup-test bench test soak lint sleeve aws-lc clean down
-.PHONY: wireguard-tools wireguard-go
+.PHONY: wireguard-tools wireguard-go flanneld
 .PHONY: dockerd-up dockerd-down images vagrant-image tools-image
 
 setup: .venv/.stamp sleeve aws-lc
-setup: wireguard-tools wireguard-go
+setup: wireguard-tools wireguard-go flanneld
 
 # Debian packages, only the missing ones (apt-get update only when something is missing).
 .apt-run.stamp: Makefile
@@ -90,6 +95,16 @@ wireguard-go: .venv/.stamp
 	  echo "building wireguard-go $(WIREGUARD_GO_VERSION)"; \
 	  tmp=$$(mktemp -d) && CGO_ENABLED=0 GOBIN=$$tmp go install $(WIREGUARD_GO_MODULE)@$(WIREGUARD_GO_VERSION) && \
 	  mv $$tmp/wireguard .venv/bin/wireguard-go && rmdir $$tmp; \
+	fi
+
+# flanneld into .venv/bin, built only when the binary there is not the pinned version.
+flanneld: .venv/.stamp
+	@if ! command -v go >/dev/null; then \
+	  echo "flanneld: no go here, so the flannel modes cannot run (apt-get install -y golang-go)"; \
+	elif ! go version -m .venv/bin/flanneld 2>/dev/null | grep -q "$(FLANNEL_MODULE)	$(FLANNEL_VERSION)"; then \
+	  echo "building flanneld $(FLANNEL_VERSION)"; \
+	  tmp=$$(mktemp -d) && CGO_ENABLED=1 GOBIN=$$tmp go install $(FLANNEL_MODULE)@$(FLANNEL_VERSION) && \
+	  mv $$tmp/flannel .venv/bin/flanneld && rmdir $$tmp; \
 	fi
 
 setup-test: setup .apt-test.stamp

@@ -16,7 +16,7 @@ import subprocess
 from harness import modes
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.hosts.local import LocalHost
-from harness.modes import wireguard
+from harness.modes import flannel, wireguard
 from harness.run import scenario as scen
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import preflight
@@ -155,6 +155,20 @@ def wireguard_go_checks() -> list[Check]:
     return [Check("overlay", "wireguard-go", True, detail, required=False)]
 
 
+def flannel_checks() -> list[Check]:
+    """One line: the pinned flanneld built (its module version) and etcd and curl beside it
+    (the flannel modes' etcd of their own), or what is missing."""
+    try:
+        binary = flannel.find_binary()
+    except HarnessError:
+        return [Check("overlay", "flanneld", False, "not built", "make flanneld", required=False)]
+    missing = [b for b in ("etcd", "curl") if shutil.which(b) is None]
+    if missing:
+        return [Check("overlay", "flanneld", False, f"{flannel.version_of(binary)}; {', '.join(missing)} not found",
+                      install_hint(missing), required=False)]
+    return [Check("overlay", "flanneld", True, f"{flannel.MODULE} {flannel.version_of(binary)}", required=False)]
+
+
 def docker_checks() -> list[Check]:
     """dockerd and the tools image, for --containers docker (optional: the default
     container endpoints are bare namespaces)."""
@@ -185,6 +199,7 @@ def all_checks() -> list[Check]:
     return ([Check("system", "root", root, "running as root" if root else "not root",
                    "" if root else "run as root (namespaces need CAP_NET_ADMIN)")]
             + kernel_checks() + tool_checks() + python_checks() + sleeve_checks() + wireguard_go_checks()
+            + flannel_checks()
             + docker_checks())
 
 

@@ -87,6 +87,9 @@ class Testbed(abc.ABC):
     # True where the testbed's hosts are this machine (the lab): then one run measures at a
     # time here, since two runs' loads on the same CPUs spoil both runs' ratios.
     measures_here: bool = False
+    # An etcd the flannel modes use instead of starting their own (an SSH inventory's).
+    etcd_endpoints: str | None = None
+    flannel_network: str | None = None   # the flannel modes' network (None: their default)
 
     # ---------------------------------------------------------------- life cycle
     def preflight(self, sc) -> None:

@@ -16,6 +16,10 @@
     underlay_address = "auto"       # this host's address on it; auto: that route's source
     manage_underlay = false         # true lets overlaybench set the NIC's MTU and a tbf cap
                                     # (restored afterwards); false: never touched
+    etcd_endpoints = "http://198.51.100.7:2379"  # an etcd the flannel modes use (the first
+                                    # host's); default: one started for each deployment
+    flannel_network = "198.19.64.0/18"  # the flannel modes' network (the first host's): in
+                                    # 198.18.0.0/15, clear of the lab's ranges; this is the default
 
 Checked with the same field tables as scenarios (harness/core/schema.py): every error names
 the file and the key, with "did you mean". The same [[hosts]] may sit inline in a
@@ -34,6 +38,7 @@ from typing import Any
 
 from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
+from harness.modes.flannel import check_network
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
@@ -50,6 +55,8 @@ class HostSpec:
     underlay_interface: str = "auto"
     underlay_address: str = "auto"
     manage_underlay: bool = False
+    etcd_endpoints: str | None = None
+    flannel_network: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -83,6 +90,13 @@ def _ifname(v: str) -> str:
     return v
 
 
+def _etcd_endpoints(v: str) -> str:
+    for url in v.split(","):
+        if not re.match(r"^https?://[^\s/,]+:[0-9]{1,5}/?$", url.strip()):
+            raise ValueError(f"{url.strip()!r}: expected http://HOST:PORT (comma-separated for several)")
+    return v
+
+
 def _key_file(v: str) -> str:
     p = pathlib.Path(os.path.expanduser(v))
     if not p.is_file():
@@ -105,6 +119,8 @@ HOST_FIELDS: dict[str, schema.Field] = {
     "underlay_interface": F(str, _ifname),
     "underlay_address": F(str, _auto_or_ip),
     "manage_underlay": F(bool),
+    "etcd_endpoints": F(str, _etcd_endpoints),
+    "flannel_network": F(str, check_network),
 }
 DEFAULT_FIELDS = {k: f for k, f in HOST_FIELDS.items() if k not in ("name", "address")}
 REQUIRED = ("name", "address")

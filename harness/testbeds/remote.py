@@ -134,7 +134,8 @@ class RemoteTestbed(Testbed):
     def preflight(self, sc) -> None:
         problems = []
         for s, spec in zip(self.sides, self.specs):
-            problems += preflight.host_problems(s.host, spec.name, sc)
+            problems += preflight.host_problems(s.host, spec.name, sc,
+                                                without=("etcd",) if self.etcd_endpoints else ())
             problems += self.containers.check(s.host, spec.name)
             used = s.host.run(["ip", "-o", "-4", "route", "show", "root", f"{OVERLAY_NET}.0/24"],
                               check=False, timeout=10).stdout.split("\n")
@@ -332,6 +333,16 @@ class RemoteTestbed(Testbed):
         for step in self.after_teardown:
             step()
         log.info("remote testbed %s removed", self.prefix)
+
+    @property
+    def etcd_endpoints(self) -> str | None:
+        """The etcd the inventory names for the flannel modes (the first host's), if any."""
+        return self.specs[0].etcd_endpoints
+
+    @property
+    def flannel_network(self) -> str | None:
+        """The flannel network the inventory names (the first host's), if any."""
+        return self.specs[0].flannel_network
 
     # ------------------------------------------------------------- facts
     def facts(self) -> dict:

@@ -3,7 +3,8 @@ teardown runs per side, the leftovers `overlaybench down --inventory` finds (a s
 directory per prefix under /run/overlaybench, processes marked with OVERLAYBENCH_PREFIX,
 and the SSH transport's own directories /tmp/overlaybench-ssh-* and -up-*, each with an
 owner file), and whether their owner still runs. A testbed's nftables tables (inet
-<P>-h<i>) go with its links."""
+<P>-h<i>) go with its links; the real Flannel's device, routes and underlay forwarding go by
+what its deployment wrote in the side's directory (harness/modes/flannel.py)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ if command -v docker >/dev/null 2>&1; then
   for c in $(docker ps -aq --filter "label=overlaybench.prefix=$P" 2>/dev/null); do docker rm -f "$c" >/dev/null 2>&1 && echo "container $c"; done
 fi
 for l in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$P-"); do ip link del "$l" 2>/dev/null && echo "link $l"; done
+# the real Flannel's VXLAN device, named by a VNI that holds the prefix (harness/modes/flannel.py)
+v=flannel.$((1048576 + 0x${P#ob})); ip link del "$v" 2>/dev/null && echo "link $v"
 # the side's nftables table (every side's when none is named), once its devices are gone
 if command -v nft >/dev/null 2>&1; then
   for t in $(nft list tables inet 2>/dev/null | awk '{print $3}' | grep "^$P-h$SIDE"); do
@@ -64,6 +67,21 @@ for d in "$S"/h$SIDE*; do
   if grep -q '"managed": true' "$f" 2>/dev/null && [ -n "$dev" ] && [ -n "$mtu" ] && [ -e "/sys/class/net/$dev" ]; then
     ip link set "$dev" mtu "$mtu" && echo "underlay $dev mtu $mtu"
     tc qdisc show dev "$dev" root | grep -q '^qdisc tbf' && tc qdisc del dev "$dev" root && echo "underlay $dev tbf"
+  fi
+  # the real Flannel's host-gw routes and the underlay's forwarding as it was (flannel.json)
+  f=$d/flannel.json
+  if [ -f "$f" ]; then
+    # another host's side (hosts sharing a file system): that host's own pass removes it
+    uip=$(sed -n 's/.*"underlay_ip": "\([^"]*\)".*/\1/p' "$f")
+    [ -n "$uip" ] && ! ip -o -4 addr show | grep -q " inet $uip/" && continue
+    net=$(sed -n 's/.*"network": "\([^"]*\)".*/\1/p' "$f"); fdev=$(sed -n 's/.*"underlay_dev": "\([^"]*\)".*/\1/p' "$f")
+    via=$(sed -n 's/.*"peer_underlay_ip": "\([^"]*\)".*/\1/p' "$f"); fwd=$(sed -n 's/.*"underlay_forwarding": "\([01]\)".*/\1/p' "$f")
+    if [ -n "$net" ] && [ -n "$fdev" ] && [ -n "$via" ]; then
+      for r in $(ip route show root "$net" via "$via" dev "$fdev" 2>/dev/null | awk '{print $1}'); do
+        ip route del "$r" via "$via" dev "$fdev" && echo "route $r"
+      done
+    fi
+    [ -n "$fwd" ] && [ -n "$fdev" ] && [ -e "/sys/class/net/$fdev" ] && sysctl -q -w "net/ipv4/conf/$fdev/forwarding=$fwd" && echo "underlay $fdev forwarding $fwd"
   fi
   rm -rf "$d" && echo "dir $d"
 done

@@ -36,6 +36,8 @@ SYSTEM: dict[str, Command] = {c.binary: c for c in (
     Command("nft", "nftables"),
     Command("sysctl", "procps"),
     Command("getconf", "libc-bin"),
+    Command("etcd", "etcd-server", ("etcd", "--version"), r"etcd Version: (\S+)"),
+    Command("curl", "curl", ("curl", "--version"), r"curl ([0-9][\w.]*)"),
     Command("gcc", "gcc"),
     Command("make", "make"),
 )}
