@@ -97,3 +97,22 @@ def test_flannel_config_names_the_backend_and_the_vni_on_a_real_host():
         "Network": "198.19.64.0/18", "SubnetLen": 24, "Backend": {"Type": "vxlan", "VNI": (1 << 20) + 0x12ab}}
     assert modes.get("flannel-host-gw").config(Tb)["Backend"] == {"Type": "host-gw"}
     assert modes.get("flannel-udp").key_prefix(Tb) == "/overlaybench/ob12ab/flannel-udp/network"
+
+
+def test_a_mode_of_its_own_overlay_mtu_runs_beside_modes_at_a_fixed_one():
+    """seed000: the stand-ins at Weave's 1410, the real Flannel at the MTU it sets; a key that
+    is neither an underlay MTU nor a mode is refused."""
+    from harness.run import scenario
+    root = pathlib.Path(__file__).parent.parent / "scenarios"
+    cases = scenario.expand(scenario.load(root / "seed000-weave-is-kinda-slow.toml"))
+    assert sorted({(c.mode, c.overlay_mtu) for c in cases}) == [
+        ("fastdp", 1410), ("flannel-udp", 1472), ("flannel-vxlan", 1450), ("native", 1500),
+        ("sleeve-basic", 1410), ("sleeve-l3", 1410)]
+    only = scenario.build({"matrix": {"modes": ["fastdp", "flannel-vxlan"],
+                                      "overlay_mtu": {"flannel-vxlan": ["auto"]}}})
+    assert sorted({(c.mode, c.overlay_mtu) for c in scenario.expand(only)}) == [("fastdp", 1450), ("flannel-vxlan", 1450)]
+    with pytest.raises(HarnessError, match=r"\[matrix.overlay_mtu\] flanel-vxlan: neither one of the underlay MTUs "
+                                           r"\(1500\) nor a mode \(did you mean 'flannel-vxlan'\?\)"):
+        scenario.build({"matrix": {"modes": ["flannel-vxlan"], "overlay_mtu": {"flanel-vxlan": ["auto"]}}})
+    with pytest.raises(HarnessError, match="flannel sets the overlay MTU itself"):
+        scenario.expand(scenario.build({"matrix": {"modes": ["flannel-vxlan"], "overlay_mtu": {"1500": [1400]}}}))

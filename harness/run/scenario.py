@@ -243,7 +243,10 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, here: pathlib.Path)
         per = {}
         for k, v in o.items():
             key = f"[matrix.overlay_mtu] {k}"
-            if not k.isdigit() or int(k) not in unders:
+            if not k.isdigit() and k not in modes_mod.MODES:
+                raise schema.error(source, key, f"neither one of the underlay MTUs ({', '.join(map(str, unders))}) "
+                                   f"nor a mode{schema.suggest(k, modes_mod.MODES)}")
+            if k.isdigit() and int(k) not in unders:
                 raise schema.error(source, key, f"not one of the underlay MTUs ({', '.join(map(str, unders))})")
             if not isinstance(v, list):
                 raise schema.error(source, key, f"expected a list, got {type(v).__name__} {v!r}")
@@ -252,7 +255,7 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, here: pathlib.Path)
             except ValueError as e:
                 raise schema.error(source, key, str(e)) from e
         missing = [u for u in unders if str(u) not in per]
-        if missing:
+        if missing and any(k.isdigit() for k in per):
             raise schema.error(source, "[matrix.overlay_mtu]",
                                f"no overlay MTUs for underlay MTU {', '.join(map(str, missing))}")
         ch["overlay_mtus"] = per
@@ -322,6 +325,22 @@ def _fitting_tests(sc: Scenario, mode: str, overlay_mtu: int) -> tuple[str, ...]
     return tuple(out)
 
 
+def overlay_mtus_of(sc: Scenario, underlay: int, mode: str) -> tuple[int | str, ...]:
+    """The overlay MTUs `sc` asks of `mode` at `underlay`: the mode's own entry in
+    [matrix.overlay_mtu] (a mode that sets its MTU itself, as Flannel does, takes "auto"
+    there), else the underlay MTU's, else the [matrix] list."""
+    o = sc.overlay_mtus
+    if not isinstance(o, dict):
+        return o
+    if mode in o:
+        return o[mode]
+    if not any(k.isdigit() for k in o):
+        return ("auto",)
+    if str(underlay) not in o:
+        raise ScenarioError(f"{sc.source}: [matrix.overlay_mtu]: no overlay MTUs for underlay MTU {underlay}")
+    return o[str(underlay)]
+
+
 def expand(sc: Scenario) -> list[Case]:
     """Every case of the matrix, in run order: underlay MTU, then repeat, then groups with the
     mode order rotated each repeat (so drift hits every mode alike), then the tests of a group.
@@ -332,13 +351,7 @@ def expand(sc: Scenario) -> list[Case]:
         if u == "auto":
             raise ScenarioError(f"{sc.source}: [matrix] underlay_mtu: \"auto\" is resolved by the testbed "
                                 f"(the underlay's own MTU) before the cases are expanded")
-        if isinstance(sc.overlay_mtus, dict):
-            if str(u) not in sc.overlay_mtus:
-                raise ScenarioError(f"{sc.source}: [matrix.overlay_mtu]: no overlay MTUs for underlay MTU {u}")
-            overlays = sc.overlay_mtus[str(u)]
-        else:
-            overlays = sc.overlay_mtus
-        groups = [(m, o) for m in sc.modes for o in overlays]
+        groups = [(m, o) for m in sc.modes for o in overlay_mtus_of(sc, u, m)]
         resolved: list[tuple[str, int]] = []
         fitting: dict[tuple[str, int], tuple[str, ...]] = {}
         for mode_name, o in groups:
