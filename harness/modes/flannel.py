@@ -35,6 +35,7 @@ import json
 import logging
 import os
 import pathlib
+import platform
 import re
 import signal
 import time
@@ -165,6 +166,12 @@ class Flannel(Mode):
                     raise UnsupportedError(f"mode {self.name}: kernel {self.probe[0]} unsupported here on "
                                            f"{s.host.name} ({why})")
                 s.host.run(["ip", "link", "del", "obflchk"], check=False)
+        for s in testbed.sides:
+            arch = s.host.run(["uname", "-m"], check=False).stdout.strip()
+            if arch and arch != platform.machine() and not os.environ.get(ENV_BINARY):
+                raise UnsupportedError(f"mode {self.name}: unsupported on {s.host.name} ({arch}): the flanneld "
+                                       f"shipped is this machine's ({platform.machine()}); build one for {arch} "
+                                       f"and name it in {ENV_BINARY}")
         first = testbed.sides[0].host
         if testbed.etcd_endpoints is None and first.which("etcd") is None:
             raise HarnessError(f"mode {self.name}: no etcd on {first.name} (etcd not found): "
