@@ -13,7 +13,8 @@ import pytest
 
 from harness import modes
 from harness.core.errors import HarnessError
-from harness.modes import etcd, flannel
+from harness.modes import etcd
+from harness.modes import flannel_config as flannel
 
 DATA = pathlib.Path(__file__).parent / "data" / "flannel"
 

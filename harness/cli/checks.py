@@ -16,7 +16,8 @@ import subprocess
 from harness import modes
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.hosts.local import LocalHost
-from harness.modes import flannel, wireguard
+from harness.modes import flannel_config as flannel
+from harness.modes import wireguard
 from harness.run import scenario as scen
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import preflight

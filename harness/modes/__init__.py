@@ -25,7 +25,7 @@ from harness.core.errors import HarnessError
 from harness.modes.base import Datapath, Mode
 from harness.modes.commands import CommandMode
 
-NOT_MODES = ("base", "variants", "commands")     # this package's modules that define no mode of their own
+NOT_MODES = ("base", "variants", "etcd", "flannel_config", "commands")     # this package's modules that define no mode of their own
 ENTRY_POINTS = "overlaybench.modes"
 
 

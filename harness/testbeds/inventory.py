@@ -38,7 +38,7 @@ from typing import Any
 
 from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
-from harness.modes.flannel import check_network
+from harness.modes.flannel_config import check_network
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
