@@ -20,8 +20,9 @@ from harness.core.errors import CommandError, HarnessError, SshConnectionLost
 
 def test_every_mode_in_the_registry_has_scripted_deploy_and_teardown_tests():
     """native, fastdp and auto here, the sleeves in test_sleeve_scripted.py, WireGuard in
-    test_wireguard_scripted.py."""
-    covered = {"native", "fastdp", "auto", "wireguard", "wireguard-go", *SLEEVE_FLAGS}
+    test_wireguard_scripted.py, the real Flannel's five in test_flannel_scripted.py."""
+    covered = {"native", "fastdp", "auto", "wireguard", "wireguard-go", *SLEEVE_FLAGS, "flannel-vxlan",
+               "flannel-udp", "flannel-host-gw", "flannel-ipip", "flannel-wireguard"}
     assert covered == set(modes.MODES), "a mode without a scripted test"
 
 
