@@ -4,8 +4,7 @@ root, no waits: every poll the mode makes is answered at its first try.
 
 The subnet files are the captures in tests/data/flannel/ (flanneld v0.26.7); side 1's
 takes another subnet, as a second host's lease does (ipip and wireguard, without
-captures of their own, take the vxlan one with their MTU). flannel-ipip's teardown is a
-strict xfail: flanneld leaves flannel.ipip, which teardown does not delete (IPIP_LEFT)."""
+captures of their own, take the vxlan one with their MTU)."""
 
 from __future__ import annotations
 
@@ -109,6 +108,9 @@ def checked(tb, name: str, machines=(platform.machine(),) * 2, etcd=True) -> Non
             s.host.expect(f"ip link add obflchk type {probe}")
             s.host.expect("ip link del obflchk")
     arch(tb, machines)
+    fixed = {"flannel-ipip": "flannel.ipip", "flannel-wireguard": "flannel-wg"}.get(name)
+    for s in tb.sides if fixed else ():       # none there: not a flannel of the host's own
+        s.host.expect(f"ip link show {fixed}", returncode=1, stderr=f'Device "{fixed}" does not exist.\n')
     for tool in ("etcd", "curl")[0 if etcd else 1:]:
         tb.sides[0].host.expect(which(tool), stdout=f"/usr/bin/{tool}\n")
 
@@ -146,7 +148,7 @@ def flanneld_started(tb, name: str, url: str, fwd: tuple[str, str]) -> dict[int,
         s.host.expect(f"sysctl -n net/ipv4/conf/{n.ul}/forwarding", stdout=fwd[s.index] + "\n")
         s.host.expect(["sh", "-c", 'umask 077 && cat > "$1"', "sh", f"{n.dir}/flannel.json"])
         daemons[s.index] = ScriptedProcess.runs()
-        s.host.expect_start(f"{n.dir}/flanneld -etcd-endpoints {url} -etcd-prefix /overlaybench/ob12ab/{name}/network "
+        s.host.expect_start(f"env WIREGUARD_KEY_FILE={n.dir}/flannel-wg.key {n.dir}/flanneld -etcd-endpoints {url} -etcd-prefix /overlaybench/ob12ab/{name}/network "
                             f"-iface {n.ul} -public-ip {n.me} -subnet-file {n.dir}/flannel-subnet.env -ip-masq=false "
                             f"-iptables-forward-rules=false -healthz-port 0", daemons[s.index])
     return daemons
@@ -230,7 +232,7 @@ def flannel_down(tb, backend: str, fwd=("0", "1"), *, etcd=True, subnets=True, d
             if backend == "host-gw":
                 c.expect(f"ip route del {n.peer}/32 dev eth0")
             c.expect(f"ip addr del {ct_ip}/24 dev eth0")
-        if backend in ("vxlan", "ipip"):      # flanneld leaves these devices (and their routes) when it stops
+        if backend in ("vxlan", "ipip", "wireguard"):   # flanneld leaves these devices (and routes) when it stops
             h.expect(f"ip link del {dev(tb, backend, s.index)}")
         if subnets:                           # host-gw's route (elsewhere: none, "No such process")
             h.expect(f"ip route del {lease(backend, 1 - s.index)[1]} via {n.peer} dev {n.ul}",
@@ -244,18 +246,14 @@ def flannel_down(tb, backend: str, fwd=("0", "1"), *, etcd=True, subnets=True, d
             h.expect(["nft", "delete", "element", "inet", n.table, "tunnels", f'{{ "{dev(tb, backend, s.index)}" }}'])
         if fwd:
             h.expect(f"sysctl -q -w net/ipv4/conf/{n.ul}/forwarding={fwd[s.index]}")
-        h.expect(f"rm -f {n.dir}/flanneld {n.dir}/flannel-subnet.env {n.dir}/flannel.json")
+        h.expect(f"rm -f {n.dir}/flanneld {n.dir}/flannel-subnet.env {n.dir}/flannel.json {n.dir}/flannel-wg.key")
         overlay_path(s, n, 1500)
 
 
 # ------------------------------------------------------------------ deploy and teardown
 
-IPIP_LEFT = pytest.mark.xfail(strict=True, reason="harness bug: flanneld leaves flannel.ipip (pkg/backend/ipip "
-                              "removes nothing), and teardown deletes only the VXLAN device")
-
-
 @pytest.mark.parametrize("name", ["flannel-vxlan", "flannel-udp", "flannel-host-gw",
-                                  pytest.param("flannel-ipip", marks=IPIP_LEFT), "flannel-wireguard"])
+                                  "flannel-ipip", "flannel-wireguard"])
 def test_flannel_deploys_etcd_flanneld_and_the_subnets_and_removes_them(fb, name):
     tb, backend = fb, name.removeprefix("flannel-")
     mode, mtu = modes.get(name), BACKENDS[backend][0]
@@ -280,7 +278,9 @@ def test_flannel_deploys_etcd_flanneld_and_the_subnets_and_removes_them(fb, name
         assert s.host.files[f"{n.dir}/flanneld"] == (FLANNELD_BYTES, 0o755)
         note = next(c.input for c in s.host.calls if c.argv[-1] == f"{n.dir}/flannel.json")
         assert json.loads(note) == {"network": NETWORK, "underlay_dev": n.ul, "underlay_ip": n.me,
-                                    "underlay_forwarding": ("0", "1")[s.index], "peer_underlay_ip": n.peer,
+                                    "underlay_forwarding": ("0", "1")[s.index],
+                                    "device": {"ipip": "flannel.ipip", "wireguard": "flannel-wg"}.get(backend, ""),
+                                    "peer_underlay_ip": n.peer,
                                     "backend": backend}
 
     flannel_down(tb, backend)
@@ -366,7 +366,7 @@ def test_flanneld_setting_another_mtu_than_expected_fails_and_everything_is_remo
     etcd, daemons = started(fb, "flannel-vxlan", ("1", "0"))
     subnets_written(fb, "vxlan", mtu=1400)
     flannel_down(fb, "vxlan", ("1", "0"), devices=False)
-    with pytest.raises(HarnessError, match=r"^flanneld set MTU 1400, not the 1450 expected of mode flannel-vxlan "
+    with pytest.raises(HarnessError, match=r"^flanneld on h0 set MTU 1400, not the 1450 expected of mode flannel-vxlan "
                                            r"on underlay MTU 1500$"):
         modes.get("flannel-vxlan").deploy(fb, 1450)
     fb.assert_all_used()

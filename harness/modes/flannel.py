@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 
 READY_TIMEOUT = 60.0       # a hang, not a speed: flanneld writes its subnet file within seconds
 ROUTE_TIMEOUT = 30.0       # for each flanneld to learn its peer's lease from etcd
+# Devices flanneld names without a number of ours: one per host, refused where it exists
+# (a flannel of the host's own), deleted at teardown and by `down` (flannel.json names it).
+FIXED_DEVICES = {"ipip": "flannel.ipip", "wireguard": "flannel-wg"}
 
 
 class Flannel(Mode):
@@ -88,6 +91,11 @@ class Flannel(Mode):
                 raise UnsupportedError(f"mode {self.name}: unsupported on {s.host.name} ({arch}): the flanneld "
                                        f"shipped is this machine's ({platform.machine()}); build one for {arch} "
                                        f"and name it in {ENV_BINARY}")
+        if self.backend in FIXED_DEVICES:
+            for s in testbed.sides:
+                if s.host.run(["ip", "link", "show", FIXED_DEVICES[self.backend]], check=False).ok:
+                    raise HarnessError(f"mode {self.name}: {s.host.name} already has {FIXED_DEVICES[self.backend]} "
+                                       f"(a flannel of its own?); the run would take it over")
         first = testbed.sides[0].host
         if testbed.etcd_endpoints is None and first.which("etcd") is None:
             raise HarnessError(f"mode {self.name}: no etcd on {first.name} (etcd not found): "
@@ -126,9 +134,11 @@ class Flannel(Mode):
             envs = {s.index: self._wait_subnet(s, dp) for s in testbed.sides}
             dp.info["subnets"] = {str(i): e["FLANNEL_SUBNET"] for i, e in envs.items()}
             dp.info["flannel_mtu"] = int(envs[0]["FLANNEL_MTU"])
-            if dp.info["flannel_mtu"] != overlay_mtu:
-                raise HarnessError(f"flanneld set MTU {dp.info['flannel_mtu']}, not the {overlay_mtu} expected of "
-                                   f"mode {self.name} on underlay MTU {testbed.underlay_mtu}")
+            for i, e in envs.items():
+                if int(e["FLANNEL_MTU"]) != overlay_mtu:
+                    raise HarnessError(f"flanneld on {testbed.sides[i].host.name} set MTU {e['FLANNEL_MTU']}, not the "
+                                       f"{overlay_mtu} expected of mode {self.name} on underlay MTU "
+                                       f"{testbed.underlay_mtu}")
             dp.info["devices"] = {str(s.index): self._device(testbed, s) for s in testbed.sides}
             for s in testbed.sides:
                 self._wait_route(testbed, s, envs[1 - s.index]["FLANNEL_SUBNET"], dp)
@@ -161,12 +171,14 @@ class Flannel(Mode):
         # (host-gw) where the routes flanneld adds go. Written before flanneld starts.
         fwd = h.run(["sysctl", "-n", forwarding(s.underlay_dev)], check=False).stdout.strip()
         note = {"network": network(testbed), "underlay_dev": s.underlay_dev, "underlay_ip": s.underlay_ip,
-                "underlay_forwarding": fwd,
+                "underlay_forwarding": fwd, "device": FIXED_DEVICES.get(self.backend, ""),
                 "peer_underlay_ip": testbed.peer(s).underlay_ip, "backend": self.backend}
         h.run(["sh", "-c", 'umask 077 && cat > "$1"', "sh", f"{s.workdir}/flannel.json"], input=json.dumps(note))
         dp.info.setdefault("underlay_forwarding", {})[str(s.index)] = fwd
+        # WIREGUARD_KEY_FILE: the WireGuard backend's key in the side's directory (else
+        # /run/flannel/wgkey, which the lab's two hosts would share).
         dp.processes[s.index] = h.start([
-            remote, "-etcd-endpoints", db.url, "-etcd-prefix", self.key_prefix(testbed),
+            "env", f"WIREGUARD_KEY_FILE={s.workdir}/flannel-wg.key", remote, "-etcd-endpoints", db.url, "-etcd-prefix", self.key_prefix(testbed),
             "-iface", s.underlay_dev, "-public-ip", s.underlay_ip, "-subnet-file", subnet_file,
             "-ip-masq=false", "-iptables-forward-rules=false", "-healthz-port", "0"])
 
@@ -202,7 +214,7 @@ class Flannel(Mode):
                 raise HarnessError(f"{s.host.name}: flanneld wrote its subnet file but routes {network(testbed)} through "
                                    f"no TUN: {done.stdout.strip()[:200]!r}")
             return m.group(1)
-        return {"vxlan": f"flannel.{vni_for(s.prefix)}", "ipip": "flannel.ipip", "wireguard": "flannel-wg"}[self.backend]
+        return FIXED_DEVICES.get(self.backend) or f"flannel.{vni_for(s.prefix)}"
 
     def _wait_route(self, testbed: Testbed, s: Side, peer_subnet: str, dp: Datapath) -> None:
         """Until side `s` routes the peer's bridge address through flannel's device (for
@@ -306,9 +318,11 @@ class Flannel(Mode):
                 for dst in self._container_routes(testbed, s):
                     s.container.run(["ip", "route", "del", dst, "dev", s.container_dev], check=False)
                 s.container.run(["ip", "addr", "del", f"{ctr_ip}/{plen}", "dev", s.container_dev], check=False)
-        # flanneld leaves its VXLAN device and its routes when it stops; the TUN goes with it.
+        # flanneld leaves its kernel devices and its routes when it stops; the TUN goes with it.
         if self.backend == "vxlan":
             h.run(["ip", "link", "del", f"flannel.{vni_for(s.prefix)}"], check=False)
+        elif self.backend in FIXED_DEVICES:
+            h.run(["ip", "link", "del", FIXED_DEVICES[self.backend]], check=False)
         for peer in info.get("subnets", {}).values():
             net = str(ipaddress.ip_interface(peer).network)
             if peer != subnet:
@@ -322,8 +336,8 @@ class Flannel(Mode):
         fwd = info.get("underlay_forwarding", {}).get(str(s.index))
         if fwd in ("0", "1"):
             h.run(["sysctl", "-q", "-w", f"{forwarding(s.underlay_dev)}={fwd}"], check=False)
-        h.run(["rm", "-f", f"{s.workdir}/flanneld", f"{s.workdir}/flannel-subnet.env", f"{s.workdir}/flannel.json"],
-              check=False)
+        h.run(["rm", "-f", f"{s.workdir}/flanneld", f"{s.workdir}/flannel-subnet.env", f"{s.workdir}/flannel.json",
+               f"{s.workdir}/flannel-wg.key"], check=False)
         reset_overlay_path(s, 1500, None)
 
 

@@ -81,6 +81,8 @@ for d in "$S"/h$SIDE*; do
         ip route del "$r" via "$via" dev "$fdev" && echo "route $r"
       done
     fi
+    own=$(sed -n 's/.*"device": "\(flannel[.a-z-]*\)".*/\1/p' "$f")
+    [ -n "$own" ] && ip link del "$own" 2>/dev/null && echo "link $own"
     [ -n "$fwd" ] && [ -n "$fdev" ] && [ -e "/sys/class/net/$fdev" ] && sysctl -q -w "net/ipv4/conf/$fdev/forwarding=$fwd" && echo "underlay $fdev forwarding $fwd"
   fi
   rm -rf "$d" && echo "dir $d"
