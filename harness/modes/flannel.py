@@ -178,7 +178,8 @@ class Flannel(Mode):
         # WIREGUARD_KEY_FILE: the WireGuard backend's key in the side's directory (else
         # /run/flannel/wgkey, which the lab's two hosts would share).
         dp.processes[s.index] = h.start([
-            "env", f"WIREGUARD_KEY_FILE={s.workdir}/flannel-wg.key", remote, "-etcd-endpoints", db.url, "-etcd-prefix", self.key_prefix(testbed),
+            "env", f"WIREGUARD_KEY_FILE={s.workdir}/flannel-wg.key", remote,
+            "-etcd-endpoints", db.url, "-etcd-prefix", self.key_prefix(testbed),
             "-iface", s.underlay_dev, "-public-ip", s.underlay_ip, "-subnet-file", subnet_file,
             "-ip-masq=false", "-iptables-forward-rules=false", "-healthz-port", "0"])
 
