@@ -10,6 +10,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import logging
+import signal
 from typing import TYPE_CHECKING
 
 from harness.core.errors import HarnessError
@@ -100,6 +101,17 @@ class Mode(abc.ABC):
     def counters(self, testbed: Testbed, dp: Datapath) -> dict | None:
         """The data path's own counters for the case just run (kept under raw/); None: none."""
         return None
+
+
+def stop_daemon(side: Side, dp: Datapath | None, what: str) -> None:
+    """Stop the side's data-path daemon of `dp`, if any; an exit other than SIGTERM's is
+    logged with its last output, never raised (teardown goes on)."""
+    proc = dp.processes.get(side.index) if dp else None
+    if proc is None:
+        return
+    out = proc.stop()
+    if out.returncode not in (0, -signal.SIGTERM, None):
+        log.warning("%s: %s exited %s: %s", side.host.name, what, out.returncode, out.stderr.strip()[-300:])
 
 
 def reset_overlay_path(side: Side, mtu: int, tunnel_dev: str | None) -> None:

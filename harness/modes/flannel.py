@@ -37,13 +37,12 @@ import os
 import pathlib
 import platform
 import re
-import signal
 import time
 from typing import TYPE_CHECKING
 
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
 from harness.modes import etcd as etcd_mod
-from harness.modes.base import Datapath, Mode, reset_overlay_path
+from harness.modes.base import Datapath, Mode, reset_overlay_path, stop_daemon
 from harness.modes.flannel_config import (ENV_BINARY, SUBNET_LEN, endpoint_addrs, find_binary, forwarding, network,
                                           parse_subnet_env, version_of, vni_for)
 from harness.net import confine
@@ -288,11 +287,7 @@ class Flannel(Mode):
     # teardown ----------------------------------------------------------------
     def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
         for s in testbed.sides:
-            proc = dp.processes.get(s.index) if dp else None
-            if proc is not None:
-                out = proc.stop()
-                if out.returncode not in (0, -signal.SIGTERM, None):
-                    log.warning("%s: flanneld exited %s: %s", s.host.name, out.returncode, out.stderr.strip()[-300:])
+            stop_daemon(s, dp, "flanneld")
         for db in (dp.services if dp else []):
             try:
                 if db.own:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from harness.core import failpoints
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
-from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
+from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3
 from harness.modes.fastdp import FastDP
 
 if TYPE_CHECKING:
@@ -202,11 +202,7 @@ class Sleeve(Mode):
     # ---------------------------------------------------------------- teardown
     def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
         for s in testbed.sides:
-            proc = dp.processes.get(s.index) if dp else None
-            if proc is not None:
-                out = proc.stop()
-                if out.returncode not in (0, -signal.SIGTERM, None):
-                    log.warning("%s: sleeve exited %s: %s", s.host.name, out.returncode, out.stderr.strip()[-300:])
+            stop_daemon(s, dp, "sleeve")
             try:
                 s.host.run(["ip", "link", "del", s.dev(DEV)], check=False)
                 s.host.run(["rm", "-f", self.key_path(s), self.stats_path(s)], check=False)

@@ -23,14 +23,13 @@ import os
 import pathlib
 import re
 import shutil
-import signal
 import subprocess
 import time
 from typing import TYPE_CHECKING
 
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
 from harness.core.paths import PROJECT
-from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
+from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3
 
 if TYPE_CHECKING:
     from harness.hosts.base import Process
@@ -229,12 +228,7 @@ class WireGuard(Mode):
     # teardown ----------------------------------------------------------------
     def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
         for s in testbed.sides:
-            proc = dp.processes.get(s.index) if dp else None
-            if proc is not None:
-                out = proc.stop()
-                if out.returncode not in (0, -signal.SIGTERM, None):
-                    log.warning("%s: %s exited %s: %s", s.host.name, self.name, out.returncode,
-                                out.stderr.strip()[-300:])
+            stop_daemon(s, dp, self.name)
             try:
                 unroute_l3(s, testbed.peer(s), self.dev(s))
                 s.host.run(["ip", "link", "del", self.dev(s)], check=False)
