@@ -95,12 +95,6 @@ class Flannel(Mode):
                 if s.host.run(["ip", "link", "show", FIXED_DEVICES[self.backend]], check=False).ok:
                     raise HarnessError(f"mode {self.name}: {s.host.name} already has {FIXED_DEVICES[self.backend]} "
                                        f"(a flannel of its own?); the run would take it over")
-        first = testbed.sides[0].host
-        if testbed.etcd_endpoints is None and first.which("etcd") is None:
-            raise HarnessError(f"mode {self.name}: no etcd on {first.name} (etcd not found): "
-                               f"{etcd_mod.INSTALL_HINT}")
-        if first.which("curl") is None:
-            raise HarnessError(f"mode {self.name}: curl not found on {first.name}: {etcd_mod.CURL_HINT}")
 
     def local_check(self) -> None:
         find_binary()
