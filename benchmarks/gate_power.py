@@ -123,11 +123,18 @@ def _arm(df: pd.DataFrame, keep: dict[str, str], k: int | None) -> pd.DataFrame:
 
 def ab_failed(df: pd.DataFrame, kind: str, k: int | None, alpha: float, tol: dict) -> tuple[set, float]:
     """The metrics whose case failed (for p*: throughput only), and the throughput change."""
+    failed, change, _ = ab_judged(df, kind, k, alpha, tol)
+    return failed, change
+
+
+def ab_judged(df: pd.DataFrame, kind: str, k: int | None, alpha: float, tol: dict) -> tuple[set, float, int]:
+    """ab_failed's two, and the pairs the sequential rule used for the whole comparison
+    (the most any case used: what `compare` would have measured before stopping)."""
     d = _arm(df, {"sleeve@base": "sleeve@base", f"sleeve@{kind}": "sleeve@head"}, k)
     v = compare.judge_frame(d, {}, alpha, tol)
     tp = [c for c in v.cases if c.case["metric"] == "throughput_bps"]
     failed = {c.case["metric"] for c in v.failures if kind == "aa" or c.case["metric"] == "throughput_bps"}
-    return failed, (tp[0].change if tp else math.nan)
+    return failed, (tp[0].change if tp else math.nan), max((c.pairs_used or 0) for c in v.cases)
 
 
 def old_failed(df: pd.DataFrame, kind: str, k: int, baseline: dict) -> set:
@@ -163,7 +170,7 @@ def report(a) -> int:
     print(f"{len(runs)} rounds (runs {min(runs)} … {max(runs)} under {out / 'runs'}), each {first['repeats']} "
           f"repeats of {first['duration']:g} s per test; --calibrate-ns {first['ns']}; the stored-baseline "
           f"gate's fresh baseline is run {base_run} (round 0)")
-    ab_tol = dict(compare.DEFAULT_TOLERANCES)
+    ab_tol = dict(compare.AB_TOLERANCES)
     print("\nthe arm's paired throughput change against sleeve@base (median, quartiles, min … max):")
     for kind in KINDS:
         ch = [ab_failed(_frame(out, r), kind, None, compare.DEFAULT_ALPHA, ab_tol)[1] for r in runs]
@@ -189,6 +196,11 @@ def report(a) -> int:
     ]
     for label, cells in rows:
         print(f"| {label} | " + " | ".join(cells) + " |")
+    print("\npairs the sequential A/B rule used before deciding (median, quartiles, min … max):")
+    for kind in KINDS:
+        used = [ab_judged(_frame(out, r), kind, None, compare.DEFAULT_ALPHA, ab_tol)[2] for r in runs]
+        q1, med, q3 = np.percentile(used, [25, 50, 75])
+        print(f"  {kind:4}: {med:g} ({q1:g} … {q3:g}; {min(used)} … {max(used)})")
     print("\nA/B on fewer pairs (the first k of each run) and other α and tolerances:")
     print("\n| pairs | α | tolerance: throughput / latency | A/A alarms | 5 % caught | 10 % caught | 20 % caught |")
     print("|---|---|---|---|---|---|---|")
@@ -206,7 +218,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(PROJECT / "results" / "gate-power"))
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--batch", type=int, default=5, help="rounds to measure in this call")
-    ap.add_argument("--repeats", type=int, default=16, help="repeats per round (the A/B gate's pairs)")
+    ap.add_argument("--repeats", type=int, default=48, help="repeats per round (the A/B gate's budget of pairs)")
     ap.add_argument("--duration", type=float, default=1, help="seconds per test")
     ap.add_argument("--old-repeats", type=int, default=5,
                     help="the stored-baseline gate: repeats of its baseline run and judged per round")
@@ -218,7 +230,7 @@ def main() -> int:
     ap.add_argument("--k", type=lambda s: [int(x) if x != "all" else None for x in s.split(",")],
                     default=[5, 8, 12, None], help="A/B: repeats to judge on (the first k pairs; all = every repeat)")
     ap.add_argument("--alphas", type=lambda s: [float(x) for x in s.split(",")], default=[0.01, 0.05])
-    ap.add_argument("--tolerances", type=lambda s: [float(x) for x in s.split(",")], default=[0.0, 0.03, 0.05, 0.10],
+    ap.add_argument("--tolerances", type=lambda s: [float(x) for x in s.split(",")], default=[0.05, 0.08, 0.10],
                     help="A/B throughput tolerances to try")
     ap.add_argument("--lat-tolerances", type=lambda s: [float(x) for x in s.split(",")], default=[0.10],
                     help="A/B latency tolerances to try")

@@ -1,8 +1,9 @@
-"""harness.gates.compare's judgement on synthetic A/B runs: pairs by repeat, signed-rank, then tolerance.
+"""harness.gates.compare's judgement on synthetic A/B runs: pairs by repeat, judged sequentially.
 
 Each synthetic repeat has a machine speed that drifts a lot between repeats (as this
 shared machine does) and hits both arms of that repeat alike, plus a little noise per
-measurement. Pairing cancels the drift; the tests pin down what is caught and what not.
+measurement. Pairing cancels the drift; the tests pin down what is caught and what not,
+and after how many pairs (the rule's own arithmetic is tests/test_sequential.py's).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ CASE_TP = "sleeve underlay 1500 overlay 1450 container-container iperf3.tcp x1 t
 CASE_LAT = "sleeve underlay 1500 overlay 1450 container-container qperf.tcp_lat x1 latency_us"
 
 
-def rows(repeats=8, head=1.0, head_lat=1.0, seed=1, drift=0.25, noise=0.01, fail=None, modes=("sleeve",)):
+def rows(repeats=24, head=1.0, head_lat=1.0, seed=1, drift=0.25, noise=0.01, fail=None, modes=("sleeve",)):
     """Lines of an A/B run: MODE@base and MODE@head, iperf3.tcp and qperf.tcp_lat per repeat.
     head / head_lat scale the head arm's throughput / latency; fail = {(arm, repeat): reason}."""
     rng = random.Random(seed)
@@ -56,48 +57,81 @@ def by_name(v):
 
 def test_an_unchanged_pair_passes_however_much_the_machine_drifts():
     v = compare.judge_frame(rows(drift=0.4), {"run_id": "ab"})
-    assert v.ok and v.kind == verdict.AB, render.text(v)
+    assert v.ok and v.status == verdict.PASS and v.kind == verdict.AB, render.text(v)
     assert set(by_name(v)) == {CASE_TP, CASE_LAT}
-    assert all(abs(c.change) < 0.05 for c in v.cases)
+    assert all(abs(c.change) < 0.05 and c.pairs_used == 14 for c in v.cases)   # 7 blocks: evidence 31.9 ≥ 20
+    assert all("not slower" in c.message for c in v.cases)
 
 
-def test_a_fifteen_percent_slower_head_fails_and_names_the_case():
+def test_a_fifteen_percent_slower_head_fails_after_sixteen_pairs_and_names_the_case():
     v = compare.judge_frame(rows(head=0.85), {"run_id": "ab"})
-    assert not v.ok
+    assert not v.ok and v.status == verdict.FAIL
     (f,) = v.failures
     assert f.name == CASE_TP and f.status == gate.FAIL
     assert f.change == pytest.approx(-0.15, abs=0.02)
-    assert f.p == pytest.approx(1 / 256)                 # all 8 pairs below 0
-    assert "head" in f.message and "Gbit/s" in f.message and "beyond ±10 %" in f.message
+    assert f.pairs_used == 16 and f.n_current == 24      # 8 blocks all slower: 511/9 ≥ 1/(0.05/2)
+    assert f.p == pytest.approx(9 / 511)
+    assert "head" in f.message and "Gbit/s" in f.message and "over 16 pairs: slower" in f.message
     assert render.text(v).startswith("compare FAILED: 1 of 2 cases regressed")
 
 
-def test_within_tolerance_passes_even_when_significant():
+def test_within_tolerance_passes_as_not_slower():
     v = compare.judge_frame(rows(head=0.97), {})
     assert v.ok
-    assert by_name(v)[CASE_TP].p < 0.01 and by_name(v)[CASE_TP].change == pytest.approx(-0.03, abs=0.01)
+    tp = by_name(v)[CASE_TP]
+    assert tp.status == verdict.PASS and tp.pairs_used == 14 and tp.change == pytest.approx(-0.03, abs=0.01)
 
 
 def test_latency_is_lower_is_better():
     v = compare.judge_frame(rows(head_lat=1.3), {})
     assert [c.name for c in v.failures] == [CASE_LAT]
     faster = compare.judge_frame(rows(head_lat=0.7), {})
-    assert faster.ok and by_name(faster)[CASE_LAT].status == verdict.IMPROVED
+    assert faster.ok and by_name(faster)[CASE_LAT].status == verdict.PASS
+    assert "not slower" in by_name(faster)[CASE_LAT].message
 
 
-def test_four_pairs_cannot_fail_five_can():
-    few = compare.judge_frame(rows(repeats=4, head=0.5), {})
+def test_fourteen_pairs_cannot_fail_sixteen_can():
+    few = compare.judge_frame(rows(repeats=14, head=0.5), {})
     assert few.ok and by_name(few)[CASE_TP].status == verdict.NOT_ENOUGH
-    assert any("too few repeats" in w for w in few.warnings)
-    enough = compare.judge_frame(rows(repeats=5, head=0.5), {})
-    assert [c.name for c in enough.failures] == [CASE_TP] and enough.failures[0].p == pytest.approx(1 / 32)
+    assert any("run at least 16 repeats" in w for w in few.warnings)
+    enough = compare.judge_frame(rows(repeats=16, head=0.5), {})
+    assert [c.name for c in enough.failures] == [CASE_TP] and enough.failures[0].p == pytest.approx(9 / 511)
+
+
+def test_pairs_that_never_settle_are_undecided_exit_4(tmp_path, capsys, monkeypatch):
+    """Head 8 % slower on throughput, the tolerance itself, with noise as large as the
+    effect: the first 24 pairs decide neither way (fixed seed)."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    df = rows(head=0.92, noise=0.08, seed=3)
+    v = compare.judge_frame(df, {})
+    assert v.ok and v.status == verdict.UNDECIDED, render.text(v)
+    tp = by_name(v)[CASE_TP]
+    assert tp.status == verdict.UNDECIDED and tp.pairs_used == 24 and not tp.failed
+    assert render.text(v).startswith("compare undecided: no case slower, 1 of 2 cases undecided")
+    store = RunStore.create(tmp_path, {"scenario": {}})
+    store.append(Measurement(**{k: x for k, x in r.items() if k != "run_id"}) for r in df.to_dict("records"))
+    assert compare_main(None, run=str(store.path), fmt="json", summary=str(tmp_path / "s.md")) == 4
+    out = json.loads(capsys.readouterr().out)
+    assert out["ok"] is True and out["status"] == "undecided"
+    assert "❔ undecided" in (tmp_path / "s.md").read_text()
 
 
 def test_alpha_and_tolerances_are_the_callers():
     df = rows(head=0.85)
     assert compare.judge_frame(df, {}, tolerances={"throughput_bps": 0.2, "latency_us": 0.15}).ok
-    assert not compare.judge_frame(df, {}, alpha=0.005).ok       # p = 1/256 still below
-    assert compare.judge_frame(rows(repeats=5, head=0.5), {}, alpha=0.01).ok   # 1/32 is not
+    assert not compare.judge_frame(df, {}, alpha=0.005).ok       # 0.0025 a case: 12 blocks, 24 pairs
+    assert compare.judge_frame(df, {}, alpha=0.001).failures == []   # 0.0005 a case: 28 pairs needed
+
+
+def test_decided_says_when_more_pairs_would_change_nothing():
+    """What `compare` stops measuring on: every case settled, not before."""
+    aa = rows()
+    assert not compare.decided(aa[aa["repeat"] < 12], 0.05) and compare.decided(aa[aa["repeat"] < 14], 0.05)
+    slow = rows(head=0.5, head_lat=2.0)
+    assert not compare.decided(slow[slow["repeat"] < 15], 0.05) and compare.decided(slow[slow["repeat"] < 16])
+    broken = rows(fail={("head", 0): "sleeve exited"})
+    assert compare.decided(broken[broken["repeat"] < 14])        # the failed case is decided as it is
+    assert not compare.decided(aa.iloc[0:0])
 
 
 def test_a_head_that_failed_fails_the_gate_a_base_failure_warns():
@@ -106,7 +140,7 @@ def test_a_head_that_failed_fails_the_gate_a_base_failure_warns():
     assert f.status == verdict.ERROR and f.name == CASE_TP and "repeat 3: sleeve exited" in f.message
     w = compare.judge_frame(rows(fail={("base", 2): "iperf3: timeout"}), {})
     assert w.ok and any("base arm" in x and "iperf3: timeout" in x for x in w.warnings)
-    assert by_name(w)[CASE_TP].n_current == 7
+    assert by_name(w)[CASE_TP].n_current == 23
 
 
 def test_every_mode_is_judged_on_its_own_pairs():
@@ -131,11 +165,11 @@ def test_outputs_say_head_against_base(tmp_path, capsys, monkeypatch):
     v = compare.judge(store.path)
     md = render.markdown(v)
     assert "## overlaybench compare: ❌ failed" in md and "| Base | Head |" in md
-    assert "main (a1b2c3d4e5f6)" in md and "--calibrate-ns 5000" in md and "Wilcoxon" in md
+    assert "main (a1b2c3d4e5f6)" in md and "--calibrate-ns 5000" in md and "SPRT" in md and "| Pairs |" in md
     d = render.as_dict(v)
-    assert d["kind"] == "compare" and d["ok"] is False
+    assert d["kind"] == "compare" and d["ok"] is False and d["status"] == "fail"
     tp = next(c for c in d["cases"] if c["metric"] == "throughput_bps")
-    assert tp["failed"] and tp["n_base"] == tp["n_head"] == 8 and tp["head"] < tp["base"]
+    assert tp["failed"] and tp["n_base"] == tp["n_head"] == 24 and tp["pairs_used"] == 16 and tp["head"] < tp["base"]
 
     assert compare_main(None, run=str(store.path), fmt="json", junit=str(tmp_path / "j.xml")) == 1
     out = json.loads(capsys.readouterr().out)
@@ -156,8 +190,9 @@ def test_bad_arguments_are_one_clear_line(args, match):
 
 
 def test_tolerances_parse_over_the_defaults():
-    assert compare.parse_tolerances(["throughput_bps=0.08"]) == {**compare.DEFAULT_TOLERANCES, "throughput_bps": 0.08}
-    for bad in ("throughput_bps", "cpu=0.1", "latency_us=1.5", "latency_us=x"):
+    assert compare.parse_tolerances(["throughput_bps=0.05"]) == {**compare.AB_TOLERANCES, "throughput_bps": 0.05}
+    assert compare.AB_TOLERANCES["throughput_bps"] == 0.08
+    for bad in ("throughput_bps", "cpu=0.1", "latency_us=1.5", "latency_us=x", "pps=0"):
         with pytest.raises(HarnessError, match="METRIC=FRACTION"):
             compare.parse_tolerances([bad])
 
@@ -166,10 +201,11 @@ RECORDED = PROJECT / "tests" / "data" / "compare"
 
 
 def test_compare_judges_recorded_runs(tmp_path):
-    """`compare --run` on two committed A/B runs recorded on the lab (tests/data/compare,
-    README there): an unchanged pair (16 pairs, both tests) passes, exit 0; a head arm
-    slowed by --inject-ns fails, exit 1, naming its throughput case. The data are fixed,
-    so the verdicts are too: no chance in it."""
+    """`compare --run` on two committed A/B runs recorded on the lab while other test runs
+    shared the machine (tests/data/compare, README there): an unchanged pair, its pairs
+    swinging by ±50 %, stays undecided over its 16 pairs, exit 4; a head arm slowed by
+    --inject-ns fails after 16 pairs, exit 1, naming its throughput case. The data are
+    fixed, so the verdicts are too: no chance in it."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT)}
 
     def judge(name, *args):
@@ -177,14 +213,16 @@ def test_compare_judges_recorded_runs(tmp_path):
                                *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
 
     aa = judge("aa", "--format", "json")
-    assert aa.returncode == 0, aa.stdout + aa.stderr
+    assert aa.returncode == 4, aa.stdout + aa.stderr
     out = json.loads(aa.stdout)
-    assert out["ok"] is True and len(out["cases"]) == 2
+    assert out["ok"] is True and out["status"] == "undecided" and len(out["cases"]) == 2
     assert {c["metric"] for c in out["cases"]} == {"throughput_bps", "latency_us"}
-    assert all(c["n_base"] == c["n_head"] == 16 and c["status"] in ("pass", "improved") for c in out["cases"])
+    assert all(c["n_base"] == c["n_head"] == c["pairs_used"] == 16 and c["status"] == "undecided"
+               for c in out["cases"])
 
     slow = judge("slowed", "--junit", str(tmp_path / "j.xml"))
     assert slow.returncode == 1, slow.stdout + slow.stderr
     fail = [line for line in slow.stdout.splitlines() if line.startswith("  FAIL ")]
-    assert any("iperf3.tcp x1, throughput_bps" in line for line in fail), slow.stdout
+    assert any("iperf3.tcp x1, throughput_bps" in line and "over 16 pairs: slower" in line for line in fail), \
+        slow.stdout
     assert "failure" in (tmp_path / "j.xml").read_text()

@@ -303,3 +303,27 @@ def test_a_host_failure_while_a_tool_runs_stops_what_was_started(tb, tmp_path):
     assert failed(store) == [("iperf3.tcp", "h0: connection lost")]
     assert server.stopped
 
+
+
+def test_enough_stops_an_underlay_between_repeats_and_the_next_underlay_is_measured(tb, tmp_path, monkeypatch):
+    """`enough(underlay)` is asked between one repeat and the next, never within one: when
+    it says so, that underlay's remaining repeats are not measured and the next underlay's
+    are, each repeat whole (both modes). The groups are recorded instead of deployed."""
+    sc = S.build({"matrix": {"repeats": 6, "duration": 2, "placements": ["host-host"], "modes": ["native", "fastdp"],
+                             "underlay_mtu": [1500, 9000], "tests": ["iperf3.tcp"]}})
+    store = results.RunStore.create(tmp_path / "results", {"scenario": sc.to_dict()})
+    ran, asked = [], []
+    monkeypatch.setattr(Runner, "_run_group", lambda self, mode, o, group: ran.append(
+        (group[0].underlay_mtu, group[0].repeat, mode.name)))
+
+    def enough(u):
+        asked.append((u, len([g for g in ran if g[0] == u])))
+        return u == 1500 and len([g for g in ran if g[0] == u]) == 4      # after repeat 1 of 1500
+
+    runner = Runner(sc, tb, store)
+    runner.run(S.expand(sc), enough=enough)
+    modes = ("fastdp", "native")      # each repeat's order rotates; both modes in every repeat
+    assert sorted(g for g in ran if g[0] == 1500) == [(1500, r, m) for r in (0, 1) for m in modes]
+    assert sorted(g for g in ran if g[0] == 9000) == [(9000, r, m) for r in range(6) for m in modes]
+    assert runner.stopped == {1500: 2}
+    assert asked[:2] == [(1500, 2), (1500, 4)] and all(n % 2 == 0 for _, n in asked)   # whole repeats only

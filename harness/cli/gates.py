@@ -33,11 +33,14 @@ def add_outputs(p, json_help: str) -> None:
 def add_compare(sub) -> None:
     c = sub.add_parser(
         "compare", help="the sleeve at a base ref and at the working tree, interleaved in one run; "
-                        "exit 1 if head is significantly slower",
+                        "exit 1 if head is slower, 4 if undecided",
         description="Build overlay/sleeve at --base REF and from the working tree (or --head REF), deploy "
-                    "both in turn within every repeat of one run, and judge head against base repeat by repeat "
-                    "(one-sided Wilcoxon signed-rank on per-repeat log-ratios, then the tolerance). Matrix "
-                    "flags override the scenario (default scenarios/ab.toml).")
+                    "both in turn within every repeat of one run, and judge head against base pair by pair "
+                    "until each case is decided: slower, or not slower than its tolerance (a sequential "
+                    "test whose false alarms stay within --alpha however many pairs it takes); the run "
+                    "stops once every case is decided, and --repeats is the budget of pairs. Exit 0 not "
+                    "slower, 1 slower, 4 undecided when the budget ran out. Matrix flags override the "
+                    "scenario (default scenarios/ab.toml).")
     c.add_argument("scenario", nargs="?", help="scenario TOML whose modes are compared (sleeve modes only)")
     c.add_argument("--base", metavar="REF", help="git ref of the base build, e.g. a merge base or HEAD~1")
     c.add_argument("--head", metavar="REF", help="git ref of the head build (default: the working tree)")
@@ -47,18 +50,20 @@ def add_compare(sub) -> None:
                    help="measure even when base and head have the same sleeve source (an A/A run)")
     c.add_argument("--inject-ns", type=int, metavar="N",
                    help="add --calibrate-ns N to the head arm: a known slowdown, to measure the gate's power")
-    c.add_argument("--alpha", type=float, default=0.05, metavar="A", help="significance level (default 0.05)")
+    c.add_argument("--alpha", type=float, default=0.05, metavar="A",
+                   help="the chance an unchanged build fails, all cases and pairs together (default 0.05)")
     c.add_argument("--tolerance", action="append", metavar="METRIC=FRACTION",
-                   help="allowed change before a significant one fails, e.g. throughput_bps=0.05 "
-                        "(defaults: throughput_bps 0.10, latency_us 0.15, pps 0.10, latency_p99_us 0.25); "
-                        "repeatable")
+                   help="the slowdown a case is built to catch (smaller ones may pass), e.g. "
+                        "throughput_bps=0.05 (defaults: throughput_bps 0.08, latency_us 0.15, pps 0.10, "
+                        "latency_p99_us 0.25); repeatable")
     c.add_argument("--modes", type=csv(str), metavar="A,B", help="sleeve modes to compare (each gets two arms)")
     c.add_argument("--underlay-mtu", type=csv(int), metavar="N,..")
     c.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..")
     c.add_argument("--placements", type=csv(str), metavar="P,..")
     c.add_argument("--tests", type=csv(str), metavar="T,..")
     c.add_argument("--streams", type=csv(int), metavar="N,..")
-    c.add_argument("--repeats", type=int, metavar="N", help="pairs per case; at least 5 for α = 0.05")
+    c.add_argument("--repeats", type=int, metavar="N",
+                   help="the budget: at most N pairs per case (at least 16 for α = 0.05 over two cases)")
     c.add_argument("--duration", type=float, metavar="S", help="seconds per test")
     c.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
     c.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
@@ -133,10 +138,11 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
                 msg = (f"compare passed: nothing to compare, overlay/sleeve is the same at {arms.base.origin} "
                        f"and {arms.head.origin} (source {arms.base.source_hash}); --measure-unchanged measures "
                        f"anyway")
-                print(json.dumps({"ok": True, "kind": "compare", "headline": msg, "cases": []}, indent=2)
-                      if fmt == "json" else msg)
+                print(json.dumps({"ok": True, "status": "pass", "kind": "compare", "headline": msg, "cases": []},
+                                 indent=2) if fmt == "json" else msg)
                 return 0
-            run_dir = ab.measure(arms, scenario_path, overrides, results_dir=results_dir, quiet=quiet)
+            run_dir = ab.measure(arms, scenario_path, overrides, results_dir=results_dir, quiet=quiet,
+                                 until=compare.stop_rule(alpha, tolerances))
     v = compare.judge(run_dir, alpha, tolerances)
     if fmt != "json":
         print(run_dir)

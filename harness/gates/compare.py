@@ -5,38 +5,46 @@ M@head, deployed one after the other in every repeat of one run.
 
 The judgement (per case: mode, MTUs, placement, test, streams and the test's headline metric)
     Repeat r of head is paired with repeat r of base: d_r = log(head_r / base_r). The
-    change is exp(median d) − 1 and its test the one-sided Wilcoxon signed-rank test of the
-    d_r in the bad direction (below 0 for throughput, above for latency). A case fails when
-    that p ≤ alpha and the change is beyond the metric's tolerance (the rule in
-    harness/gates/verdict.py). n pairs cannot give p below 1/2^n: at least 5 repeats are needed
-    for α = 0.05. A case whose head arm failed outright in some repeat fails too; failures
-    of the base arm alone are warnings. The defaults come from the false-alarm and power
-    measurements in BENCHMARKS.md.
+    pairs are judged in repeat order by the sequential rule of
+    harness/analysis/sequential.py: blocks of two pairs (each arm first once), a sign
+    mixture SPRT for "slower" against one for "not slower" (a slowdown below the
+    metric's tolerance); the first to cross decides, and neither by the last pair is
+    "undecided". Every case of a run is judged at α / (the number of gated cases), so an
+    unchanged build fails the whole comparison with chance at most α however many pairs
+    are looked at; a slowdown of the tolerance or more passes with chance at most β.
+    The verdict is a function of the pairs in repeat order, so a run that stopped as
+    soon as every case was decided (`decided`, what `compare` measures with) and the same
+    run measured to the end judge alike. A case whose head arm failed outright in some
+    repeat fails too; failures of the base arm alone are warnings.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import pathlib
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
-from harness.analysis import stats
-from harness.analysis.significance import signed_rank
+from harness.analysis import sequential as seq, stats
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
 from harness.gates import render as verdict_render
-from harness.gates.verdict import (AB, DEFAULT_TOLERANCES, ERROR, HEADLINE, NOT_ENOUGH, CaseVerdict, Verdict,
-                                   decide)
+from harness.gates.verdict import (AB, DEFAULT_TOLERANCES, ERROR, FAIL, HEADLINE, IMPROVED, NOT_ENOUGH, PASS,
+                                   UNDECIDED, CaseVerdict, Verdict)
 from harness.modes.variants import BASE, HEAD
 from harness.run.results import load, read_meta
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ALPHA = 0.05
+DEFAULT_ALPHA = 0.05      # the chance an unchanged build fails the comparison, all cases and looks together
+DEFAULT_BETA = 0.05       # the chance a slowdown of the tolerance or more passes a case
+# The slowdown each metric's case is built to catch: smaller ones may pass. Throughput's 8 %
+# catches a 10 % slowdown nearly always and a 5 % one about two times in three, at the
+# ±15 % a single pair swings by on the quiet lab (simulated; tests/test_sequential.py).
+AB_TOLERANCES = {**DEFAULT_TOLERANCES, "throughput_bps": 0.08}
+NO_PAIR = "no pair"
 
 
 def _failed_repeats(df: pd.DataFrame, label: str) -> dict[tuple, list[str]]:
@@ -59,38 +67,66 @@ def _arm_configs(df: pd.DataFrame, label: str) -> set[tuple]:
     return out
 
 
-def _judge_pairs(case: dict, g: pd.DataFrame, tol: float, alpha: float) -> CaseVerdict:
+def _judge_pairs(case: dict, g: pd.DataFrame, tol: float, alpha: float, beta: float) -> CaseVerdict:
     hib = stats.higher_is_better(case["metric"])
-    d = g["log_ratio"].astype(float).tolist()
-    b, h = float(np.median(g["base"])), float(np.median(g["head"]))
+    pairs = list(zip(g["repeat"].astype(int), g["log_ratio"].astype(float)))
+    s = seq.sequential(pairs, higher_better=hib, tolerance=tol, alpha=alpha, beta=beta)
+    upto = g[g["repeat"].astype(int) <= (s.last_repeat if s.last_repeat is not None else -1)]
+    b = float(np.median(upto["base"])) if len(upto) else None
+    h = float(np.median(upto["head"])) if len(upto) else None
     show = verdict_render.unit_value
-    return decide(case, higher_better=hib, base=b, current=h, change=math.exp(float(np.median(d))) - 1,
-                  worse=signed_rank(d, "less" if hib else "greater", alpha),
-                  better=signed_rank(d, "greater" if hib else "less", alpha),
-                  tolerance=tol, alpha=alpha, n_base=len(d), n_current=len(d),
-                  what=f"head {show(case['metric'], h)}, base {show(case['metric'], b)}, paired change")
+    change = f"{s.change * 100:+.1f} %" if s.change is not None else "no block"
+    what = (f"head {show(case['metric'], h)}, base {show(case['metric'], b)}, paired change {change} "
+            f"over {s.pairs} pairs")
+    v = CaseVerdict(dict(case), PASS, baseline_median=b, current_median=h, change=s.change, p=s.p,
+                    n_baseline=len(g), n_current=len(g), tolerance=tol, pairs_used=s.pairs)
+    need = 2 * seq.min_blocks(1 / alpha)
+    if s.outcome == seq.SLOWER:
+        v.status = FAIL
+        v.message = f"{what}: slower (evidence {s.evidence_slower:.3g} ≥ 1/α = {1 / alpha:.3g})"
+    elif s.outcome == seq.NOT_SLOWER:
+        v.message = f"{what}: not slower than {tol * 100:.0f} % (evidence {s.evidence_not_slower:.3g})"
+        if s.evidence_faster >= 1 / alpha - 1e-9:
+            v.status, v.p = IMPROVED, min(1.0, 1 / s.evidence_faster)
+            v.message += f", faster (evidence {s.evidence_faster:.3g}); base can be refreshed"
+    elif len(g) < need:
+        v.status = NOT_ENOUGH
+        v.message = f"{what}: {len(g)} pairs cannot decide at α = {alpha:.3g}; at least {need} can"
+    else:
+        v.status = UNDECIDED
+        v.message = (f"{what}: undecided when the pairs ran out (evidence slower {s.evidence_slower:.3g}, "
+                     f"not slower {s.evidence_not_slower:.3g}; each decides at 1/α = {1 / alpha:.3g} and "
+                     f"1/β = {1 / beta:.3g})")
+    return v
+
+
+def _gated(df: pd.DataFrame, tol: dict[str, float]) -> list[tuple]:
+    """The configs (plain mode) judged, in table order, with their headline metric last."""
+    configs = _arm_configs(df, HEAD) | _arm_configs(df, BASE)
+    order = (lambda c: (c[1], stats.mode_rank(c[0]), c[2], placement_rank(c[3]), c[4], c[5]))
+    return [(*cfg, HEADLINE.get(cfg[4])) for cfg in sorted(configs, key=order) if HEADLINE.get(cfg[4]) in tol]
 
 
 def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_ALPHA,
-                tolerances: dict[str, float] | None = None) -> Verdict:
+                tolerances: dict[str, float] | None = None, beta: float = DEFAULT_BETA) -> Verdict:
     """Head against base in one A/B run's measurements. Pure; the rule is in the module doc."""
-    tol = dict(DEFAULT_TOLERANCES if tolerances is None else tolerances)
+    tol = dict(AB_TOLERANCES if tolerances is None else tolerances)
     pairs = stats.arm_pairs(df, BASE, HEAD, metrics=list(tol))
     fields = stats.CONFIG_KEY + ["metric"]
     by_case = {tuple(stats.key_value(x) for x in k): g for k, g in pairs.groupby(fields, dropna=False, sort=False)}
     head_fail, base_fail = _failed_repeats(df, HEAD), _failed_repeats(df, BASE)
-    configs = _arm_configs(df, HEAD) | _arm_configs(df, BASE)
-    if not configs:
+    if not (_arm_configs(df, HEAD) | _arm_configs(df, BASE)):
         raise HarnessError(f"run {meta.get('run_id', '?')}: no {BASE} and {HEAD} arms (modes named MODE@{BASE} "
                            f"and MODE@{HEAD}): not an A/B run")
+    gated = _gated(df, tol)
+    if not gated:
+        raise HarnessError(f"run {meta.get('run_id', '?')}: no test with a gated metric ({', '.join(tol)})")
+    each = alpha / len(gated)            # the comparison's α shared by its cases
     verdicts, warnings = [], []
-    order = (lambda c: (c[1], stats.mode_rank(c[0]), c[2], placement_rank(c[3]), c[4], c[5]))
-    for cfg in sorted(configs, key=order):
-        metric = HEADLINE.get(cfg[4])
-        if metric not in tol:
-            continue
-        case = dict(zip(fields, (*cfg, metric)))
-        g = by_case.get((*cfg, metric))
+    for key in gated:
+        cfg, metric = key[:-1], key[-1]
+        case = dict(zip(fields, key))
+        g = by_case.get(key)
         if cfg in head_fail:
             verdicts.append(CaseVerdict(case, ERROR, f"{HEAD} failed: {'; '.join(head_fail[cfg])}",
                                         n_baseline=0 if g is None else len(g), tolerance=tol[metric]))
@@ -99,16 +135,14 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
             warnings.append(f"{BASE} arm of {stats.split_arm(cfg[0])[0]} {' '.join(map(str, cfg[1:]))} failed "
                             f"({'; '.join(base_fail[cfg])}); judged on the remaining pairs")
         if g is None or g.empty:
-            verdicts.append(CaseVerdict(case, ERROR, f"no pair of {BASE} and {HEAD} measurements",
+            verdicts.append(CaseVerdict(case, ERROR, f"{NO_PAIR} of {BASE} and {HEAD} measurements",
                                         tolerance=tol[metric]))
             continue
-        verdicts.append(_judge_pairs(case, g, tol[metric], alpha))
-    if not verdicts:
-        raise HarnessError(f"run {meta.get('run_id', '?')}: no test with a gated metric ({', '.join(tol)})")
+        verdicts.append(_judge_pairs(case, g, tol[metric], each, beta))
     n_few = sum(v.status == NOT_ENOUGH for v in verdicts)
     if n_few:
-        warnings.append(f"{n_few} case(s) moved beyond tolerance with too few repeats to tell; "
-                        "run more repeats (≥ 5) for a verdict")
+        warnings.append(f"{n_few} case(s) had too few pairs to decide at α = {each:.3g} per case; "
+                        f"run at least {2 * seq.min_blocks(1 / each)} repeats")
     info = meta.get("compare") or {}
     arms = {label: (info.get(label) or {}).get("origin") or "?" for label in (BASE, HEAD)}
     for label in (BASE, HEAD):
@@ -118,6 +152,31 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
     return Verdict(verdicts, warnings, run_id=meta.get("run_id"), alpha=alpha, kind=AB, arms=arms)
 
 
+def decided(df: pd.DataFrame, alpha: float = DEFAULT_ALPHA, tolerances: dict[str, float] | None = None,
+            beta: float = DEFAULT_BETA) -> bool:
+    """Whether every gated case of a run's measurements so far has its verdict, so that
+    more pairs would change nothing (what `compare` stops measuring on). A case whose head
+    arm failed is decided; one with no pair yet is not."""
+    if df.empty:
+        return False
+    try:
+        v = judge_frame(df, {}, alpha, tolerances, beta)
+    except HarnessError:
+        return False
+    return all(c.status in (FAIL, PASS, IMPROVED) or (c.status == ERROR and not c.message.startswith(NO_PAIR))
+               for c in v.cases)
+
+
+def stop_rule(alpha: float = DEFAULT_ALPHA, tolerances: dict[str, float] | None = None,
+              beta: float = DEFAULT_BETA) -> Callable[[pathlib.Path, int], bool]:
+    """For `session.run(until=…)`: whether the run's measurements at one underlay MTU so far
+    decide every case (`decided`), so its remaining repeats need not be measured."""
+    def until(run_dir: pathlib.Path, underlay_mtu: int) -> bool:
+        df = load(run_dir)
+        return decided(df[df["underlay_mtu"] == underlay_mtu], alpha, tolerances, beta)
+    return until
+
+
 def judge(run_dir: pathlib.Path | str, alpha: float = DEFAULT_ALPHA,
           tolerances: dict[str, float] | None = None) -> Verdict:
     return judge_frame(load(run_dir), read_meta(run_dir), alpha, tolerances)
@@ -125,15 +184,15 @@ def judge(run_dir: pathlib.Path | str, alpha: float = DEFAULT_ALPHA,
 
 def parse_tolerances(items: Sequence[str] | None) -> dict[str, float]:
     """["throughput_bps=0.05", …] over the defaults; one clear line for anything else."""
-    tol = dict(DEFAULT_TOLERANCES)
+    tol = dict(AB_TOLERANCES)
     for item in items or ():
         metric, sep, value = item.partition("=")
         try:
             x = float(value)
         except ValueError:
             x = -1.0
-        if not sep or metric not in DEFAULT_TOLERANCES or not 0 <= x < 1:
+        if not sep or metric not in AB_TOLERANCES or not 0 < x < 1:
             raise HarnessError(f"--tolerance {item!r}: expected METRIC=FRACTION with METRIC one of "
-                               f"{', '.join(DEFAULT_TOLERANCES)} and 0 ≤ FRACTION < 1 (e.g. throughput_bps=0.05)")
+                               f"{', '.join(AB_TOLERANCES)} and 0 < FRACTION < 1 (e.g. throughput_bps=0.05)")
         tol[metric] = x
     return tol

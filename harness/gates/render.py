@@ -24,18 +24,21 @@ from harness.gates.verdict import (
     NOT_ENOUGH,
     PASS,
     SKIPPED,
+    UNDECIDED,
     CaseVerdict,
     Verdict,
 )
 
-ICON = {PASS: "✅", FAIL: "❌", ERROR: "❌", IMPROVED: "🚀", NOT_ENOUGH: "⚠️", MISSING: "⚠️", SKIPPED: "⚠️", NEW: "🆕"}
-NOT_JUDGED = (NOT_ENOUGH, MISSING, SKIPPED)
+ICON = {PASS: "✅", FAIL: "❌", ERROR: "❌", IMPROVED: "🚀", NOT_ENOUGH: "⚠️", MISSING: "⚠️", SKIPPED: "⚠️", NEW: "🆕",
+        UNDECIDED: "❔"}
+NOT_JUDGED = (NOT_ENOUGH, MISSING, SKIPPED, UNDECIDED)
+EXIT_UNDECIDED = 4           # compare: nothing slower, something undecided when the pairs ran out
 
 
 def text(v: Verdict) -> str:
     lines = [v.headline()]
     lines += [f"  FAIL {c.headline()}" for c in v.failures]
-    lines += [f"  note {c.headline()}" for c in v.cases if c.status == NOT_ENOUGH]
+    lines += [f"  note {c.headline()}" for c in v.cases if c.status in (NOT_ENOUGH, UNDECIDED)]
     lines += [f"  warning: {w}" for w in v.warnings]
     return "\n".join(lines)
 
@@ -73,9 +76,9 @@ def _intro(v: Verdict) -> str:
     if v.kind == AB:
         arms = "; ".join(f"{label}: {origin}" for label, origin in v.arms.items())
         return (f"Run `{v.run_id}`: head against base, both builds deployed in turn within every repeat"
-                f"{f' ({arms})' if arms else ''}. A case fails when the paired change is significant "
-                f"(one-sided Wilcoxon signed-rank on per-repeat log-ratios, α = {v.alpha}) and beyond its "
-                f"tolerance.")
+                f"{f' ({arms})' if arms else ''}. Pairs are judged in repeat order until each case is "
+                f"decided: \"slower\" or \"not slower\" than its tolerance (a sign mixture SPRT on blocks "
+                f"of two pairs; α = {v.alpha} for the whole comparison), else undecided.")
     return (f"Run `{v.run_id}` against baseline from run `{v.baseline_run_id}`. "
             f"Ratios to native within each run; a case fails when the change is significant "
             f"(one-sided Mann–Whitney U, α = {v.alpha}) and beyond its tolerance.")
@@ -83,7 +86,8 @@ def _intro(v: Verdict) -> str:
 
 def markdown(v: Verdict) -> str:
     ab = v.kind == AB
-    out = [f"## overlaybench {v.title}: {'✅ passed' if v.ok else '❌ failed'}", "", _intro(v), "",
+    title = {FAIL: "❌ failed", UNDECIDED: "❔ undecided"}.get(v.status, "✅ passed")
+    out = [f"## overlaybench {v.title}: {title}", "", _intro(v), "",
            f"**{v.headline()}**", ""]
     for w in v.warnings:
         out.append(f"> ⚠️ {w}")
@@ -91,7 +95,7 @@ def markdown(v: Verdict) -> str:
         out.append("")
     then, now = ("Base", "Head") if ab else ("Baseline % of native", "Now % of native")
     head = ["", "Mode", "Underlay MTU", "Overlay MTU", "Placement", "Test", "Streams", "Metric",
-            then, now, "Change", "Tolerance", "p", "Verdict"]
+            then, now, "Change", "Tolerance", "p", *(["Pairs"] if ab else []), "Verdict"]
 
     def cell(c: CaseVerdict, x: float | None) -> str:
         return unit_value(str(c.case["metric"]), x) if ab else _pct(x)
@@ -104,7 +108,8 @@ def markdown(v: Verdict) -> str:
                 ICON.get(c.status, ""), str(k["mode"]), str(k["underlay_mtu"]), str(k["overlay_mtu"]),
                 str(k["placement"]), str(k["test"]), str(k["streams"]), str(k["metric"]),
                 cell(c, c.baseline_median), cell(c, c.current_median), _signed(c.change),
-                _tol(c.tolerance), _p(c.p), c.status + (f": {c.message}" if c.failed else ""),
+                _tol(c.tolerance), _p(c.p), *([str(c.pairs_used or "—")] if ab else []),
+                c.status + (f": {c.message}" if c.failed else ""),
             ]).replace("\n", " ") + " |")
         return t
 
@@ -148,6 +153,7 @@ def as_dict(v: Verdict) -> dict[str, Any]:
     return {
         "kind": v.title,
         "ok": v.ok,
+        "status": v.status,
         "headline": v.headline(),
         "run_id": v.run_id,
         "baseline_run_id": v.baseline_run_id,
@@ -158,7 +164,8 @@ def as_dict(v: Verdict) -> dict[str, Any]:
         "cases": [{**{k: json_value(x) for k, x in c.case.items()}, "name": c.name, "status": c.status,
                    "failed": c.failed, "message": c.message, then: json_value(c.baseline_median),
                    now: json_value(c.current_median), "change": json_value(c.change), "p": json_value(c.p),
-                   n_then: c.n_baseline, n_now: c.n_current, "tolerance": json_value(c.tolerance)}
+                   n_then: c.n_baseline, n_now: c.n_current, "tolerance": json_value(c.tolerance),
+                   **({"pairs_used": c.pairs_used} if ab else {})}
                   for c in v.cases],
     }
 
@@ -177,7 +184,8 @@ def publish(v: Verdict, junit: pathlib.Path | str | None = None, summary: pathli
             fmt: str = "text", extra: dict[str, Any] | None = None) -> int:
     """Print the verdict (text, or JSON with every case and `extra`), write the markdown
     summary (to `summary`, else appended to $GITHUB_STEP_SUMMARY when that is set) and
-    JUnit XML when asked. Returns the exit code: 1 when a case regressed, else 0."""
+    JUnit XML when asked. Returns the exit code: 1 when a case regressed, else
+    EXIT_UNDECIDED when a case is undecided, else 0."""
     if fmt not in ("text", "json"):
         raise HarnessError(f"unknown format {fmt!r}: use text or json")
     md = markdown(v)
@@ -188,4 +196,4 @@ def publish(v: Verdict, junit: pathlib.Path | str | None = None, summary: pathli
     if junit:
         _write(junit, junit_xml(v))
     print(json.dumps({**(extra or {}), **as_dict(v)}, indent=2) if fmt == "json" else text(v))
-    return 0 if v.ok else 1
+    return 1 if not v.ok else EXIT_UNDECIDED if v.undecided else 0

@@ -8,6 +8,8 @@ significance before threshold):
 1. the change is significant: a one-sided test in the bad direction gives p ≤ alpha;
 2. the estimated change is beyond the metric's tolerance in the bad direction.
 
+`gate` applies this rule to a fixed number of repeats; `compare` applies its sequential
+form (harness/analysis/sequential.py), which may end "undecided" when its pairs run out.
 With too few repeats the test cannot reach alpha at all; such a case is "not enough
 repeats" and never fails. A case that failed outright fails the gate. Rendering (text,
 markdown, JUnit, JSON) is in `gates/render.py`; nothing here prints.
@@ -26,6 +28,7 @@ CASE_FIELDS = CONFIG_KEY + ["metric"]
 # Verdict statuses. FAIL and ERROR fail the gate; the rest do not.
 PASS, FAIL, ERROR, IMPROVED = "pass", "fail", "error", "improved"
 NOT_ENOUGH, MISSING, SKIPPED, NEW = "not enough repeats", "missing", "skipped", "new"
+UNDECIDED = "undecided"              # compare: the budget of pairs spent before either outcome
 FAILING = (FAIL, ERROR)
 
 BASELINE, AB = "baseline", "ab"      # Verdict.kind: against a stored baseline / head against base
@@ -79,6 +82,7 @@ class CaseVerdict:
     n_baseline: int = 0
     n_current: int = 0
     tolerance: float | None = None
+    pairs_used: int | None = None        # A/B: the pairs the sequential verdict looked at
 
     @property
     def failed(self) -> bool:
@@ -116,6 +120,15 @@ class Verdict:
     def ok(self) -> bool:
         return not self.failures
 
+    @property
+    def undecided(self) -> list[CaseVerdict]:
+        return [c for c in self.cases if c.status == UNDECIDED]
+
+    @property
+    def status(self) -> str:
+        """"fail", "undecided" (nothing failed, something undecided) or "pass"."""
+        return FAIL if not self.ok else UNDECIDED if self.undecided else PASS
+
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for c in self.cases:
@@ -125,8 +138,12 @@ class Verdict:
     def headline(self) -> str:
         gated = [c for c in self.cases if c.status != NEW]
         counts = self.counts()
-        extra = ", ".join(f"{n} {s}" for s, n in counts.items() if s not in (PASS, FAIL, ERROR, NEW))
+        shown = (PASS, FAIL, ERROR, NEW) + ((UNDECIDED,) if self.ok else ())
+        extra = ", ".join(f"{n} {s}" for s, n in counts.items() if s not in shown)
         extra = f" ({extra})" if extra else ""
+        if self.ok and self.undecided:
+            return (f"{self.title} undecided: no case slower, {len(self.undecided)} of {len(gated)} cases "
+                    f"undecided when the pairs ran out{extra}; more pairs (--repeats) can decide them")
         if self.ok:
             return f"{self.title} passed: no significant regression in {len(gated)} cases{extra}"
         return f"{self.title} FAILED: {len(self.failures)} of {len(gated)} cases regressed{extra}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Sequence
+from typing import Callable, Sequence
 
 from harness.core.paths import PROJECT
 from harness.modes import variants
@@ -56,9 +56,11 @@ def prepare(repo: pathlib.Path | str, base_ref: str | None, head_ref: str | None
 
 
 def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None = None,
-            results_dir: str = "results", quiet: bool = False, options=None) -> pathlib.Path:
+            results_dir: str = "results", quiet: bool = False, options=None,
+            until: Callable[[pathlib.Path, int], bool] | None = None) -> pathlib.Path:
     """One run of the scenario with every mode as two arms; returns the run directory.
-    `options`: the testbed's (harness.testbeds.base.Options), as for `session.run`."""
+    `options`: the testbed's (harness.testbeds.base.Options), `until`: when to stop
+    adding repeats (harness/gates/compare.py's `stop_rule`), both as for `session.run`."""
     overrides = dict(overrides or {})
     sc = scen.from_command_line(scenario_path, overrides)
     made = []
@@ -67,6 +69,6 @@ def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None
     matrix = {**overrides.get("matrix", {}), "modes": [v.name for v in made]}
     with variants.registered(made):
         store = session.run(scenario_path=scenario_path, overrides={**overrides, "matrix": matrix},
-                            results_dir=results_dir, quiet=quiet, options=options)
+                            results_dir=results_dir, quiet=quiet, options=options, until=until)
     store.update_meta(compare={BASE: arms.base.describe(), HEAD: arms.head.describe()})
     return store.path

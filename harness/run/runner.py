@@ -14,7 +14,7 @@ import math
 import signal
 import sys
 import time
-from typing import TextIO
+from typing import Callable, TextIO
 
 from harness import modes
 from harness.core import failpoints
@@ -125,16 +125,30 @@ class Runner:
         self.progress = progress
         self.datapaths: list[dict] = []
         self._broken: list[str] = []
+        self.stopped: dict[int, int] = {}    # underlay MTU → repeats measured, where `enough` stopped it
 
     # ------------------------------------------------------------------ matrix
-    def run(self, cases: list[Case], skip: set[tuple[str, int]] = frozenset()) -> None:
+    def run(self, cases: list[Case], skip: set[tuple[str, int]] = frozenset(),
+            enough: Callable[[int], bool] | None = None) -> None:
+        """Measure `cases` but those in `skip` ((key, repeat)). `enough(underlay_mtu)`, asked
+        between one repeat and the next, stops that underlay's remaining repeats when it
+        says so (a sequential verdict already decided)."""
         todo = [c for c in cases if (c.key, c.repeat) not in skip]
         if self.progress:
             self.progress.total = len(todo)
-        current_u, unusable = None, None
+        current_u, unusable, last_r = None, None, None
         for (u, r, mode_name, o), group in itertools.groupby(
                 todo, key=lambda c: (c.underlay_mtu, c.repeat, c.mode, c.overlay_mtu)):
             group = list(group)
+            if u in self.stopped:
+                continue
+            if enough is not None and u == current_u and r != last_r and not unusable and enough(u):
+                self.stopped[u] = r
+                log.info("underlay MTU %s: decided after %d repeats; the rest are not measured", u, r)
+                if self.progress:
+                    self.progress.total -= sum(c.underlay_mtu == u and c.repeat >= r for c in todo)
+                continue
+            last_r = r
             if u != current_u:
                 current_u, unusable = u, None
                 try:

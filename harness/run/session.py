@@ -13,6 +13,7 @@ import dataclasses
 import logging
 import pathlib
 import sys
+from typing import Callable
 
 from harness import modes
 from harness.core.errors import HarnessError
@@ -34,7 +35,11 @@ def _expand_early(sc: scen.Scenario) -> list[scen.Case] | None:
 
 
 def run(scenario_path: str | None = None, overrides: dict | None = None, resume: str | None = None,
-        results_dir: str = "results", quiet: bool = False, options: Options | None = None) -> results.RunStore:
+        results_dir: str = "results", quiet: bool = False, options: Options | None = None,
+        until: Callable[[pathlib.Path, int], bool] | None = None) -> results.RunStore:
+    """One run of a scenario (or `resume` one). `until(run_dir, underlay_mtu)`, asked after
+    every repeat, ends that underlay's repeats early when it returns True; run.json then
+    records the repeats measured under `stopped_early`."""
     opts = options or Options()
     if resume:
         if scenario_path or overrides:
@@ -74,7 +79,10 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
             for name in sc.modes:
                 modes.get(name).check(tb)
             store.update_meta(testbed=tb.facts(), hosts=tb.host_facts())
-            Runner(sc, tb, store, progress).run(cases, skip)
+            runner = Runner(sc, tb, store, progress)
+            runner.run(cases, skip, enough=None if until is None else (lambda u: until(store.path, u)))
+            if runner.stopped:
+                store.update_meta(stopped_early={str(u): n for u, n in runner.stopped.items()})
             status = "complete"
         except HarnessError:
             status = "failed"
