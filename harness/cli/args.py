@@ -38,6 +38,12 @@ def add_backend(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--vagrant-dir", metavar="DIR", help="where the Vagrantfile is (default: the repository)")
 
 
+def add_poll_idle(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--poll-idle", action="store_true",
+                   help="the lab: keep this machine's idle CPUs polling instead of halting while the run "
+                        "measures (a PM QoS request, gone when the run ends), for steadier latency")
+
+
 def add_host_keys(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument("--accept-new-host-keys", action="store_true", help=help or argparse.SUPPRESS)
 
@@ -68,6 +74,7 @@ def options(a: argparse.Namespace):
     vdir = getattr(a, "vagrant_dir", None)
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
                    concurrent=getattr(a, "concurrent", False),
+                   poll_idle=getattr(a, "poll_idle", False),
                    vagrant_dir=os.path.abspath(vdir) if vdir else None,
                    vagrant_destroy=getattr(a, "vagrant_destroy", False),
                    vagrant_provider=getattr(a, "vagrant_provider", None))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from harness.cli.args import csv, matrix_overrides
+from harness.cli.args import add_poll_idle, csv, matrix_overrides
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
 
@@ -66,6 +66,7 @@ def add_compare(sub) -> None:
                    help="the budget: at most N pairs per case (at least 16 for α = 0.05 over two cases)")
     c.add_argument("--duration", type=float, metavar="S", help="seconds per test")
     c.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
+    add_poll_idle(c)
     c.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
     add_outputs(c, "the run directory and every case's verdict")
     c.add_argument("-q", "--quiet", action="store_true", help="no progress line")
@@ -93,7 +94,7 @@ def cmd_compare(a) -> int:
                         overrides=matrix_overrides(a), inject_ns=a.inject_ns, alpha=a.alpha,
                         tolerances=compare.parse_tolerances(a.tolerance), results_dir=a.results,
                         junit=a.junit, summary=a.summary, fmt=a.format, quiet=a.quiet,
-                        measure_unchanged=a.measure_unchanged)
+                        measure_unchanged=a.measure_unchanged, poll_idle=a.poll_idle)
 
 
 LABEL_FREE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./~^@{}-]*$")
@@ -103,7 +104,8 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
                  scenario_path: str | None = None, overrides: dict | None = None, inject_ns: int | None = None,
                  alpha: float | None = None, tolerances: dict[str, float] | None = None,
                  results_dir: str = "results", junit: str | None = None, summary: str | None = None,
-                 fmt: str = "text", quiet: bool = False, measure_unchanged: bool = False) -> int:
+                 fmt: str = "text", quiet: bool = False, measure_unchanged: bool = False,
+                 poll_idle: bool = False) -> int:
     """`overlaybench compare --base REF [...]`, or `--run RUN` to judge a finished A/B run again.
     When both arms have the same source and flags nothing is measured (unless
     `measure_unchanged`): the verdict could only be a false alarm."""
@@ -111,12 +113,14 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
     from harness.modes import variants
     from harness.run import ab, scenario as scen
     from harness.run.results import resolve_run
+    from harness.testbeds.base import Options
     alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
     if not 0 < alpha < 1:
         raise HarnessError(f"--alpha {alpha}: must be between 0 and 1")
     if run is not None:
-        if base or head or overrides or inject_ns is not None:
-            raise HarnessError("--run judges a finished A/B run: give no --base, --head, --inject-ns or matrix flags")
+        if base or head or overrides or inject_ns is not None or poll_idle:
+            raise HarnessError("--run judges a finished A/B run: give no --base, --head, --inject-ns, --poll-idle "
+                               "or matrix flags")
         run_dir = resolve_run(run, results_dir)
     else:
         if not base:
@@ -142,7 +146,7 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
                                  indent=2) if fmt == "json" else msg)
                 return 0
             run_dir = ab.measure(arms, scenario_path, overrides, results_dir=results_dir, quiet=quiet,
-                                 until=compare.stop_rule(alpha, tolerances))
+                                 options=Options(poll_idle=poll_idle), until=compare.stop_rule(alpha, tolerances))
     v = compare.judge(run_dir, alpha, tolerances)
     if fmt != "json":
         print(run_dir)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from harness.cli.args import EXIT_FAILED_CASES, add_backend, add_host_keys, csv, options, overrides
+from harness.cli.args import EXIT_FAILED_CASES, add_backend, add_host_keys, add_poll_idle, csv, options, overrides
 
 
 def add(sub) -> None:
@@ -28,6 +28,7 @@ def add(sub) -> None:
     r.add_argument("--concurrent", action="store_true",
                    help="measure even while another run measures on this machine (both runs' ratios suffer; "
                         "default: wait for it)")
+    add_poll_idle(r)
     r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.add_argument("--format", choices=["table", "json"], default="table",

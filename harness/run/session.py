@@ -18,7 +18,7 @@ from typing import Callable
 from harness import modes
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost
-from harness.run import results, runlock, scenario as scen
+from harness.run import cpuidle, results, runlock, scenario as scen
 from harness.run.runner import Progress, Runner
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import facts, registry as backends
@@ -59,15 +59,21 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
     for name in sc.modes:
         modes.get(name).local_check()    # binaries this machine ships, before any host is reached
     tb = backends.open_testbed(sc, opts)
-    machine = None
+    machine = idle = None
     try:
+        if opts.poll_idle and not tb.measures_here:
+            raise HarnessError(f"--poll-idle holds this machine's CPUs out of halting: the {tb.backend} backend "
+                               f"measures elsewhere")
         tb.preflight(sc)
         if tb.measures_here and not opts.concurrent:
             machine = runlock.hold_machine(opts.run_id, quiet=quiet)
+        if opts.poll_idle:
+            idle = cpuidle.hold()
         sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
         cases = cases if cases is not None else scen.expand(sc)
         if store is None:
             store = _create_store(results_dir, opts.run_id, sc, tb, len(cases))
+        store.update_meta(cpu_idle="poll" if opts.poll_idle else "default")
         status = "interrupted"
         todo = len([c for c in cases if (c.key, c.repeat) not in skip])
         if not quiet:
@@ -96,6 +102,8 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
                 log.info("%s", e)
     finally:
         tb.teardown()
+        if idle is not None:
+            idle.release()
         if machine is not None:
             machine.release()
     return store

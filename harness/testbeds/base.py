@@ -59,6 +59,7 @@ class Options:
     vagrant_provider: str | None = None   # None: $VAGRANT_DEFAULT_PROVIDER, else docker
     run_id: str = ""
     concurrent: bool = False        # measure even while another run measures on this machine
+    poll_idle: bool = False         # this machine's idle CPUs poll instead of halting (run/cpuidle.py)
 
 
 class CpuMeter(abc.ABC):
