@@ -29,7 +29,16 @@ HOST_DIR_GLOBS = " ".join(p + "*" for p in DIR_PREFIXES)
 
 REMOVE_SCRIPT = r"""
 P=$1; SIDE=$2; S=/run/overlaybench/$P
-# processes: in the prefix's namespaces, and any carrying the prefix in their environment
+# gone PID...: none of them runs any more (a zombie has stopped running)
+gone() {
+  for p in "$@"; do
+    [ -d "/proc/$p" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null && return 1
+  done
+  return 0
+}
+# processes: in the prefix's namespaces, and any carrying the prefix in their environment;
+# each signal is waited out (10 s at most) before the next, and before anything they made
+# is removed: a flanneld still running would put its host-gw routes back
 for sig in TERM KILL; do
   pids=""
   for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do
@@ -43,7 +52,8 @@ for sig in TERM KILL; do
   pids=$(echo $pids)
   [ -z "$pids" ] && break
   kill -$sig $pids 2>/dev/null
-  sleep 0.3
+  n=0
+  until gone $pids || [ $n -ge 100 ]; do sleep 0.1; n=$((n + 1)); done
 done
 for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$P-"); do ip netns del "$ns"; echo "netns $ns"; done
 if command -v docker >/dev/null 2>&1; then
