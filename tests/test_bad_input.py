@@ -82,6 +82,10 @@ CASES = [
      "198.18.200.1:22 is already host 'a'"),
     ("inventory-loose-key-file", lambda t: ["run", "--inventory", _file(
         t, "h.toml", HOSTS + f'key_file = "{_file(t, "id", "k", 0o644)}"\n')], "permissions 644 are too open"),
+    ("poll-idle-elsewhere", lambda t: ["run", "--inventory", _file(t, "h.toml", HOSTS), "--poll-idle"],
+     "--poll-idle holds this machine's CPUs out of halting: the ssh backend measures elsewhere"),
+    ("compare-run-poll-idle", lambda t: ["compare", "--run", _run_dir(t, lines=""), "--poll-idle"],
+     "--run judges a finished A/B run: give no"),
     ("inventory-one-host", lambda t: ["run", "--inventory", _file(t, "h.toml", HOSTS.split("[[hosts]]\nname = \"b\"")[0])],
      "1 host(s); a pair needs two"),
     # baselines
