@@ -147,6 +147,20 @@ def stray_tempdirs() -> list[str]:
     return sorted(str(d) for d, pid in owned_tempdirs().items() if pid == os.getpid() or not pid_alive(pid))
 
 
+@pytest.fixture(autouse=True)
+def modes_as_they_were():
+    """The mode registry after each test as before it. A scenario's `[modes.NAME]` registers
+    for the rest of the process, so a fuzzed scenario that parses could otherwise leave a
+    mode of a shipped scenario's name defined another way, and a later test that loads the
+    shipped one would fail by the fuzzer's chance."""
+    from harness import modes
+    before = dict(modes.MODES)
+    yield
+    if modes.MODES != before:
+        modes.MODES.clear()
+        modes.MODES.update(before)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def nothing_left_behind():
     """After the last test of the session, whatever ran and in whatever order (random,

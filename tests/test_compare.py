@@ -86,14 +86,19 @@ def test_latency_is_lower_is_better():
     v = compare.judge_frame(rows(head_lat=1.3), {})
     assert [c.name for c in v.failures] == [CASE_LAT]
     faster = compare.judge_frame(rows(head_lat=0.7), {})
-    assert faster.ok and by_name(faster)[CASE_LAT].status == verdict.PASS
-    assert "not slower" in by_name(faster)[CASE_LAT].message
+    assert faster.ok and by_name(faster)[CASE_LAT].status == verdict.IMPROVED    # 12 blocks of 12 faster
+    assert "not slower" in by_name(faster)[CASE_LAT].message and "faster (evidence 630)" in by_name(faster)[CASE_LAT].message
 
 
 def test_fourteen_pairs_cannot_fail_sixteen_can():
+    """Too few pairs to fail is "undecided", exit 4, never a pass: a 50 % slowdown over 14."""
     few = compare.judge_frame(rows(repeats=14, head=0.5), {})
-    assert few.ok and by_name(few)[CASE_TP].status == verdict.NOT_ENOUGH
+    assert few.ok and few.status == verdict.UNDECIDED and by_name(few)[CASE_TP].status == verdict.UNDECIDED
+    assert "14 pairs (7 blocks of two) could never decide at α = 0.025: 16 pairs can" in by_name(few)[CASE_TP].message
     assert any("run at least 16 repeats" in w for w in few.warnings)
+    missing = rows(repeats=16, head=0.5)
+    missing = missing[~((missing["repeat"] == 3) & (missing["mode"] == "sleeve@head"))]   # block 1 broken
+    assert by_name(compare.judge_frame(missing, {}))[CASE_TP].status == verdict.UNDECIDED
     enough = compare.judge_frame(rows(repeats=16, head=0.5), {})
     assert [c.name for c in enough.failures] == [CASE_TP] and enough.failures[0].p == pytest.approx(9 / 511)
 
@@ -121,6 +126,43 @@ def test_alpha_and_tolerances_are_the_callers():
     assert compare.judge_frame(df, {}, tolerances={"throughput_bps": 0.2, "latency_us": 0.15}).ok
     assert not compare.judge_frame(df, {}, alpha=0.005).ok       # 0.0025 a case: 12 blocks, 24 pairs
     assert compare.judge_frame(df, {}, alpha=0.001).failures == []   # 0.0005 a case: 28 pairs needed
+
+
+def test_alpha_is_shared_by_the_cases_the_run_planned_not_those_measured_so_far():
+    """A run stopped early at its first underlay and judged at the end split α alike: the
+    count comes from run.json's configs_planned (here 2 underlays × 2 tests = 4 cases)."""
+    planned = [[f"sleeve@{arm}", u, u - 50, "container-container", t, 1] for u in (1500, 9000)
+               for t in ("iperf3.tcp", "qperf.tcp_lat") for arm in ("base", "head")]
+    df = rows(repeats=16, head=0.5)
+    alone = compare.judge_frame(df, {})                             # 2 cases found: α/2, 16 pairs fail
+    shared = compare.judge_frame(df, {"configs_planned": planned})   # 4 planned: α/4, 18 pairs needed
+    assert by_name(alone)[CASE_TP].status == verdict.FAIL
+    assert by_name(shared)[CASE_TP].status == verdict.UNDECIDED and "18 pairs can" in by_name(shared)[CASE_TP].message
+    assert not compare.decided(df, meta={"configs_planned": planned})
+    assert compare.decided(rows(repeats=18, head=0.5, head_lat=2.0), meta={"configs_planned": planned})
+
+
+def test_the_stop_rule_reads_the_run_and_its_plan(tmp_path):
+    df = rows(repeats=16, head=0.5, head_lat=2.0)
+    store = RunStore.create(tmp_path, {"scenario": {}, "configs_planned": [
+        [f"sleeve@{arm}", 1500, 1450, "container-container", t, 1] for t in ("iperf3.tcp", "qperf.tcp_lat")
+        for arm in ("base", "head")]})
+    store.append(Measurement(**{k: x for k, x in r.items() if k != "run_id"}) for r in df.to_dict("records"))
+    until = compare.stop_rule()
+    assert until(store.path, 1500) is True and until(store.path, 9000) is False   # nothing at 9000 yet
+
+
+def test_compare_run_judges_by_the_rule_the_run_recorded(tmp_path, capsys):
+    """run.json's compare.rule (what `compare` measured and stopped under) is --run's default;
+    flags given still win."""
+    df = rows(repeats=16, head=0.5)
+    store = RunStore.create(tmp_path, {"scenario": {}, "compare": {"rule": {"alpha": 0.001, "beta": 0.05,
+                                                                            "tolerances": {"throughput_bps": 0.3}}}})
+    store.append(Measurement(**{k: x for k, x in r.items() if k != "run_id"}) for r in df.to_dict("records"))
+    assert compare_main(None, run=str(store.path), fmt="json") == 4           # 16 pairs cannot decide at 0.001
+    out = json.loads(capsys.readouterr().out)
+    assert out["alpha"] == 0.001 and [c["tolerance"] for c in out["cases"]] == [0.3]
+    assert compare_main(None, run=str(store.path), alpha=0.05, tolerances={"throughput_bps": 0.1}) == 1
 
 
 def test_decided_says_when_more_pairs_would_change_nothing():

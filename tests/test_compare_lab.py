@@ -96,19 +96,19 @@ def test_compare_catches_a_commit_that_slows_the_sleeve(clone, tmp_path):
 
 def test_compare_measures_an_unchanged_pair_and_reports_json(clone, tmp_path):
     """The mechanics of an A/A comparison: six pairs are fewer than the 14 the sequential
-    rule needs to decide anything at α 0.05, so the verdict is "not enough repeats", exit
-    0, whatever was measured (what the rule decides on known data is
+    rule needs to decide anything at α 0.05, so the verdict is "undecided", exit 4,
+    whatever was measured (what the rule decides on known data is
     `test_compare_judges_recorded_runs`, tests/test_compare.py). No assertion here depends
     on what was measured: false failures, none."""
     skipped = compare(clone, tmp_path, "--base", "HEAD")
     assert skipped.returncode == 0 and "nothing to compare" in skipped.stdout, skipped.stdout + skipped.stderr
     assert not (tmp_path / "results").exists()          # one binary for both arms: nothing measured
     p = compare(clone, tmp_path, "--base", "HEAD", "--measure-unchanged", "--format", "json")
-    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.returncode == 4, p.stdout + p.stderr
     out = json.loads(p.stdout)
-    assert out["kind"] == "compare" and out["ok"] is True and out["status"] == "pass"
+    assert out["kind"] == "compare" and out["ok"] is True and out["status"] == "undecided"
     (case,) = out["cases"]
-    assert case["status"] == "not enough repeats" and any("at least 14 repeats" in w for w in out["warnings"])
+    assert case["status"] == "undecided" and any("at least 14 repeats" in w for w in out["warnings"])
     assert case["n_base"] == case["n_head"] == case["pairs_used"] == 6     # six pairs formed, one per repeat
     assert case["mode"] == "sleeve" and case["metric"] == "throughput_bps" and case["base"] > 0
     meta = json.loads((tmp_path / "results" / out["run_id"] / "run.json").read_text())

@@ -101,3 +101,22 @@ def test_a_mode_added_as_one_file_reaches_the_cli_the_table_and_the_report(copy_
     _py(site, "-m", "harness.cli", "report", run, "-o", str(html))
     page = html.read_text()
     assert 'style="background:#a1b2c3"></span>throwaway' in page
+
+
+SHIPPED_BYO = pathlib.Path(__file__).resolve().parent.parent / "scenarios" / "bring-your-own.toml"
+
+
+def test_a_mode_one_test_defines_is_gone_for_the_next_part_1(tmp_path):
+    """With the next test: what a test registers (a fuzzed scenario's vxlan77, defined
+    otherwise than the shipped one) does not outlive it (conftest.py, modes_as_they_were)."""
+    from harness.run import scenario as S
+    other = tmp_path / "other.toml"
+    other.write_text(SHIPPED_BYO.read_text().replace("dstport 4790", "dstport 4791"))
+    S.load(other)
+    assert "vxlan77" in modes.MODES
+
+
+def test_a_mode_one_test_defines_is_gone_for_the_next_part_2():
+    from harness.run import scenario as S
+    assert "vxlan77" not in modes.MODES
+    assert S.load(SHIPPED_BYO).modes[-1] == "vxlan77"

@@ -1,6 +1,9 @@
+from types import SimpleNamespace
+
 import pytest
 
 from harness.core.errors import ScenarioError
+from harness.modes import variants
 from harness.run import scenario as S
 
 
@@ -20,6 +23,24 @@ def test_modes_rotate_across_repeats():
     assert order[0] == ["native", "fastdp"]
     assert order[1] == ["fastdp", "native"]
     assert order[2] == ["native", "fastdp"]
+
+
+def test_the_arms_of_a_mode_swap_who_goes_first_every_repeat():
+    """Two modes' A/B arms (four groups): the arms of each mode stay together, and base
+    and head take turns going first, repeat by repeat, as the sequential verdict's blocks
+    of two repeats assume; the modes still rotate."""
+    arms = [variants.variant(m, SimpleNamespace(label=label)) for m in ("sleeve", "sleeve-seg")
+            for label in (variants.BASE, variants.HEAD)]
+    with variants.registered(arms):
+        sc = S.build({"matrix": {"modes": [a.name for a in arms], "repeats": 6, "tests": ["iperf3.tcp"],
+                                 "placements": ["container-container"]}})
+        cases = S.expand(sc)
+    order = [[c.mode for c in cases if c.repeat == r] for r in range(6)]
+    assert order[0] == ["sleeve@base", "sleeve@head", "sleeve-seg@base", "sleeve-seg@head"]
+    assert order[1] == ["sleeve-seg@head", "sleeve-seg@base", "sleeve@head", "sleeve@base"]
+    for m in ("sleeve", "sleeve-seg"):
+        first = [next(x for x in o if x.startswith(m + "@")).partition("@")[2] for o in order]
+        assert first == ["base", "head"] * 3
 
 
 def test_underlay_mtu_outermost_and_auto_overlay_follows_it():

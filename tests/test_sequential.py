@@ -75,9 +75,12 @@ def test_an_unchanged_build_is_not_slower_after_seven_blocks():
 
 def test_a_slowdown_inside_the_tolerance_passes():
     """3 % slower in every block, tolerance 8 %: both sign tests see only positive signs,
-    and "not slower" (1/β = 20) crosses a block before "slower" (1/α = 40) could."""
+    and "not slower" (1/β = 20) crosses a block before "slower" (1/α = 40) could; where
+    both cross at once (α = β, one case) it is "not slower" too."""
     r = seq.sequential(_pairs([math.log(0.97)] * 40), higher_better=True, tolerance=0.08, alpha=0.025, beta=0.05)
     assert (r.outcome, r.pairs) == (seq.NOT_SLOWER, 14)
+    tie = seq.sequential(_pairs([math.log(0.97)] * 40), higher_better=True, tolerance=0.08, alpha=0.05, beta=0.05)
+    assert (tie.outcome, tie.pairs) == (seq.NOT_SLOWER, 14) and tie.evidence_slower == pytest.approx(255 / 8)
 
 
 def test_latency_is_worse_upwards():
@@ -87,7 +90,7 @@ def test_latency_is_worse_upwards():
     faster = seq.sequential(_pairs([math.log(0.7)] * 24), higher_better=False, tolerance=0.15,
                             alpha=0.025, beta=0.05)
     assert faster.outcome == seq.NOT_SLOWER and faster.pairs == 14
-    assert faster.evidence_faster == pytest.approx(255 / 8)   # only the blocks looked at count
+    assert faster.evidence_faster == pytest.approx(8191 / 13)   # every block there counts: 12 of 12
 
 
 def test_too_few_pairs_are_undecided_and_the_order_of_pairs_is_the_repeats():

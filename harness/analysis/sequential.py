@@ -22,8 +22,9 @@ rule, a mixture sequential probability ratio test (Robbins' mixture SPRT) on sig
    supermartingale starting at 1, so by Ville's inequality it ever reaches 1/α with
    chance at most α: at every look, not per look.
 3. The first to cross decides: "slower" at M ≥ 1/α, "not slower" at M ≥ 1/β (a slowdown
-   of δ or more is then wrongly passed with chance at most β). Both at once: "slower".
-   Neither by the last block: "undecided", the budget spent.
+   of δ or more is then wrongly passed with chance at most β). Both at once: "not slower"
+   (a slowdown shown, and shown to be within the tolerance). Neither by the last block:
+   "undecided", the budget spent. Either tie-break keeps both bounds.
 
 Why this design and not the others. A normal SPRT needs the log-ratios' spread and a bell
 shape; on a shared machine a pair swings by ±15 % quiet and ±50 % loaded, heavy-tailed,
@@ -84,7 +85,7 @@ class Sequential:
     last_repeat: int | None       # the last repeat those blocks hold
     evidence_slower: float        # M of the "slower" test when it stopped
     evidence_not_slower: float    # M of the "not slower" test when it stopped
-    evidence_faster: float        # M of the signs of −e_j (an improvement) when it stopped
+    evidence_faster: float        # M of the signs of −e_j (an improvement) over every block there
     alpha: float
     beta: float
     change: float | None          # exp(median block mean) − 1 over the blocks looked at
@@ -122,14 +123,17 @@ def sequential(pairs: Iterable[tuple[int, float]], *, higher_better: bool, toler
         if e != delta:
             k2, n2 = k2 + (e < delta), n2 + 1
         m1, m2 = log_mixture(k1, n1), log_mixture(k2, n2)
-        if m1 >= -math.log(alpha) - 1e-12:
-            outcome, used = SLOWER, i + 1
-            break
         if m2 >= -math.log(beta) - 1e-12:
             outcome, used = NOT_SLOWER, i + 1
             break
+        if m1 >= -math.log(alpha) - 1e-12:
+            outcome, used = SLOWER, i + 1
+            break
     looked = sorted(m for _, m in done[:used])
-    faster = log_mixture(n1 - k1, n1)    # e_j < 0 among the signed blocks looked at
+    # An improvement is judged on every block there: the run's end is a stopping time too,
+    # and the decision above comes too early for it (each block at most doubles M).
+    signed = [sign * m for _, m in done if m != 0]
+    faster = log_mixture(sum(e < 0 for e in signed), len(signed))
     change = None
     if looked:
         mid = len(looked) // 2

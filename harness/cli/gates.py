@@ -50,8 +50,9 @@ def add_compare(sub) -> None:
                    help="measure even when base and head have the same sleeve source (an A/A run)")
     c.add_argument("--inject-ns", type=int, metavar="N",
                    help="add --calibrate-ns N to the head arm: a known slowdown, to measure the gate's power")
-    c.add_argument("--alpha", type=float, default=0.05, metavar="A",
-                   help="the chance an unchanged build fails, all cases and pairs together (default 0.05)")
+    c.add_argument("--alpha", type=float, metavar="A",
+                   help="the chance an unchanged build fails, all cases and pairs together (default 0.05; "
+                        "with --run: the run's own)")
     c.add_argument("--tolerance", action="append", metavar="METRIC=FRACTION",
                    help="the slowdown a case is built to catch (smaller ones may pass), e.g. "
                         "throughput_bps=0.05 (defaults: throughput_bps 0.08, latency_us 0.15, pps 0.10, "
@@ -92,7 +93,8 @@ def cmd_compare(a) -> int:
     from harness.gates import compare
     return compare_main(a.base, run=a.run, repo=a.repo, head=a.head, scenario_path=a.scenario,
                         overrides=matrix_overrides(a), inject_ns=a.inject_ns, alpha=a.alpha,
-                        tolerances=compare.parse_tolerances(a.tolerance), results_dir=a.results,
+                        tolerances=compare.parse_tolerances(a.tolerance) if a.tolerance else None,
+                        results_dir=a.results,
                         junit=a.junit, summary=a.summary, fmt=a.format, quiet=a.quiet,
                         measure_unchanged=a.measure_unchanged, poll_idle=a.poll_idle)
 
@@ -112,17 +114,23 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
     from harness.gates import compare, render
     from harness.modes import variants
     from harness.run import ab, scenario as scen
-    from harness.run.results import resolve_run
+    from harness.run.results import read_meta, resolve_run
     from harness.testbeds.base import Options
-    alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
-    if not 0 < alpha < 1:
+    if alpha is not None and not 0 < alpha < 1:
         raise HarnessError(f"--alpha {alpha}: must be between 0 and 1")
     if run is not None:
         if base or head or overrides or inject_ns is not None or poll_idle:
             raise HarnessError("--run judges a finished A/B run: give no --base, --head, --inject-ns, --poll-idle "
                                "or matrix flags")
         run_dir = resolve_run(run, results_dir)
+        # by default, the rule the run was measured (and maybe stopped) under
+        rule = (read_meta(run_dir).get("compare") or {}).get("rule") or {}
+        alpha = rule.get("alpha") if alpha is None else alpha
+        tolerances = rule.get("tolerances") if tolerances is None else tolerances
+        alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
     else:
+        alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
+        tolerances = dict(compare.AB_TOLERANCES if tolerances is None else tolerances)
         if not base:
             raise HarnessError("compare needs --base REF (the build to compare against) or --run RUN")
         for ref in (base, head):
@@ -146,7 +154,8 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
                                  indent=2) if fmt == "json" else msg)
                 return 0
             run_dir = ab.measure(arms, scenario_path, overrides, results_dir=results_dir, quiet=quiet,
-                                 options=Options(poll_idle=poll_idle), until=compare.stop_rule(alpha, tolerances))
+                                 options=Options(poll_idle=poll_idle), until=compare.stop_rule(alpha, tolerances),
+                                 rule={"alpha": alpha, "beta": compare.DEFAULT_BETA, "tolerances": tolerances})
     v = compare.judge(run_dir, alpha, tolerances)
     if fmt != "json":
         print(run_dir)

@@ -31,7 +31,7 @@ from harness.analysis import sequential as seq, stats
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
 from harness.gates import render as verdict_render
-from harness.gates.verdict import (AB, DEFAULT_TOLERANCES, ERROR, FAIL, HEADLINE, IMPROVED, NOT_ENOUGH, PASS,
+from harness.gates.verdict import (AB, DEFAULT_TOLERANCES, ERROR, FAIL, HEADLINE, IMPROVED, PASS,
                                    UNDECIDED, CaseVerdict, Verdict)
 from harness.modes.variants import BASE, HEAD
 from harness.run.results import load, read_meta
@@ -45,6 +45,7 @@ DEFAULT_BETA = 0.05       # the chance a slowdown of the tolerance or more passe
 # ±15 % a single pair swings by on the quiet lab (simulated; tests/test_sequential.py).
 AB_TOLERANCES = {**DEFAULT_TOLERANCES, "throughput_bps": 0.08}
 NO_PAIR = "no pair"
+NEVER = "could never decide"      # an undecided case whose pairs were too few for any outcome
 
 
 def _failed_repeats(df: pd.DataFrame, label: str) -> dict[tuple, list[str]]:
@@ -80,7 +81,7 @@ def _judge_pairs(case: dict, g: pd.DataFrame, tol: float, alpha: float, beta: fl
             f"over {s.pairs} pairs")
     v = CaseVerdict(dict(case), PASS, baseline_median=b, current_median=h, change=s.change, p=s.p,
                     n_baseline=len(g), n_current=len(g), tolerance=tol, pairs_used=s.pairs)
-    need = 2 * seq.min_blocks(1 / alpha)
+    blocks, need = len(seq.blocks(pairs)), seq.min_blocks(1 / alpha)
     if s.outcome == seq.SLOWER:
         v.status = FAIL
         v.message = f"{what}: slower (evidence {s.evidence_slower:.3g} ≥ 1/α = {1 / alpha:.3g})"
@@ -88,16 +89,26 @@ def _judge_pairs(case: dict, g: pd.DataFrame, tol: float, alpha: float, beta: fl
         v.message = f"{what}: not slower than {tol * 100:.0f} % (evidence {s.evidence_not_slower:.3g})"
         if s.evidence_faster >= 1 / alpha - 1e-9:
             v.status, v.p = IMPROVED, min(1.0, 1 / s.evidence_faster)
-            v.message += f", faster (evidence {s.evidence_faster:.3g}); base can be refreshed"
-    elif len(g) < need:
-        v.status = NOT_ENOUGH
-        v.message = f"{what}: {len(g)} pairs cannot decide at α = {alpha:.3g}; at least {need} can"
+            v.message += f", faster (evidence {s.evidence_faster:.3g})"
+    elif blocks < need:
+        v.status = UNDECIDED
+        v.message = (f"{what}: undecided, and {len(g)} pairs ({blocks} blocks of two) {NEVER} at "
+                     f"α = {alpha:.3g}: {2 * need} pairs can")
     else:
         v.status = UNDECIDED
         v.message = (f"{what}: undecided when the pairs ran out (evidence slower {s.evidence_slower:.3g}, "
                      f"not slower {s.evidence_not_slower:.3g}; each decides at 1/α = {1 / alpha:.3g} and "
                      f"1/β = {1 / beta:.3g})")
     return v
+
+
+def _cases(meta: dict[str, Any], tol: dict[str, float], found: int) -> int:
+    """How many cases share the comparison's α: those the run planned (run.json's
+    configs_planned, so a run stopped early and judged later split α alike), else those
+    found in its measurements."""
+    planned = {(stats.split_arm(c[0])[0], *c[1:]) for c in meta.get("configs_planned") or ()
+               if stats.split_arm(c[0])[1] in (BASE, HEAD) and HEADLINE.get(c[4]) in tol}
+    return max(len(planned), found)
 
 
 def _gated(df: pd.DataFrame, tol: dict[str, float]) -> list[tuple]:
@@ -121,7 +132,7 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
     gated = _gated(df, tol)
     if not gated:
         raise HarnessError(f"run {meta.get('run_id', '?')}: no test with a gated metric ({', '.join(tol)})")
-    each = alpha / len(gated)            # the comparison's α shared by its cases
+    each = alpha / _cases(meta, tol, len(gated))     # the comparison's α shared by its cases
     verdicts, warnings = [], []
     for key in gated:
         cfg, metric = key[:-1], key[-1]
@@ -139,7 +150,7 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
                                         tolerance=tol[metric]))
             continue
         verdicts.append(_judge_pairs(case, g, tol[metric], each, beta))
-    n_few = sum(v.status == NOT_ENOUGH for v in verdicts)
+    n_few = sum(v.status == UNDECIDED and NEVER in v.message for v in verdicts)
     if n_few:
         warnings.append(f"{n_few} case(s) had too few pairs to decide at α = {each:.3g} per case; "
                         f"run at least {2 * seq.min_blocks(1 / each)} repeats")
@@ -153,14 +164,14 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
 
 
 def decided(df: pd.DataFrame, alpha: float = DEFAULT_ALPHA, tolerances: dict[str, float] | None = None,
-            beta: float = DEFAULT_BETA) -> bool:
+            beta: float = DEFAULT_BETA, meta: dict[str, Any] | None = None) -> bool:
     """Whether every gated case of a run's measurements so far has its verdict, so that
     more pairs would change nothing (what `compare` stops measuring on). A case whose head
     arm failed is decided; one with no pair yet is not."""
     if df.empty:
         return False
     try:
-        v = judge_frame(df, {}, alpha, tolerances, beta)
+        v = judge_frame(df, meta or {}, alpha, tolerances, beta)
     except HarnessError:
         return False
     return all(c.status in (FAIL, PASS, IMPROVED) or (c.status == ERROR and not c.message.startswith(NO_PAIR))
@@ -173,7 +184,7 @@ def stop_rule(alpha: float = DEFAULT_ALPHA, tolerances: dict[str, float] | None 
     decide every case (`decided`), so its remaining repeats need not be measured."""
     def until(run_dir: pathlib.Path, underlay_mtu: int) -> bool:
         df = load(run_dir)
-        return decided(df[df["underlay_mtu"] == underlay_mtu], alpha, tolerances, beta)
+        return decided(df[df["underlay_mtu"] == underlay_mtu], alpha, tolerances, beta, read_meta(run_dir))
     return until
 
 

@@ -8,10 +8,11 @@ significance before threshold):
 1. the change is significant: a one-sided test in the bad direction gives p ≤ alpha;
 2. the estimated change is beyond the metric's tolerance in the bad direction.
 
-`gate` applies this rule to a fixed number of repeats; `compare` applies its sequential
-form (harness/analysis/sequential.py), which may end "undecided" when its pairs run out.
-With too few repeats the test cannot reach alpha at all; such a case is "not enough
-repeats" and never fails. A case that failed outright fails the gate. Rendering (text,
+`gate` applies this rule (`decide`) to a fixed number of repeats: with too few the test
+cannot reach alpha at all, and such a case is "not enough repeats" and never fails.
+`compare` applies a sequential rule instead (harness/analysis/sequential.py, judged in
+gates/compare.py), which ends "undecided" when its pairs run out or are too few to ever
+decide. A case that failed outright fails either gate. Rendering (text,
 markdown, JUnit, JSON) is in `gates/render.py`; nothing here prints.
 """
 

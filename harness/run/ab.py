@@ -57,10 +57,11 @@ def prepare(repo: pathlib.Path | str, base_ref: str | None, head_ref: str | None
 
 def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None = None,
             results_dir: str = "results", quiet: bool = False, options=None,
-            until: Callable[[pathlib.Path, int], bool] | None = None) -> pathlib.Path:
+            until: Callable[[pathlib.Path, int], bool] | None = None, rule: dict | None = None) -> pathlib.Path:
     """One run of the scenario with every mode as two arms; returns the run directory.
     `options`: the testbed's (harness.testbeds.base.Options), `until`: when to stop
-    adding repeats (harness/gates/compare.py's `stop_rule`), both as for `session.run`."""
+    adding repeats (harness/gates/compare.py's `stop_rule`), both as for `session.run`; `rule`:
+    the judgement's parameters, recorded in run.json so `compare --run` judges alike."""
     overrides = dict(overrides or {})
     sc = scen.from_command_line(scenario_path, overrides)
     made = []
@@ -70,5 +71,6 @@ def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None
     with variants.registered(made):
         store = session.run(scenario_path=scenario_path, overrides={**overrides, "matrix": matrix},
                             results_dir=results_dir, quiet=quiet, options=options, until=until)
-    store.update_meta(compare={BASE: arms.base.describe(), HEAD: arms.head.describe()})
+    info = {BASE: arms.base.describe(), HEAD: arms.head.describe()}
+    store.update_meta(compare={**info, "rule": rule} if rule else info)
     return store.path

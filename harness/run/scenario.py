@@ -23,6 +23,7 @@ from typing import Any
 
 from harness import modes as modes_mod
 from harness.modes import commands
+from harness.modes.variants import ARM_SEP
 from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
 from harness.core.placements import NAMES as PLACEMENTS
@@ -369,9 +370,17 @@ def expand(sc: Scenario) -> list[Case]:
             if pair not in resolved:
                 fitting[pair] = _fitting_tests(sc, mode_name, pair[1])
                 resolved.append(pair)
+        # The arms of one mode (MODE@LABEL, A/B runs) at one overlay MTU move as a unit and
+        # swap their order every repeat, so two arms' pairs alternate who goes first
+        # strictly, whatever else the run holds (analysis/sequential.py's blocks need it).
+        units: dict[tuple[str, int], list[tuple[str, int]]] = {}
+        for mode_name, o in resolved:
+            units.setdefault((mode_name.partition(ARM_SEP)[0], o), []).append((mode_name, o))
+        order = list(units.values())
         for r in range(sc.repeats):
-            k = r % len(resolved)
-            for mode_name, o in resolved[k:] + resolved[:k]:
+            k = r % len(order)
+            turn = [g for unit in order[k:] + order[:k] for g in (unit[::-1] if r % 2 else unit)]
+            for mode_name, o in turn:
                 mode = modes_mod.get(mode_name)
                 placements = [p for p in sc.placements if p in mode.placements] or list(mode.placements)
                 for pl in placements:

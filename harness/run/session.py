@@ -72,7 +72,7 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
         cases = cases if cases is not None else scen.expand(sc)
         if store is None:
-            store = _create_store(results_dir, opts.run_id, sc, tb, len(cases))
+            store = _create_store(results_dir, opts.run_id, sc, tb, cases)
         store.update_meta(cpu_idle="poll" if opts.poll_idle else "default")
         status = "interrupted"
         todo = len([c for c in cases if (c.key, c.repeat) not in skip])
@@ -109,7 +109,7 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
     return store
 
 
-def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, n_cases: int) -> results.RunStore:
+def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, cases: list[scen.Case]) -> results.RunStore:
     local = LocalHost()
     try:
         sleeve_hash = sleeve_build.Source.shipped().hash
@@ -125,5 +125,9 @@ def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, n_cases:
         "backend": tb.backend,
         "cpu_accounting": tb.meter.description,
         "sleeve_source": sleeve_hash,
-        "cases_planned": n_cases,
+        "cases_planned": len(cases),
+        # every configuration the run will measure (mode, underlay and overlay MTU, placement,
+        # test, streams), in run order: what a judgement of a run stopped early counts
+        "configs_planned": list(dict.fromkeys((c.mode, c.underlay_mtu, c.overlay_mtu, c.placement, c.test,
+                                               c.streams) for c in cases)),
     }, run_id=run_id)
