@@ -94,7 +94,8 @@ def test_fourteen_pairs_cannot_fail_sixteen_can():
     """Too few pairs to fail is "undecided", exit 4, never a pass: a 50 % slowdown over 14."""
     few = compare.judge_frame(rows(repeats=14, head=0.5), {})
     assert few.ok and few.status == verdict.UNDECIDED and by_name(few)[CASE_TP].status == verdict.UNDECIDED
-    assert "14 pairs (7 blocks of two) could never decide at α = 0.025: 16 pairs can" in by_name(few)[CASE_TP].message
+    assert "14 pairs (7 blocks of two) could never show it slower at α = 0.025: 16 pairs can" in \
+        by_name(few)[CASE_TP].message
     assert any("run at least 16 repeats" in w for w in few.warnings)
     missing = rows(repeats=16, head=0.5)
     missing = missing[~((missing["repeat"] == 3) & (missing["mode"] == "sleeve@head"))]   # block 1 broken
@@ -163,6 +164,38 @@ def test_compare_run_judges_by_the_rule_the_run_recorded(tmp_path, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["alpha"] == 0.001 and [c["tolerance"] for c in out["cases"]] == [0.3]
     assert compare_main(None, run=str(store.path), alpha=0.05, tolerances={"throughput_bps": 0.1}) == 1
+    capsys.readouterr()
+    # a tolerance given goes over the recorded ones, not over the defaults
+    assert compare_main(None, run=str(store.path), alpha=0.05, fmt="json", tolerances={"latency_us": 0.2}) == 1
+    assert [c["tolerance"] for c in json.loads(capsys.readouterr().out)["cases"]] == [0.3, 0.2]
+
+
+def test_a_planned_case_never_measured_is_undecided_not_missing(tmp_path):
+    """An interrupted run: both underlays planned, only 1500 measured; `judge` (what
+    `compare --run` calls) reports 9000's cases as undecided, never a pass."""
+    planned = [[f"sleeve@{arm}", u, u - 50, "container-container", t, 1] for u in (1500, 9000)
+               for t in ("iperf3.tcp", "qperf.tcp_lat") for arm in ("base", "head")]
+    store = RunStore.create(tmp_path, {"scenario": {}, "configs_planned": planned, "status": "interrupted"})
+    store.append(Measurement(**{k: x for k, x in r.items() if k != "run_id"})
+                 for r in rows(repeats=20).to_dict("records"))
+    v = compare.judge(store.path)
+    assert v.status == verdict.UNDECIDED and len(v.cases) == 4
+    late = [c for c in v.cases if c.case["underlay_mtu"] == 9000]
+    assert [c.status for c in late] == [verdict.UNDECIDED] * 2 and "not measured (the run is interrupted)" in late[0].message
+
+
+def test_a_budget_too_small_to_show_a_slowdown_is_refused_before_anything_is_built():
+    from harness.cli.gates import check_budget
+    from harness.run import scenario as S
+    m = {"modes": ["sleeve"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "placements": ["container-container"]}
+    with pytest.raises(HarnessError, match=r"^--repeats 15: too few pairs to ever show a case slower at α 0.05 "
+                                           r"over 2 cases; at least 16$"):
+        check_budget(S.build({"matrix": {**m, "repeats": 15}}), 0.05, compare.AB_TOLERANCES)
+    check_budget(S.build({"matrix": {**m, "repeats": 16}}), 0.05, compare.AB_TOLERANCES)
+    check_budget(S.build({"matrix": {**m, "repeats": 36}}), 0.0002, compare.AB_TOLERANCES)    # .ci/run's
+    with pytest.raises(HarnessError, match=r"--repeats 36: .* over 6 cases; at least 38"):
+        check_budget(S.build({"matrix": {**m, "repeats": 36, "underlay_mtu": [1500, 9000, 4000]}}), 0.0002,
+                     compare.AB_TOLERANCES)
 
 
 def test_decided_says_when_more_pairs_would_change_nothing():

@@ -56,7 +56,7 @@ def add_compare(sub) -> None:
     c.add_argument("--tolerance", action="append", metavar="METRIC=FRACTION",
                    help="the slowdown a case is built to catch (smaller ones may pass), e.g. "
                         "throughput_bps=0.05 (defaults: throughput_bps 0.08, latency_us 0.15, pps 0.10, "
-                        "latency_p99_us 0.25); repeatable")
+                        "latency_p99_us 0.25; with --run: over the run's own); repeatable")
     c.add_argument("--modes", type=csv(str), metavar="A,B", help="sleeve modes to compare (each gets two arms)")
     c.add_argument("--underlay-mtu", type=csv(int), metavar="N,..")
     c.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..")
@@ -93,10 +93,27 @@ def cmd_compare(a) -> int:
     from harness.gates import compare
     return compare_main(a.base, run=a.run, repo=a.repo, head=a.head, scenario_path=a.scenario,
                         overrides=matrix_overrides(a), inject_ns=a.inject_ns, alpha=a.alpha,
-                        tolerances=compare.parse_tolerances(a.tolerance) if a.tolerance else None,
+                        tolerances=compare.parse_tolerances(a.tolerance, base={}) if a.tolerance else None,
                         results_dir=a.results,
                         junit=a.junit, summary=a.summary, fmt=a.format, quiet=a.quiet,
                         measure_unchanged=a.measure_unchanged, poll_idle=a.poll_idle)
+
+
+def check_budget(sc, alpha: float, tolerances: dict[str, float]) -> None:
+    """Refuse, before anything is built, a budget of pairs (the scenario's repeats) too small
+    for any case to be shown slower at α shared by its cases: such a comparison could only
+    pass or be undecided. `sc`: the scenario (harness.run.scenario), its modes plain."""
+    from harness.analysis.sequential import min_blocks
+    from harness.gates.verdict import HEADLINE
+    from harness.run import scenario as scen
+    if "auto" in sc.underlay_mtus:
+        return                          # the cases are known once the testbed is reached
+    n = len({(c.mode, c.underlay_mtu, c.overlay_mtu, c.placement, c.test, c.streams) for c in scen.expand(sc)
+             if HEADLINE.get(c.test) in tolerances})
+    need = 2 * min_blocks(n / alpha) if n else 0
+    if sc.repeats < need:
+        raise HarnessError(f"--repeats {sc.repeats}: too few pairs to ever show a case slower at α {alpha:g} over "
+                           f"{n} cases; at least {need}")
 
 
 LABEL_FREE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./~^@{}-]*$")
@@ -125,12 +142,11 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
         run_dir = resolve_run(run, results_dir)
         # by default, the rule the run was measured (and maybe stopped) under
         rule = (read_meta(run_dir).get("compare") or {}).get("rule") or {}
-        alpha = rule.get("alpha") if alpha is None else alpha
-        tolerances = rule.get("tolerances") if tolerances is None else tolerances
-        alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
+        alpha = rule.get("alpha", compare.DEFAULT_ALPHA) if alpha is None else alpha
+        tolerances = {**(rule.get("tolerances") or compare.AB_TOLERANCES), **(tolerances or {})}
     else:
         alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
-        tolerances = dict(compare.AB_TOLERANCES if tolerances is None else tolerances)
+        tolerances = {**compare.AB_TOLERANCES, **(tolerances or {})}
         if not base:
             raise HarnessError("compare needs --base REF (the build to compare against) or --run RUN")
         for ref in (base, head):
@@ -140,8 +156,10 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
             raise HarnessError(f"--inject-ns {inject_ns}: expected 1..10000000 (ns per frame)")
         if scenario_path is None and ab.DEFAULT_SCENARIO.exists():
             scenario_path = str(ab.DEFAULT_SCENARIO)
-        for m in scen.from_command_line(scenario_path, overrides).modes:   # bad input fails before any build
+        sc = scen.from_command_line(scenario_path, overrides)
+        for m in sc.modes:                                   # bad input fails before any build
             variants.require_sleeve(m)
+        check_budget(sc, alpha, tolerances)
         with ab.prepare(repo or PROJECT, base, head,
                         head_flags=("--calibrate-ns", str(inject_ns)) if inject_ns else ()) as arms:
             same = arms.base.source_hash == arms.head.source_hash and arms.base.flags == arms.head.flags

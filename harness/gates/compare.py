@@ -9,13 +9,15 @@ The judgement (per case: mode, MTUs, placement, test, streams and the test's hea
     harness/analysis/sequential.py: blocks of two pairs (each arm first once), a sign
     mixture SPRT for "slower" against one for "not slower" (a slowdown below the
     metric's tolerance); the first to cross decides, and neither by the last pair is
-    "undecided". Every case of a run is judged at α / (the number of gated cases), so an
-    unchanged build fails the whole comparison with chance at most α however many pairs
-    are looked at; a slowdown of the tolerance or more passes with chance at most β.
-    The verdict is a function of the pairs in repeat order, so a run that stopped as
-    soon as every case was decided (`decided`, what `compare` measures with) and the same
-    run measured to the end judge alike. A case whose head arm failed outright in some
-    repeat fails too; failures of the base arm alone are warnings.
+    "undecided". Every case of a run is judged at α / (the number of gated cases the run
+    planned, run.json's configs_planned), so an unchanged build fails the whole
+    comparison with chance at most α however many pairs are looked at; a slowdown of the
+    tolerance or more passes with chance at most β. A case's outcome is a function of
+    its pairs in repeat order, so a run that stopped as soon as every case was decided
+    (`decided`, what `compare` measures with) and the same run measured to the end judge
+    alike; only "improved" (judged on every block there) may need the blocks a stop
+    leaves out. A planned case with no measurement is undecided. A case whose head arm
+    failed outright in some repeat fails too; failures of the base arm alone are warnings.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ DEFAULT_BETA = 0.05       # the chance a slowdown of the tolerance or more passe
 # ±15 % a single pair swings by on the quiet lab (simulated; tests/test_sequential.py).
 AB_TOLERANCES = {**DEFAULT_TOLERANCES, "throughput_bps": 0.08}
 NO_PAIR = "no pair"
-NEVER = "could never decide"      # an undecided case whose pairs were too few for any outcome
+NEVER = "could never show it slower"   # an undecided case whose pairs were too few to fail
 
 
 def _failed_repeats(df: pd.DataFrame, label: str) -> dict[tuple, list[str]]:
@@ -102,13 +104,12 @@ def _judge_pairs(case: dict, g: pd.DataFrame, tol: float, alpha: float, beta: fl
     return v
 
 
-def _cases(meta: dict[str, Any], tol: dict[str, float], found: int) -> int:
-    """How many cases share the comparison's α: those the run planned (run.json's
-    configs_planned, so a run stopped early and judged later split α alike), else those
-    found in its measurements."""
-    planned = {(stats.split_arm(c[0])[0], *c[1:]) for c in meta.get("configs_planned") or ()
-               if stats.split_arm(c[0])[1] in (BASE, HEAD) and HEADLINE.get(c[4]) in tol}
-    return max(len(planned), found)
+def _planned(meta: dict[str, Any], tol: dict[str, float]) -> list[tuple]:
+    """The gated configs (plain mode, headline metric last) the run planned (run.json's
+    configs_planned; none in runs older than it), in run order."""
+    out = [(stats.split_arm(c[0])[0], *c[1:], HEADLINE.get(c[4])) for c in meta.get("configs_planned") or ()
+           if stats.split_arm(c[0])[1] in (BASE, HEAD) and HEADLINE.get(c[4]) in tol]
+    return list(dict.fromkeys(out))
 
 
 def _gated(df: pd.DataFrame, tol: dict[str, float]) -> list[tuple]:
@@ -119,8 +120,10 @@ def _gated(df: pd.DataFrame, tol: dict[str, float]) -> list[tuple]:
 
 
 def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_ALPHA,
-                tolerances: dict[str, float] | None = None, beta: float = DEFAULT_BETA) -> Verdict:
-    """Head against base in one A/B run's measurements. Pure; the rule is in the module doc."""
+                tolerances: dict[str, float] | None = None, beta: float = DEFAULT_BETA,
+                unmeasured: bool = False) -> Verdict:
+    """Head against base in one A/B run's measurements. Pure; the rule is in the module doc.
+    `unmeasured`: a planned case with no measurement at all is a case too (undecided)."""
     tol = dict(AB_TOLERANCES if tolerances is None else tolerances)
     pairs = stats.arm_pairs(df, BASE, HEAD, metrics=list(tol))
     fields = stats.CONFIG_KEY + ["metric"]
@@ -132,7 +135,8 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
     gated = _gated(df, tol)
     if not gated:
         raise HarnessError(f"run {meta.get('run_id', '?')}: no test with a gated metric ({', '.join(tol)})")
-    each = alpha / _cases(meta, tol, len(gated))     # the comparison's α shared by its cases
+    planned = _planned(meta, tol)
+    each = alpha / max(len(planned), len(gated))     # the comparison's α shared by its cases
     verdicts, warnings = [], []
     for key in gated:
         cfg, metric = key[:-1], key[-1]
@@ -150,9 +154,13 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
                                         tolerance=tol[metric]))
             continue
         verdicts.append(_judge_pairs(case, g, tol[metric], each, beta))
+    for key in planned if unmeasured else ():
+        if key not in gated:
+            verdicts.append(CaseVerdict(dict(zip(fields, key)), UNDECIDED, f"not measured (the run is "
+                                        f"{meta.get('status', 'unfinished')})", tolerance=tol[key[-1]]))
     n_few = sum(v.status == UNDECIDED and NEVER in v.message for v in verdicts)
     if n_few:
-        warnings.append(f"{n_few} case(s) had too few pairs to decide at α = {each:.3g} per case; "
+        warnings.append(f"{n_few} case(s) had too few pairs to show a slowdown at α = {each:.3g} per case; "
                         f"run at least {2 * seq.min_blocks(1 / each)} repeats")
     info = meta.get("compare") or {}
     arms = {label: (info.get(label) or {}).get("origin") or "?" for label in (BASE, HEAD)}
@@ -190,12 +198,12 @@ def stop_rule(alpha: float = DEFAULT_ALPHA, tolerances: dict[str, float] | None 
 
 def judge(run_dir: pathlib.Path | str, alpha: float = DEFAULT_ALPHA,
           tolerances: dict[str, float] | None = None) -> Verdict:
-    return judge_frame(load(run_dir), read_meta(run_dir), alpha, tolerances)
+    return judge_frame(load(run_dir), read_meta(run_dir), alpha, tolerances, unmeasured=True)
 
 
-def parse_tolerances(items: Sequence[str] | None) -> dict[str, float]:
-    """["throughput_bps=0.05", …] over the defaults; one clear line for anything else."""
-    tol = dict(AB_TOLERANCES)
+def parse_tolerances(items: Sequence[str] | None, base: dict[str, float] | None = None) -> dict[str, float]:
+    """["throughput_bps=0.05", …] over `base` (the defaults); one clear line for anything else."""
+    tol = dict(AB_TOLERANCES if base is None else base)
     for item in items or ():
         metric, sep, value = item.partition("=")
         try:

@@ -69,8 +69,8 @@ def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None
         made += [variants.variant(m, arms.base), variants.variant(m, arms.head)]
     matrix = {**overrides.get("matrix", {}), "modes": [v.name for v in made]}
     with variants.registered(made):
+        info = {BASE: arms.base.describe(), HEAD: arms.head.describe()}
         store = session.run(scenario_path=scenario_path, overrides={**overrides, "matrix": matrix},
-                            results_dir=results_dir, quiet=quiet, options=options, until=until)
-    info = {BASE: arms.base.describe(), HEAD: arms.head.describe()}
-    store.update_meta(compare={**info, "rule": rule} if rule else info)
+                            results_dir=results_dir, quiet=quiet, options=options, until=until,
+                            meta={"compare": {**info, "rule": rule} if rule else info})
     return store.path

@@ -36,10 +36,11 @@ def _expand_early(sc: scen.Scenario) -> list[scen.Case] | None:
 
 def run(scenario_path: str | None = None, overrides: dict | None = None, resume: str | None = None,
         results_dir: str = "results", quiet: bool = False, options: Options | None = None,
-        until: Callable[[pathlib.Path, int], bool] | None = None) -> results.RunStore:
+        until: Callable[[pathlib.Path, int], bool] | None = None, meta: dict | None = None) -> results.RunStore:
     """One run of a scenario (or `resume` one). `until(run_dir, underlay_mtu)`, asked after
     every repeat, ends that underlay's repeats early when it returns True; run.json then
-    records the repeats measured under `stopped_early`."""
+    records the repeats measured under `stopped_early`. `meta`: more for run.json, written
+    when the run directory is made (so a run cut short has it too)."""
     opts = options or Options()
     if resume:
         if scenario_path or overrides:
@@ -73,7 +74,7 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         cases = cases if cases is not None else scen.expand(sc)
         if store is None:
             store = _create_store(results_dir, opts.run_id, sc, tb, cases)
-        store.update_meta(cpu_idle="poll" if opts.poll_idle else "default")
+        store.update_meta(cpu_idle="poll" if opts.poll_idle else "default", **(meta or {}))
         status = "interrupted"
         todo = len([c for c in cases if (c.key, c.repeat) not in skip])
         if not quiet:
