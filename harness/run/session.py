@@ -48,8 +48,8 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         store = results.RunStore.open(pathlib.Path(resume))
         store.lock()                 # one writer per run: refused while its owner lives
         store.repair()
-        meta = store.read_meta()
-        sc = scen.Scenario.from_dict(meta["scenario"])
+        stored = store.read_meta()
+        sc = scen.Scenario.from_dict(stored["scenario"])
         skip = {(r["case"], r["repeat"]) for r in store.records()}
         opts = dataclasses.replace(opts, run_id=store.run_id)
     else:
