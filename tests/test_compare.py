@@ -63,15 +63,15 @@ def test_an_unchanged_pair_passes_however_much_the_machine_drifts():
     assert all("not slower" in c.message for c in v.cases)
 
 
-def test_a_fifteen_percent_slower_head_fails_after_sixteen_pairs_and_names_the_case():
+def test_a_fifteen_percent_slower_head_fails_after_eighteen_pairs_and_names_the_case():
     v = compare.judge_frame(rows(head=0.85), {"run_id": "ab"})
     assert not v.ok and v.status == verdict.FAIL
     (f,) = v.failures
     assert f.name == CASE_TP and f.status == gate.FAIL
     assert f.change == pytest.approx(-0.15, abs=0.02)
-    assert f.pairs_used == 16 and f.n_current == 24      # 8 blocks all slower: 511/9 ≥ 1/(0.05/2)
-    assert f.p == pytest.approx(9 / 511)
-    assert "head" in f.message and "Gbit/s" in f.message and "over 16 pairs: slower" in f.message
+    assert f.pairs_used == 18 and f.n_current == 24      # 9 blocks all slower: 1023/10 ≥ 2/(0.05/2)
+    assert f.p == pytest.approx(20 / 1023)
+    assert "head" in f.message and "Gbit/s" in f.message and "over 18 pairs: slower (evidence" in f.message
     assert render.text(v).startswith("compare FAILED: 1 of 2 cases regressed")
 
 
@@ -90,18 +90,28 @@ def test_latency_is_lower_is_better():
     assert "not slower" in by_name(faster)[CASE_LAT].message and "faster (evidence 630)" in by_name(faster)[CASE_LAT].message
 
 
-def test_fourteen_pairs_cannot_fail_sixteen_can():
-    """Too few pairs to fail is "undecided", exit 4, never a pass: a 50 % slowdown over 14."""
-    few = compare.judge_frame(rows(repeats=14, head=0.5), {})
+def budget(n):
+    return {"scenario": {"repeats": n}}
+
+
+def test_twelve_pairs_cannot_fail_fourteen_can():
+    """Too few pairs to fail is "undecided", exit 4, never a pass: a 50 % slowdown over a
+    budget of 12 pairs. 14 fail by the closing test (2^−7 ≤ α/2); without a budget the
+    mixture alone needs 18."""
+    few = compare.judge_frame(rows(repeats=12, head=0.5), budget(12))
     assert few.ok and few.status == verdict.UNDECIDED and by_name(few)[CASE_TP].status == verdict.UNDECIDED
-    assert "14 pairs (7 blocks of two) could never show it slower at α = 0.025: 16 pairs can" in \
+    assert "12 pairs (6 blocks of two) could never show it slower at α = 0.025: 14 pairs can" in \
         by_name(few)[CASE_TP].message
-    assert any("run at least 16 repeats" in w for w in few.warnings)
-    missing = rows(repeats=16, head=0.5)
+    assert any("run at least 14 repeats" in w for w in few.warnings)
+    missing = rows(repeats=14, head=0.5)
     missing = missing[~((missing["repeat"] == 3) & (missing["mode"] == "sleeve@head"))]   # block 1 broken
-    assert by_name(compare.judge_frame(missing, {}))[CASE_TP].status == verdict.UNDECIDED
-    enough = compare.judge_frame(rows(repeats=16, head=0.5), {})
-    assert [c.name for c in enough.failures] == [CASE_TP] and enough.failures[0].p == pytest.approx(9 / 511)
+    assert by_name(compare.judge_frame(missing, budget(14)))[CASE_TP].status == verdict.UNDECIDED
+    enough = compare.judge_frame(rows(repeats=14, head=0.5), budget(14))
+    assert [c.name for c in enough.failures] == [CASE_TP] and enough.failures[0].p == pytest.approx(2 / 2 ** 7)
+    assert "slower by the closing test at the end of the budget" in enough.failures[0].message
+    unbudgeted = compare.judge_frame(rows(repeats=16, head=0.5), {})
+    assert "16 pairs (8 blocks of two) could never show it slower at α = 0.025: 18 pairs can" in \
+        by_name(unbudgeted)[CASE_TP].message
 
 
 def test_pairs_that_never_settle_are_undecided_exit_4(tmp_path, capsys, monkeypatch):
@@ -125,8 +135,8 @@ def test_pairs_that_never_settle_are_undecided_exit_4(tmp_path, capsys, monkeypa
 def test_alpha_and_tolerances_are_the_callers():
     df = rows(head=0.85)
     assert compare.judge_frame(df, {}, tolerances={"throughput_bps": 0.2, "latency_us": 0.15}).ok
-    assert not compare.judge_frame(df, {}, alpha=0.005).ok       # 0.0025 a case: 12 blocks, 24 pairs
-    assert compare.judge_frame(df, {}, alpha=0.001).failures == []   # 0.0005 a case: 28 pairs needed
+    assert not compare.judge_frame(df, {}, alpha=0.01).ok        # 0.005 a case: 2/α = 400, 12 blocks, 24 pairs
+    assert compare.judge_frame(df, {}, alpha=0.001).failures == []   # 0.0005 a case: 30 pairs needed
 
 
 def test_alpha_is_shared_by_the_cases_the_run_planned_not_those_measured_so_far():
@@ -134,17 +144,17 @@ def test_alpha_is_shared_by_the_cases_the_run_planned_not_those_measured_so_far(
     count comes from run.json's configs_planned (here 2 underlays × 2 tests = 4 cases)."""
     planned = [[f"sleeve@{arm}", u, u - 50, "container-container", t, 1] for u in (1500, 9000)
                for t in ("iperf3.tcp", "qperf.tcp_lat") for arm in ("base", "head")]
-    df = rows(repeats=16, head=0.5)
-    alone = compare.judge_frame(df, {})                             # 2 cases found: α/2, 16 pairs fail
-    shared = compare.judge_frame(df, {"configs_planned": planned})   # 4 planned: α/4, 18 pairs needed
+    df = rows(repeats=18, head=0.5)
+    alone = compare.judge_frame(df, {})                             # 2 cases found: α/2, 18 pairs fail
+    shared = compare.judge_frame(df, {"configs_planned": planned})   # 4 planned: α/4, 20 pairs needed
     assert by_name(alone)[CASE_TP].status == verdict.FAIL
-    assert by_name(shared)[CASE_TP].status == verdict.UNDECIDED and "18 pairs can" in by_name(shared)[CASE_TP].message
+    assert by_name(shared)[CASE_TP].status == verdict.UNDECIDED and "20 pairs can" in by_name(shared)[CASE_TP].message
     assert not compare.decided(df, meta={"configs_planned": planned})
-    assert compare.decided(rows(repeats=18, head=0.5, head_lat=2.0), meta={"configs_planned": planned})
+    assert compare.decided(rows(repeats=20, head=0.5, head_lat=2.0), meta={"configs_planned": planned})
 
 
 def test_the_stop_rule_reads_the_run_and_its_plan(tmp_path):
-    df = rows(repeats=16, head=0.5, head_lat=2.0)
+    df = rows(repeats=18, head=0.5, head_lat=2.0)
     store = RunStore.create(tmp_path, {"scenario": {}, "configs_planned": [
         [f"sleeve@{arm}", 1500, 1450, "container-container", t, 1] for t in ("iperf3.tcp", "qperf.tcp_lat")
         for arm in ("base", "head")]})
@@ -156,11 +166,11 @@ def test_the_stop_rule_reads_the_run_and_its_plan(tmp_path):
 def test_compare_run_judges_by_the_rule_the_run_recorded(tmp_path, capsys):
     """run.json's compare.rule (what `compare` measured and stopped under) is --run's default;
     flags given still win."""
-    df = rows(repeats=16, head=0.5)
+    df = rows(repeats=18, head=0.5)
     store = RunStore.create(tmp_path, {"scenario": {}, "compare": {"rule": {"alpha": 0.001, "beta": 0.05,
                                                                             "tolerances": {"throughput_bps": 0.3}}}})
     store.append(Measurement(**{k: x for k, x in r.items() if k != "run_id"}) for r in df.to_dict("records"))
-    assert compare_main(None, run=str(store.path), fmt="json") == 4           # 16 pairs cannot decide at 0.001
+    assert compare_main(None, run=str(store.path), fmt="json") == 4           # 18 pairs cannot decide at 0.001
     out = json.loads(capsys.readouterr().out)
     assert out["alpha"] == 0.001 and [c["tolerance"] for c in out["cases"]] == [0.3]
     assert compare_main(None, run=str(store.path), alpha=0.05, tolerances={"throughput_bps": 0.1}) == 1
@@ -188,13 +198,13 @@ def test_a_budget_too_small_to_show_a_slowdown_is_refused_before_anything_is_bui
     from harness.cli.gates import check_budget
     from harness.run import scenario as S
     m = {"modes": ["sleeve"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "placements": ["container-container"]}
-    with pytest.raises(HarnessError, match=r"^--repeats 15: too few pairs to ever show a case slower at α 0.05 "
-                                           r"over 2 cases; at least 16$"):
-        check_budget(S.build({"matrix": {**m, "repeats": 15}}), 0.05, compare.AB_TOLERANCES)
-    check_budget(S.build({"matrix": {**m, "repeats": 16}}), 0.05, compare.AB_TOLERANCES)
+    with pytest.raises(HarnessError, match=r"^--repeats 13: too few pairs to ever show a case slower at α 0.05 "
+                                           r"over 2 cases; at least 14$"):
+        check_budget(S.build({"matrix": {**m, "repeats": 13}}), 0.05, compare.AB_TOLERANCES)
+    check_budget(S.build({"matrix": {**m, "repeats": 14}}), 0.05, compare.AB_TOLERANCES)
     check_budget(S.build({"matrix": {**m, "repeats": 36}}), 0.0002, compare.AB_TOLERANCES)    # .ci/run's
-    with pytest.raises(HarnessError, match=r"--repeats 36: .* over 6 cases; at least 38"):
-        check_budget(S.build({"matrix": {**m, "repeats": 36, "underlay_mtu": [1500, 9000, 4000]}}), 0.0002,
+    with pytest.raises(HarnessError, match=r"--repeats 30: .* over 6 cases; at least 32"):
+        check_budget(S.build({"matrix": {**m, "repeats": 30, "underlay_mtu": [1500, 9000, 4000]}}), 0.0002,
                      compare.AB_TOLERANCES)
 
 
@@ -203,7 +213,7 @@ def test_decided_says_when_more_pairs_would_change_nothing():
     aa = rows()
     assert not compare.decided(aa[aa["repeat"] < 12], 0.05) and compare.decided(aa[aa["repeat"] < 14], 0.05)
     slow = rows(head=0.5, head_lat=2.0)
-    assert not compare.decided(slow[slow["repeat"] < 15], 0.05) and compare.decided(slow[slow["repeat"] < 16])
+    assert not compare.decided(slow[slow["repeat"] < 17], 0.05) and compare.decided(slow[slow["repeat"] < 18])
     broken = rows(fail={("head", 0): "sleeve exited"})
     assert compare.decided(broken[broken["repeat"] < 14])        # the failed case is decided as it is
     assert not compare.decided(aa.iloc[0:0])
@@ -244,7 +254,7 @@ def test_outputs_say_head_against_base(tmp_path, capsys, monkeypatch):
     d = render.as_dict(v)
     assert d["kind"] == "compare" and d["ok"] is False and d["status"] == "fail"
     tp = next(c for c in d["cases"] if c["metric"] == "throughput_bps")
-    assert tp["failed"] and tp["n_base"] == tp["n_head"] == 24 and tp["pairs_used"] == 16 and tp["head"] < tp["base"]
+    assert tp["failed"] and tp["n_base"] == tp["n_head"] == 24 and tp["pairs_used"] == 18 and tp["head"] < tp["base"]
 
     assert compare_main(None, run=str(store.path), fmt="json", junit=str(tmp_path / "j.xml")) == 1
     out = json.loads(capsys.readouterr().out)

@@ -22,7 +22,7 @@ from harness.run.endpoints import endpoints
 pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.slow]
 
 # One short case: the A/B gate's own test, iperf3 TCP container to container at 1500; each
-# test names its budget of pairs (at least 14, the fewest that can show one case slower).
+# test names its budget of pairs (at least 12, the fewest that can show one case slower).
 SHORT = ["--tests", "iperf3.tcp", "--underlay-mtu", "1500", "--placements", "container-container",
          "--duration", "1", "-q"]
 CASE = "sleeve at underlay MTU 1500 (overlay 1450), container-container, iperf3.tcp x1, throughput_bps"
@@ -75,20 +75,21 @@ def test_compare_catches_a_commit_that_slows_the_sleeve(clone, tmp_path):
     main_c.write_text(text.replace(marker, marker + "\to->calibrate_ns = 500000;\n", 1))
     _git(clone, "commit", "--quiet", "-am", "sleeve: a slower default")
 
-    # The budget is 18 pairs; one case at α 0.05 decides "slower" once 7 blocks of two pairs
-    # are all slower (evidence 31.9 ≥ 20), so the run stops after 14 and measures no more.
+    # The budget is 18 pairs; one case at α 0.05 decides "slower" early once 8 blocks of two
+    # pairs are all slower (evidence 56.8 ≥ 2/α = 40), so the run stops after 16 and measures
+    # no more.
     p = compare(clone, tmp_path, "--base", "HEAD~1", "--junit", str(tmp_path / "j.xml"), "--repeats", "18")
     assert p.returncode == 1, p.stdout + p.stderr + _pairs(tmp_path / "results")
     fail = [line for line in p.stdout.splitlines() if line.startswith("  FAIL ")]
     assert len(fail) == 1 and CASE in fail[0], p.stdout
-    assert re.search(r"paired change -\d+\.\d % over 14 pairs: slower \(evidence 31\.9 ≥ 1/α = 20\)",
+    assert re.search(r"paired change -\d+\.\d % over 16 pairs: slower \(evidence 56\.8 ≥ 2/α = 40\)",
                      fail[0]), fail[0]
     assert "failure" in (tmp_path / "j.xml").read_text()
     run = tmp_path / "results" / p.stdout.splitlines()[0].split("/")[-1]
     meta = json.loads((run / "run.json").read_text())
-    assert meta["stopped_early"] == {"1500": 14}, _pairs(tmp_path / "results")
+    assert meta["stopped_early"] == {"1500": 16}, _pairs(tmp_path / "results")
     rows = [json.loads(ln) for ln in (run / "measurements.jsonl").read_text().splitlines() if ln.strip()]
-    assert {r["repeat"] for r in rows} == set(range(14))
+    assert {r["repeat"] for r in rows} == set(range(16))
     base, head = meta["compare"]["base"], meta["compare"]["head"]
     assert base["commit"] == _git(clone, "rev-parse", "HEAD~1").strip() and head["commit"] is None
     assert base["source_hash"] != head["source_hash"]
@@ -96,23 +97,23 @@ def test_compare_catches_a_commit_that_slows_the_sleeve(clone, tmp_path):
 
 
 def test_compare_measures_an_unchanged_pair_and_reports_json(clone, tmp_path):
-    """The mechanics of an A/A comparison on 14 pairs, the fewest that can decide at α 0.05
-    (one case): whatever the verdict (an unchanged build is "slower" with chance at most
+    """The mechanics of an A/A comparison on 12 pairs, the fewest that can decide at α 0.05
+    (one case, by the closing test at the end of the budget): whatever the verdict (an unchanged build is "slower" with chance at most
     0.05 by design), its exit code, status and fields agree, both arms were deployed and
     every pair formed. What the rule decides on known data is
     `test_compare_judges_recorded_runs` (tests/test_compare.py). No assertion here depends
     on what was measured: false failures, none."""
-    skipped = compare(clone, tmp_path, "--base", "HEAD", "--repeats", "14")
+    skipped = compare(clone, tmp_path, "--base", "HEAD", "--repeats", "12")
     assert skipped.returncode == 0 and "nothing to compare" in skipped.stdout, skipped.stdout + skipped.stderr
     assert not (tmp_path / "results").exists()          # one binary for both arms: nothing measured
-    p = compare(clone, tmp_path, "--base", "HEAD", "--measure-unchanged", "--format", "json", "--repeats", "14")
+    p = compare(clone, tmp_path, "--base", "HEAD", "--measure-unchanged", "--format", "json", "--repeats", "12")
     assert p.returncode in (0, 1, 4), p.stdout + p.stderr
     out = json.loads(p.stdout)
     status = {0: "pass", 1: "fail", 4: "undecided"}[p.returncode]
     assert out["kind"] == "compare" and out["status"] == status and out["ok"] is (p.returncode != 1)
     (case,) = out["cases"]
     assert case["status"] in ({"pass": ("pass", "improved")}.get(status) or (status,))
-    assert case["n_base"] == case["n_head"] == case["pairs_used"] == 14    # a pair per repeat, all judged
+    assert case["n_base"] == case["n_head"] == case["pairs_used"] == 12    # a pair per repeat, all judged
     assert case["mode"] == "sleeve" and case["metric"] == "throughput_bps" and case["base"] > 0
     meta = json.loads((tmp_path / "results" / out["run_id"] / "run.json").read_text())
     assert meta["compare"]["base"]["source_hash"] == meta["compare"]["head"]["source_hash"]

@@ -103,14 +103,14 @@ def check_budget(sc, alpha: float, tolerances: dict[str, float]) -> None:
     """Refuse, before anything is built, a budget of pairs (the scenario's repeats) too small
     for any case to be shown slower at α shared by its cases: such a comparison could only
     pass or be undecided. `sc`: the scenario (harness.run.scenario), its modes plain."""
-    from harness.analysis.sequential import min_blocks
+    from harness.analysis.sequential import fewest_blocks
     from harness.gates.verdict import HEADLINE
     from harness.run import scenario as scen
     if "auto" in sc.underlay_mtus:
         return                          # the cases are known once the testbed is reached
     n = len({(c.mode, c.underlay_mtu, c.overlay_mtu, c.placement, c.test, c.streams) for c in scen.expand(sc)
              if HEADLINE.get(c.test) in tolerances})
-    need = 2 * min_blocks(n / alpha) if n else 0
+    need = 2 * fewest_blocks(alpha / n) if n else 0
     if sc.repeats < need:
         raise HarnessError(f"--repeats {sc.repeats}: too few pairs to ever show a case slower at α {alpha:g} over "
                            f"{n} cases; at least {need}")
