@@ -22,13 +22,13 @@ from harness.tools.base import Sample
 PREFIX = "ob12ab"
 
 
-def lab_sides(prefix: str = PREFIX, journal: list | None = None) -> tuple[Side, Side]:
+def lab_sides(prefix: str = PREFIX, journal: list | None = None, hosts: int = 2) -> tuple[Side, ...]:
     return tuple(Side(index=i, host=ScriptedHost(f"h{i}", journal=journal), underlay_dev="ul0",
                       underlay_ip=f"198.18.0.{i + 1}", overlay_ip=f"198.18.64.{i + 1}", bridge="br0",
                       container=ScriptedHost(f"c{i}", journal=journal), container_ip=f"198.18.64.{11 + i}",
                       container_dev="eth0", container_port="vc0", workdir=f"/run/overlaybench/{prefix}/h{i}",
                       table=f"{prefix}-h{i}")
-                 for i in (0, 1))
+                 for i in range(hosts))
 
 
 def remote_sides(prefix: str = PREFIX, journal: list | None = None) -> tuple[Side, Side]:
@@ -105,8 +105,8 @@ class ScriptedTestbed(Testbed):
             h.assert_all_used()
 
 
-def lab_testbed(tmp_path, **kw) -> ScriptedTestbed:
-    return ScriptedTestbed(lab_sides(journal=kw.pop("journal", None)), tmp_path / "artifacts", **kw)
+def lab_testbed(tmp_path, hosts: int = 2, **kw) -> ScriptedTestbed:
+    return ScriptedTestbed(lab_sides(journal=kw.pop("journal", None), hosts=hosts), tmp_path / "artifacts", **kw)
 
 
 def remote_testbed(tmp_path, **kw) -> ScriptedTestbed:

@@ -107,8 +107,8 @@ def unrouted(s, n: Names, dev: str) -> None:
 # ------------------------------------------------------------------ fastdp
 
 def fastdp_up(s, n: Names, mtu: int, fdb: str | None = None) -> None:
-    s.host.expect(f"ip link add {n.vx} type vxlan id 42 dstport 4789 local {n.me} remote {n.peer} "
-                  f"dev {n.ul} nolearning")
+    s.host.expect(f"ip link add {n.vx} type vxlan id 42 dstport 4789 local {n.me} dev {n.ul} nolearning")
+    s.host.expect(f"bridge fdb append 00:00:00:00:00:00 dev {n.vx} dst {n.peer}")
     overlay_path(s, n, mtu, n.vx)
     s.host.expect(f"ip link set {n.vx} master {n.br} up")
     s.host.expect(f"bridge fdb show dev {n.vx}",

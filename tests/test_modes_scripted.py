@@ -67,8 +67,8 @@ def test_fastdp_a_second_default_fdb_entry_fails_the_deploy_and_both_hosts_are_c
 def test_fastdp_a_command_failing_on_the_second_host_cleans_both(tb):
     (s0, n0), (s1, n1) = sides(tb)
     fastdp_up(s0, n0, 1450)
-    s1.host.expect(f"ip link add {n1.vx} type vxlan id 42 dstport 4789 local {n1.me} remote {n1.peer} "
-                   f"dev {n1.ul} nolearning", returncode=2, stderr="RTNETLINK answers: File exists\n")
+    s1.host.expect(f"ip link add {n1.vx} type vxlan id 42 dstport 4789 local {n1.me} dev {n1.ul} nolearning",
+                   returncode=2, stderr="RTNETLINK answers: File exists\n")
     fastdp_down(s0, n0)
     fastdp_down(s1, n1)
     with pytest.raises(CommandError, match=f"h1: `ip link add {n1.vx} .*` exited 2: RTNETLINK answers: File exists"):

@@ -257,7 +257,7 @@ def test_run_with_every_test_shows_every_column(tmp_path):
     run = make_run(tmp_path, underlay_mtus=[1500], tests=EVERY_TEST, repeats=2, streams=(1, 2),
                    placements=("host-host", "container-container"))
     text = render([run], tmp_path / "r.html").read_text()
-    assert summary_headers(text) == [t for k, t in tablefmt.TABLE_HEADERS if k not in ("ping_loss", "failed")]
+    assert summary_headers(text) == [t for k, t in tablefmt.TABLE_HEADERS if k not in ("pair", "ping_loss", "failed")]
     assert alts(text)[:2] == ["TCP and UDP throughput by mode and MTU", "Latency by mode and MTU"]
     # and beyond the mean: the percentiles, the packet rates and the scaling with streams
     assert alts(text)[ALL_PLOTS:] == ["latency percentiles per mode", "Packet rate by mode and payload size",

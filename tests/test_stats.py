@@ -385,7 +385,7 @@ def test_run_with_every_test_shows_every_column_in_table_csv_and_json():
     assert set(t["udp_test"]) == {"iperf3.udp"}              # iperf3.udp wins over qperf.udp_bw
     text = tablefmt.format_table(t)
     assert header_of(text) == [title for key, title in tablefmt.TABLE_HEADERS
-                               if key not in ("streams", "ping_loss", "failed", "stream", "jain")]
+                               if key not in ("pair", "streams", "ping_loss", "failed", "stream", "jain")]
     assert "No data" not in text
     csv_head = tablefmt.format_summary(df, "csv").splitlines()[0].split(",")
     assert csv_head == summary.SUMMARY_COLUMNS

@@ -40,7 +40,8 @@ from harness.tools.base import PER_STREAM_METRIC
 
 log = logging.getLogger(__name__)
 
-CONFIG_KEY = ["mode", "underlay_mtu", "overlay_mtu", "placement", "test", "streams"]
+# `pair` ("SRC→DST") is None in runs of one pair (harness/core/pairs.py)
+CONFIG_KEY = ["mode", "underlay_mtu", "overlay_mtu", "placement", "test", "streams", "pair"]
 NATIVE = "native"
 
 
@@ -125,7 +126,7 @@ def mode_rank(mode: Any) -> tuple:
 
 
 def sort_configs(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows in reading order: underlay MTU, mode (native first), overlay MTU, placement, test, streams."""
+    """Rows in reading order: underlay MTU, mode (native first), overlay MTU, placement, test, streams, pair."""
     if df.empty:
         return df
 
@@ -138,7 +139,7 @@ def sort_configs(df: pd.DataFrame) -> pd.DataFrame:
             return pd.to_numeric(col, errors="coerce")
         return col.astype(str)
 
-    by = [c for c in ["underlay_mtu", "mode", "overlay_mtu", "placement", "test", "streams", "metric",
+    by = [c for c in ["underlay_mtu", "mode", "overlay_mtu", "placement", "test", "streams", "pair", "metric",
                       "repeat"] if c in df.columns]
     return df.sort_values(by=by, key=keyfunc, kind="stable", na_position="last")
 
@@ -178,11 +179,12 @@ def with_native(summary: pd.DataFrame) -> pd.DataFrame:
     nat = s[s["mode"] == NATIVE]
     table: dict = {}
     for r in nat.itertuples(index=False):
-        k = (key_value(r.underlay_mtu), key_value(r.placement), key_value(r.test), key_value(r.streams), r.metric)
+        k = (key_value(r.underlay_mtu), key_value(r.placement), key_value(r.test), key_value(r.streams), r.metric,
+             key_value(r.pair))
         table.setdefault(k, []).append(r.median)
     table = {k: float(np.median(v)) for k, v in table.items()}
     s["native"] = [
-        _native_lookup(table, r.underlay_mtu, r.placement, r.test, r.streams, r.metric)
+        _native_lookup(table, r.underlay_mtu, r.placement, r.test, r.streams, r.metric, key_value(r.pair))
         for r in s.itertuples(index=False)]
     s["native"] = pd.to_numeric(s["native"], errors="coerce")
     s["pct_of_native"] = _pct(s["median"], s["native"])
@@ -213,14 +215,16 @@ def repeat_ratios(df: pd.DataFrame, metrics: Sequence[str] | None = None,
     per = g.agg(value=("value", "median"), datapath=("datapath", join_unique)).reset_index()
     nat: dict = {}
     for r in per[per["mode"] == NATIVE].itertuples(index=False):
-        k = (key_value(r.underlay_mtu), key_value(r.placement), key_value(r.test), key_value(r.streams), r.metric, key_value(r.repeat))
+        k = (key_value(r.underlay_mtu), key_value(r.placement), key_value(r.test), key_value(r.streams), r.metric,
+             key_value(r.pair), key_value(r.repeat))
         nat.setdefault(k, []).append(r.value)
     nat = {k: float(np.median(v)) for k, v in nat.items()}
     if not include_native:
         per = per[per["mode"] != NATIVE]
     per = per.copy()
     per["native"] = [
-        _native_lookup(nat, r.underlay_mtu, r.placement, r.test, r.streams, r.metric, key_value(r.repeat))
+        _native_lookup(nat, r.underlay_mtu, r.placement, r.test, r.streams, r.metric, key_value(r.pair),
+                       key_value(r.repeat))
         for r in per.itertuples(index=False)]
     per["native"] = pd.to_numeric(per["native"], errors="coerce")
     per["ratio"] = per["value"] / per["native"].where(per["native"] != 0)

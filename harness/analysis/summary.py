@@ -1,6 +1,6 @@
 """The seed-style summary table: one row per configuration, its columns defined once in COLUMNS.
 
-One row per (underlay MTU, mode, overlay MTU, placement[, streams]): TCP throughput
+One row per (underlay MTU, mode, overlay MTU, placement[, pair][, streams]): TCP throughput
 (iperf3.tcp, else qperf.tcp_bw), TCP latency (qperf.tcp_lat), BW % and Lat % of native,
 UDP throughput, loss and jitter (iperf3.udp, else qperf.udp_bw), UDP latency
 (qperf.udp_lat), ping RTT (ping.flood: avg, and the min/max/mdev of each run's rtt line),
@@ -48,7 +48,7 @@ TAIL_TESTS = ("sockperf.pingpong", "sockperf.pingpong_tcp")     # UDP, TCP: a co
 # The packet-rate tests (a fixed UDP payload each), smallest payload first.
 PPS_TESTS = tuple(sorted((t for t in TOOLS.values() if t.payload), key=lambda t: t.payload))
 
-ROW_KEY = ["underlay_mtu", "mode", "overlay_mtu", "placement"]
+ROW_KEY = ["underlay_mtu", "mode", "overlay_mtu", "placement", "pair"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +94,7 @@ COLUMNS: list[Column] = [
     Column("overlay_mtu", "Overlay MTU", kind="config"),
     Column("datapath", "Datapath", kind="config"),
     Column("placement", "Placement", kind="config"),
+    Column("pair", "Pair", kind="config"),
     Column("streams", "Streams", kind="config"),
     Column("tcp", "TCP BW (Gbit/s)", field="tcp_gbps", tests=TCP_BW_TESTS, metric="throughput_bps", scale=1e-9,
            ranged=True, test_field="tcp_test", what="TCP throughput"),
@@ -140,7 +141,8 @@ BY_KEY = {c.key: c for c in COLUMNS}
 ROW_TCP = BY_KEY["tcp"]               # its stream counts make the rows
 BY_STREAMS = {c.key for c in COLUMNS if c.by_streams}
 
-ROW_FIELDS = ["underlay_mtu", "rate", "mode", "overlay_mtu", "datapath", "placement", "streams", "repeats", "failed"]
+ROW_FIELDS = ["underlay_mtu", "rate", "mode", "overlay_mtu", "datapath", "placement", "pair", "streams", "repeats",
+              "failed"]
 TEST_FIELDS = [c.test_field for c in COLUMNS if c.test_field]
 SUMMARY_COLUMNS = ROW_FIELDS + TEST_FIELDS + [f for c in COLUMNS for f in c.fields]
 _NOT_FLOAT = set(ROW_FIELDS) | set(TEST_FIELDS)
@@ -162,7 +164,7 @@ def _pick(s: pd.DataFrame, tests: Sequence[str], metric: str) -> pd.DataFrame:
         return sub
     rank = sub["test"].map({t: i for i, t in enumerate(tests)})
     sub = sub.assign(_rank=rank)
-    keys = ["underlay_mtu", "mode", "overlay_mtu", "placement", "streams"]
+    keys = ["underlay_mtu", "mode", "overlay_mtu", "placement", "pair", "streams"]
     best = sub.groupby(keys, dropna=False)["_rank"].transform("min")
     return sub[sub["_rank"] == best].drop(columns="_rank")
 

@@ -113,14 +113,17 @@ def _has_cell_data(summary: pd.DataFrame, col: Column) -> bool:
 
 def table_columns(summary: pd.DataFrame, show_streams: bool | None = None) -> list[tuple[str, str]]:
     """The TABLE_HEADERS entries worth showing for these summary rows: the config columns,
-    Streams when stream counts vary (`show_streams` overrides), Failed when a case failed,
-    and each measurement column that has data in at least one row."""
+    Pair where the run has pairs, Streams when stream counts vary (`show_streams`
+    overrides), Failed when a case failed, and each measurement column that has data in
+    at least one row."""
     if show_streams is None:
         show_streams = streams_vary(summary)
     out = []
     for col in COLUMNS:
         if col.key == "streams":
             keep = show_streams
+        elif col.key == "pair":
+            keep = "pair" in summary and summary["pair"].notna().any()
         elif col.kind == "failed":
             keep = bool(pd.to_numeric(summary["failed"], errors="coerce").fillna(0).astype(int).any())
         elif col.kind == "config":
@@ -137,7 +140,7 @@ def _cell(col: Column, r: dict[str, Any], all_ranges: bool) -> str:
         v = r[col.key]
         if col.key in ("overlay_mtu", "streams"):
             return _fmt_int(v)
-        return (v or "—") if col.key == "datapath" else str(v)
+        return (v or "—") if col.key in ("datapath", "pair") else str(v)
     if col.kind == "failed":
         return str(int(r["failed"])) if r["failed"] else ""
     if col.kind == "pct":

@@ -10,7 +10,8 @@ from harness.testbeds.registry import BACKENDS
 
 EXIT_USAGE = 2
 EXIT_FAILED_CASES = 3   # the run finished, but some cases failed (1 stays the gate's regression)
-MATRIX_FLAGS = ("modes", "underlay_mtu", "overlay_mtu", "placements", "tests", "streams", "repeats", "duration")
+MATRIX_FLAGS = ("modes", "underlay_mtu", "overlay_mtu", "placements", "tests", "streams", "repeats", "duration",
+                "pairs")
 
 
 def csv(kind):
@@ -50,7 +51,7 @@ def add_host_keys(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 def matrix_overrides(a: argparse.Namespace) -> dict:
     """The matrix flags given, and --rate, as a scenario document's tables."""
-    m = {k: getattr(a, k) for k in MATRIX_FLAGS if getattr(a, k) is not None}
+    m = {k: getattr(a, k) for k in MATRIX_FLAGS if getattr(a, k, None) is not None}
     raw = {"matrix": m} if m else {}
     if a.rate is not None:
         raw["underlay"] = {"rate": a.rate}
@@ -62,6 +63,7 @@ def overrides(a: argparse.Namespace) -> dict:
     raw = matrix_overrides(a)
     backend = a.backend or ("ssh" if a.inventory else None)
     tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
+                            ("lab_hosts", a.hosts),
                             ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
     if tb:
         raw["testbed"] = tb

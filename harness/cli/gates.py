@@ -108,7 +108,7 @@ def check_budget(sc, alpha: float, tolerances: dict[str, float]) -> None:
     from harness.run import scenario as scen
     if "auto" in sc.underlay_mtus:
         return                          # the cases are known once the testbed is reached
-    n = len({(c.mode, c.underlay_mtu, c.overlay_mtu, c.placement, c.test, c.streams) for c in scen.expand(sc)
+    n = len({c.config for c in scen.expand(sc)
              if HEADLINE.get(c.test) in tolerances})
     need = 2 * fewest_blocks(alpha / n) if n else 0
     if sc.repeats < need:

@@ -21,6 +21,8 @@ def add(sub) -> None:
                    help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
     r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
     r.add_argument("--pair", type=csv(str), metavar="A,B", help="which two inventory hosts (default: the first two)")
+    r.add_argument("--hosts", type=int, metavar="N", help="the lab's hosts, 2 (default) to 8: more than two share "
+                                                          "a switch, and --pairs picks the pairs measured")
     r.add_argument("--containers", choices=["netns", "docker"],
                    help="container endpoints: network namespaces (default) or real Docker containers")
     add_host_keys(r, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
@@ -53,6 +55,9 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, metavar="N")
     p.add_argument("--duration", type=float, metavar="S", help="seconds per test")
     p.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
+    p.add_argument("--pairs", type=csv(str), metavar="SPEC",
+                   help="host pairs measured, one after the other: all (default), ring, star:HOST, or "
+                        "CLIENT-SERVER,... by host name (lab hosts are h0, h1, ...)")
 
 
 def cmd_run(a) -> int:

@@ -119,7 +119,9 @@ def _judge_pairs(case: dict, g: pd.DataFrame, tol: float, alpha: float, beta: fl
 def _planned(meta: dict[str, Any], tol: dict[str, float]) -> list[tuple]:
     """The gated configs (plain mode, headline metric last) the run planned (run.json's
     configs_planned; none in runs older than it), in run order."""
-    out = [(stats.split_arm(c[0])[0], *c[1:], HEADLINE.get(c[4])) for c in meta.get("configs_planned") or ()
+    width = len(stats.CONFIG_KEY)        # runs older than the pair dimension planned one field less
+    configs = [(*c, *[None] * (width - len(c))) for c in meta.get("configs_planned") or ()]
+    out = [(stats.split_arm(c[0])[0], *c[1:], HEADLINE.get(c[4])) for c in configs
            if stats.split_arm(c[0])[1] in (BASE, HEAD) and HEADLINE.get(c[4]) in tol]
     return list(dict.fromkeys(out))
 
@@ -127,7 +129,7 @@ def _planned(meta: dict[str, Any], tol: dict[str, float]) -> list[tuple]:
 def _gated(df: pd.DataFrame, tol: dict[str, float]) -> list[tuple]:
     """The configs (plain mode) judged, in table order, with their headline metric last."""
     configs = _arm_configs(df, HEAD) | _arm_configs(df, BASE)
-    order = (lambda c: (c[1], stats.mode_rank(c[0]), c[2], placement_rank(c[3]), c[4], c[5]))
+    order = (lambda c: (c[1], stats.mode_rank(c[0]), c[2], placement_rank(c[3]), c[4], c[5], str(c[6] or "")))
     return [(*cfg, HEADLINE.get(cfg[4])) for cfg in sorted(configs, key=order) if HEADLINE.get(cfg[4]) in tol]
 
 
@@ -137,6 +139,7 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
     """Head against base in one A/B run's measurements. Pure; the rule is in the module doc.
     `unmeasured`: a planned case with no measurement at all is a case too (undecided)."""
     tol = dict(AB_TOLERANCES if tolerances is None else tolerances)
+    df = stats.ensure_columns(df, stats.CONFIG_KEY)
     pairs = stats.arm_pairs(df, BASE, HEAD, metrics=list(tol))
     fields = stats.CONFIG_KEY + ["metric"]
     by_case = {tuple(stats.key_value(x) for x in k): g for k, g in pairs.groupby(fields, dropna=False, sort=False)}

@@ -68,6 +68,9 @@ class Mode(abc.ABC):
     placements: tuple[str, ...] = PLACEMENTS
     binaries: tuple[str, ...] = ()  # commands it needs on every host (checked by preflight)
     description: str = ""
+    # deploys across more than two hosts, each a peer of every other (testbed.peers); a mode
+    # that is not is refused on a testbed of more before anything is made
+    multi_host: bool = False
 
     def overlay_mtu(self, underlay_mtu: int, requested: int | str) -> int:
         """The overlay MTU for `requested` ("auto" or a number), refused if it cannot fit."""

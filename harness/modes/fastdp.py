@@ -1,9 +1,10 @@
 """fastdp: kernel VXLAN on each host, enslaved to the overlay bridge (Weave's fast datapath).
 
-dstport 4789 (iproute2 otherwise warns and the kernel uses 8472), nolearning, and the
-peer as `remote`: that creates the one all-zeros FDB entry that floods to the peer.
-Another entry for the same peer would double every flooded frame (LAB-NOTES), so
-deploy checks there is exactly one.
+dstport 4789 (iproute2 otherwise warns and the kernel uses 8472), nolearning, and one
+all-zeros FDB entry per peer (`bridge fdb append … dst PEER`): a frame for a MAC the
+device has no entry for floods to every peer, and the overlay bridges above learn where
+each container is. Another entry for the same peer would double every flooded frame
+(LAB-NOTES), so deploy checks there is exactly one per peer.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class FastDP(Mode):
     features = ("vxlan",)
     overhead = VXLAN_OVERHEAD
     description = "kernel VXLAN (dstport 4789) on the overlay bridge"
+    multi_host = True
 
     def __init__(self, dev: str = DEV, vni: int = VNI, port: int = PORT):
         self.dev, self.vni, self.port = dev, vni, port
@@ -45,14 +47,17 @@ class FastDP(Mode):
     def deploy(self, testbed, overlay_mtu):
         try:
             for s in testbed.sides:
-                peer = testbed.peer(s)
                 dev = s.dev(self.dev)
                 s.host.run(["ip", "link", "add", dev, "type", "vxlan", "id", str(self.vni),
-                            "dstport", str(self.port), "local", s.underlay_ip, "remote", peer.underlay_ip,
+                            "dstport", str(self.port), "local", s.underlay_ip,
                             "dev", s.underlay_dev, "nolearning"])
+                for peer in testbed.peers(s):
+                    s.host.run(["bridge", "fdb", "append", "00:00:00:00:00:00", "dev", dev,
+                                "dst", peer.underlay_ip])
                 reset_overlay_path(s, overlay_mtu, dev)
                 s.host.run(["ip", "link", "set", dev, "master", s.bridge, "up"])
-                self._check_fdb(s, peer.underlay_ip)
+                for peer in testbed.peers(s):
+                    self._check_fdb(s, peer.underlay_ip)
         except BaseException:
             self.teardown(testbed, None)
             raise
@@ -64,7 +69,7 @@ class FastDP(Mode):
     def _check_fdb(self, side, peer_ip: str) -> None:
         dev = side.dev(self.dev)
         fdb = side.host.run(["bridge", "fdb", "show", "dev", dev]).stdout
-        entries = [ln for ln in fdb.splitlines() if ln.startswith("00:00:00:00:00:00") and f"dst {peer_ip}" in ln]
+        entries = [ln for ln in fdb.splitlines() if ln.startswith("00:00:00:00:00:00") and f" dst {peer_ip} " in f"{ln} "]
         if len(entries) != 1:
             raise HarnessError(f"{side.host.name}: {dev} has {len(entries)} default FDB entries for "
                                f"{peer_ip}, expected exactly 1 (duplicates double every flooded frame)")

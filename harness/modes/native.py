@@ -13,6 +13,7 @@ class Native(Mode):
     colour = "#5f6368"
     overhead = 0
     placements = (REFERENCE,)  # containers only exist behind an overlay
+    multi_host = True
     description = "the underlay itself, no encapsulation"
 
     def deploy(self, testbed, overlay_mtu):

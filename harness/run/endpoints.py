@@ -1,6 +1,7 @@
 """Where the tools run for a placement: a host, or a container behind its overlay bridge.
 
-The client always runs on side 0 and the server on side 1.
+The client runs on the pair's first host and the server on its second: sides 0 and 1
+unless the case names its pair (harness/core/pairs.py).
 """
 
 from __future__ import annotations
@@ -29,13 +30,24 @@ def _end(side: Side, dp: Datapath, where: str) -> Endpoint:
     return Endpoint(side.container, own.get("container") or side.container_ip)
 
 
-def endpoints(testbed: Testbed, dp: Datapath, placement: str) -> tuple[Endpoint, Endpoint]:
-    """(client, server) for a placement on a deployed data path."""
+def pair_sides(testbed: Testbed, src: str = "", dst: str = "") -> tuple[Side, Side]:
+    """The (client, server) sides of a pair by host name; ("", ""): the first two."""
+    if not src:
+        return testbed.sides[0], testbed.sides[1]
+    by = {s.name: s for s in testbed.sides}
+    try:
+        return by[src], by[dst]
+    except KeyError as e:
+        raise HarnessError(f"no host {e.args[0]!r} on this testbed (hosts: {', '.join(by)})") from None
+
+
+def endpoints(testbed: Testbed, dp: Datapath, placement: str, src: str = "", dst: str = "") -> tuple[Endpoint, Endpoint]:
+    """(client, server) for a placement on a deployed data path, between the pair's hosts."""
     try:
         p = PLACEMENTS[placement]
     except KeyError:
         raise HarnessError(f"unknown placement {placement!r}") from None
     if not dp.overlay and p.needs_overlay:
         raise HarnessError(f"placement {placement} needs an overlay; mode {dp.mode} has none")
-    a, b = testbed.sides
+    a, b = pair_sides(testbed, src, dst)
     return _end(a, dp, p.client), _end(b, dp, p.server)

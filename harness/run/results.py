@@ -38,7 +38,7 @@ class ResultsError(HarnessError):
     """The results directory cannot be written (full, read-only): what was measured stays."""
 
 FIELDS = ["run_id", "case", "mode", "datapath", "underlay_mtu", "overlay_mtu", "placement",
-          "test", "streams", "repeat", "metric", "value", "unit", "ok", "error", "ts"]
+          "test", "streams", "pair", "repeat", "metric", "value", "unit", "ok", "error", "ts"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,10 +62,15 @@ class Measurement:
     ts: str = ""
     intervals: list | None = None
     lines: int | None = None
+    # the client's and the server's host; `pair` ("SRC→DST") only where the run has a pair
+    # dimension (harness/core/pairs.py), so a run of one pair keys its cases as before
+    src_host: str | None = None
+    dst_host: str | None = None
+    pair: str | None = None
 
     def to_json(self) -> str:
         d = dataclasses.asdict(self)
-        for k in ("intervals", "lines"):
+        for k in ("intervals", "lines", "pair"):
             if d[k] is None:
                 del d[k]
         v = d["value"]

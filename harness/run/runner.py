@@ -21,7 +21,7 @@ from harness.core import failpoints
 from harness.core.errors import HarnessError
 from harness.hosts.base import Completed, Host
 from harness.modes.base import Datapath, offloads
-from harness.run.endpoints import endpoints
+from harness.run.endpoints import endpoints, pair_sides
 from harness.run.results import Measurement, RunStore
 from harness.run.scenario import Case, Scenario
 from harness.testbeds import cpu
@@ -232,16 +232,18 @@ class Runner:
 
     def _measurement(self, case: Case, datapath: str, s: Sample, ok: bool = True,
                      error: str | None = None, intervals=None) -> Measurement:
+        src, dst = pair_sides(self.tb, case.src, case.dst)
         return Measurement(case=case.key, mode=case.mode, datapath=datapath,
                            underlay_mtu=case.underlay_mtu, overlay_mtu=case.overlay_mtu,
                            placement=case.placement, test=case.test, streams=case.streams,
                            repeat=case.repeat, metric=s.metric, value=s.value, unit=s.unit, ok=ok,
-                           error=error, rate=self.sc.rate, intervals=intervals)
+                           error=error, rate=self.sc.rate, intervals=intervals,
+                           src_host=src.name, dst_host=dst.name, pair=case.pair)
 
     # -------------------------------------------------------------------- case
     def run_case(self, case: Case, dp: Datapath) -> list[Measurement]:
         tool = get_tool(case.test)
-        client, server = endpoints(self.tb, dp, case.placement)
+        client, server = endpoints(self.tb, dp, case.placement, case.src, case.dst)
         port, data_port = PORTS.get(tool.binary, (None, None))
         spec = TestSpec(server_addr=server.addr, duration=self.sc.duration, streams=case.streams,
                         overlay_mtu=dp.overlay_mtu, port=port, data_port=data_port)

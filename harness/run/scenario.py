@@ -2,9 +2,9 @@
 
     [scenario]  name, description, mode_files
     [modes.X]   a mode defined by commands (harness/modes/commands.py)
-    [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration
+    [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration, pairs
     [underlay]  rate
-    [testbed]   backend, inventory (or hosts inline), pair, containers
+    [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts
 
 Every key is checked before anything runs (harness/core/schema.py's field tables); an error
 names the file and the key. Modes defined by commands, in the scenario's own [modes.X]
@@ -35,6 +35,7 @@ from harness.tools import TOOLS
 from harness.tools.common import IPV4_UDP_HEADERS
 
 TESTS = tuple(TOOLS)            # the registries' names, as the schema's choices
+MAX_LAB_HOSTS = 8               # the lab's hosts share this machine's CPUs
 BACKENDS = tuple(registry.BACKENDS)
 CONTAINERS = tuple(KINDS)
 
@@ -62,6 +63,10 @@ class Scenario:
     hosts: tuple[dict, ...] = ()      # or the hosts themselves, inline in [testbed]
     pair: tuple[str, ...] = ()        # which two inventory hosts (default: the first two)
     containers: str = "netns"         # what a container endpoint is
+    lab_hosts: int = 2                # the lab's hosts (the netns backend)
+    # which host pairs are measured (harness/core/pairs.py): ("all",), ("ring",),
+    # ("star:HOST",) or pairs by name ("h0-h1", …); () is all of them
+    pairs: tuple[str, ...] = ()
     mode_files: tuple[str, ...] = ()  # files of [modes.X] definitions, as the scenario names them
     # modes defined by commands: {"name", "source" (the file), "definition" (its table)}
     mode_defs: tuple[dict, ...] = ()
@@ -99,12 +104,24 @@ class Case:
     test: str
     streams: int
     repeat: int
+    src: str = ""             # the client's and the server's host, where the run has a pair
+    dst: str = ""             # dimension ("": a run of one pair, the testbed's first two hosts)
+
+    @property
+    def pair(self) -> str | None:
+        """"SRC→DST" where the run has a pair dimension, else None (as in runs of one pair)."""
+        return f"{self.src}→{self.dst}" if self.src else None
 
     @property
     def key(self) -> str:
         """Identifies the configuration across repeats (what `case` holds in a result line)."""
         return (f"{self.mode}/u{self.underlay_mtu}/o{self.overlay_mtu}/{self.placement}/"
-                f"{self.test}/p{self.streams}")
+                f"{self.test}/p{self.streams}" + (f"/{self.src}-{self.dst}" if self.src else ""))
+
+    @property
+    def config(self) -> tuple:
+        """The configuration in harness.analysis.stats.CONFIG_KEY's order (run.json's configs_planned)."""
+        return (self.mode, self.underlay_mtu, self.overlay_mtu, self.placement, self.test, self.streams, self.pair)
 
     @property
     def group(self) -> tuple[int, str, int]:
@@ -151,6 +168,7 @@ TABLES: dict[str, dict[str, schema.Field]] = {
         "tests": F(list, schema.choice_list(TESTS, "test")),
         "streams": F(list, schema.int_list(1, 128)),
         "repeats": F(int, schema.int_range(1, 1000)),
+        "pairs": F((str, list), lambda v: _pairs_spec(v)),
         "duration": F((int, float), lambda v: float(schema.int_range(1, 3600, " s")(v))),
         "unfit": F(str, schema.one_of("error", "skip")),
     },
@@ -163,8 +181,18 @@ TABLES: dict[str, dict[str, schema.Field]] = {
         "hosts": F(list, doc="the inventory's [[hosts]], inline"),
         "pair": F(list, lambda v: _pair(v)),
         "containers": F(str, schema.one_of(*CONTAINERS)),
+        "lab_hosts": F(int, schema.int_range(2, MAX_LAB_HOSTS)),
     },
 }
+
+
+def _pairs_spec(v) -> tuple[str, ...]:
+    """The pair selection as written ("all", "ring", "star:HOST", or pairs "A-B"); checked
+    against the hosts' names once the testbed names them (harness/core/pairs.py)."""
+    items = [v] if isinstance(v, str) else v
+    if not items or not all(isinstance(x, str) and x.strip() for x in items):
+        raise ValueError(f"{v!r}: expected \"all\", \"ring\", \"star:HOST\" or a list of pairs \"A-B\"")
+    return tuple(x.strip() for x in items)
 
 
 def _pair(v) -> tuple[str, ...]:
@@ -262,7 +290,11 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, here: pathlib.Path)
         ch["overlay_mtus"] = per
     if "hosts" in ch:
         ch["hosts"] = tuple(ch["hosts"])
-    return dataclasses.replace(base, **ch)
+    out = dataclasses.replace(base, **ch)
+    if out.lab_hosts != 2 and out.backend != "netns":
+        raise schema.error(source, "[testbed] lab_hosts", f"the lab's host count; the {out.backend} backend's hosts "
+                                                          f"are its machines")
+    return out
 
 
 def load(path: str | pathlib.Path) -> Scenario:
@@ -342,10 +374,12 @@ def overlay_mtus_of(sc: Scenario, underlay: int, mode: str) -> tuple[int | str, 
     return o[str(underlay)]
 
 
-def expand(sc: Scenario) -> list[Case]:
+def expand(sc: Scenario, pairs: list[tuple[str, str]] | None = None) -> list[Case]:
     """Every case of the matrix, in run order: underlay MTU, then repeat, then groups with the
-    mode order rotated each repeat (so drift hits every mode alike), then the tests of a group.
-    Overlay MTUs are resolved and checked against each mode here, before anything runs."""
+    mode order rotated each repeat (so drift hits every mode alike), then within a group
+    (one deployment) the pairs, then the tests. `pairs`: (client, server) host names, the
+    pair dimension (None: the run of one pair). Overlay MTUs are resolved and checked
+    against each mode here, before anything runs."""
 
     cases: list[Case] = []
     for u in sc.underlay_mtus:
@@ -383,8 +417,9 @@ def expand(sc: Scenario) -> list[Case]:
             for mode_name, o in turn:
                 mode = modes_mod.get(mode_name)
                 placements = [p for p in sc.placements if p in mode.placements] or list(mode.placements)
-                for pl in placements:
-                    for t in fitting[(mode_name, o)]:
-                        for st in (sc.streams if _parallel(t) else (1,)):
-                            cases.append(Case(mode_name, u, o, pl, t, st, r))
+                for src, dst in pairs or [("", "")]:
+                    for pl in placements:
+                        for t in fitting[(mode_name, o)]:
+                            for st in (sc.streams if _parallel(t) else (1,)):
+                                cases.append(Case(mode_name, u, o, pl, t, st, r, src, dst))
     return cases

@@ -16,6 +16,7 @@ import sys
 from typing import Callable
 
 from harness import modes
+from harness.core import pairs
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost
 from harness.run import cpuidle, results, runlock, scenario as scen
@@ -65,13 +66,14 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         if opts.poll_idle and not tb.measures_here:
             raise HarnessError(f"--poll-idle holds this machine's CPUs out of halting: the {tb.backend} backend "
                                f"measures elsewhere")
+        pair_list = host_pairs(sc, tb)
         tb.preflight(sc)
         if tb.measures_here and not opts.concurrent:
             machine = runlock.hold_machine(opts.run_id, quiet=quiet)
         if opts.poll_idle:
             idle = cpuidle.hold()
         sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
-        cases = cases if cases is not None else scen.expand(sc)
+        cases = scen.expand(sc, pair_list)
         if store is None:
             store = _create_store(results_dir, opts.run_id, sc, tb, cases)
         store.update_meta(cpu_idle="poll" if opts.poll_idle else "default", **(meta or {}))
@@ -110,6 +112,22 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
     return store
 
 
+def host_pairs(sc: scen.Scenario, tb) -> list[tuple[str, str]] | None:
+    """The pairs the run measures, by host name (harness/core/pairs.py), or None for a run of
+    one pair between the testbed's first two hosts (no pair dimension). A mode that runs
+    between two hosts only is refused on a testbed of more."""
+    names = [s.name for s in tb.sides]
+    if len(names) > 2:
+        two = [m for m in sc.modes if not modes.get(m).multi_host]
+        if two:
+            many = ", ".join(m.name for m in modes.MODES.values() if m.multi_host)
+            raise HarnessError(f"mode {two[0]} runs between two hosts only; this testbed has {len(names)} "
+                               f"(modes across more: {many})")
+    where = "--pairs" if sc.source == "command line" else f"{sc.source}: [matrix] pairs"
+    chosen = pairs.select(list(sc.pairs), names, where=where)
+    return None if chosen == [(names[0], names[1])] else chosen
+
+
 def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, cases: list[scen.Case]) -> results.RunStore:
     local = LocalHost()
     try:
@@ -128,7 +146,6 @@ def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, cases: l
         "sleeve_source": sleeve_hash,
         "cases_planned": len(cases),
         # every configuration the run will measure (mode, underlay and overlay MTU, placement,
-        # test, streams), in run order: what a judgement of a run stopped early counts
-        "configs_planned": list(dict.fromkeys((c.mode, c.underlay_mtu, c.overlay_mtu, c.placement, c.test,
-                                               c.streams) for c in cases)),
+        # test, streams, pair), in run order: what a judgement of a run stopped early counts
+        "configs_planned": list(dict.fromkeys(c.config for c in cases)),
     }, run_id=run_id)

@@ -1,7 +1,7 @@
-"""What modes, endpoints and the runner need from a pair of hosts, whatever brought them up.
+"""What modes, endpoints and the runner need from the hosts, whatever brought them up.
 
-A Testbed is two Sides (a host, its underlay device and address, an overlay bridge and a
-container behind it) plus what only the testbed knows: how to check its hosts before
+A Testbed is two or more Sides (a host, its underlay device and address, an overlay bridge
+and a container behind it) plus what only the testbed knows: how to check its hosts before
 anything is made, how to build and remove its objects, where the sleeve binary comes
 from, and how CPU is honestly measured on it (its CpuMeter). Modes, endpoints and the
 runner touch hosts only through this; they never ask which backend they are on.
@@ -17,6 +17,7 @@ import dataclasses
 import pathlib
 from typing import Any
 
+from harness.core.errors import HarnessError
 from harness.hosts.base import Host, Process
 from harness.tools.base import Sample
 
@@ -25,7 +26,7 @@ from harness.tools.base import Sample
 class Side:
     """One host of the pair and the names of its parts."""
 
-    index: int              # 0 (client side) or 1 (server side)
+    index: int              # its place among the testbed's hosts (0, 1, …)
     host: Host
     underlay_dev: str       # the device facing the peer
     underlay_ip: str
@@ -77,10 +78,10 @@ class CpuMeter(abc.ABC):
 
 
 class Testbed(abc.ABC):
-    """Two hosts joined by an underlay, each with an overlay bridge and a container."""
+    """Two or more hosts joined by an underlay, each with an overlay bridge and a container."""
 
     backend: str
-    sides: tuple[Side, Side]
+    sides: tuple[Side, ...]
     underlay_mtu: int
     rate: str | None
     meter: CpuMeter
@@ -122,7 +123,14 @@ class Testbed(abc.ABC):
 
     # ---------------------------------------------------------------- for modes
     def peer(self, side: Side) -> Side:
+        """The other host of a two-host testbed (a mode between two hosts only)."""
+        if len(self.sides) != 2:
+            raise HarnessError(f"{len(self.sides)} hosts: a mode that has one peer runs between two hosts only")
         return self.sides[1 - side.index]
+
+    def peers(self, side: Side) -> list[Side]:
+        """Every other host: a mode across N hosts makes each one a peer of all the others."""
+        return [s for s in self.sides if s.index != side.index]
 
     @abc.abstractmethod
     def install_sleeve(self, side: Side, source=None) -> str:

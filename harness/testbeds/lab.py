@@ -1,10 +1,15 @@
-"""The local lab: two hosts as network namespaces on this machine.
+"""The local lab: two or more hosts as network namespaces on this machine.
 
     root ns ──(mgmt veth <P>-m0/m1)──┐
                                      │
     <P>-h0 [ul0 198.18.0.1] ═══ veth underlay (MTU, tbf cap) ═══ [ul0 198.18.0.2] <P>-h1
         br0 198.18.64.1                                              br0 198.18.64.2
          └ vc0 ── eth0 198.18.64.11 <P>-c0          <P>-c1 198.18.64.12 eth0 ── vc0 ┘
+
+With N > 2 hosts (`lab_hosts`, at most 8) the underlay is a switch: a bridge in the lab's
+namespace <P>-sw with a veth port p<i> to each host's ul0 (198.18.0.<i+1>); the MTU and the
+tbf cap are set on each host's ul0, the switch ports take the MTU. Two hosts keep the
+direct veth, so a pair measured as always has no bridge in its path.
 
 Every namespace and root-side link carries the lab's prefix <P> = "ob" + 4 hex digits,
 and the lab's files live in /run/overlaybench/<P>/, so `down` removes exactly what labs
@@ -42,12 +47,13 @@ log = logging.getLogger(__name__)
 
 STATE_ROOT = pathlib.Path("/run/overlaybench")
 PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
-NAME_RE = re.compile(r"^(ob[0-9a-f]{4})-[hcm][0-9]$")
+NAME_RE = re.compile(r"^(ob[0-9a-f]{4})-(?:[hcm][0-9]+|sw)$")
 
 UNDERLAY_NET = "198.18.0"
 OVERLAY_NET = "198.18.64"
-MGMT_BASE = 128  # management /30s live in 198.18.128.0/17, one /29 per lab index
+MGMT_BASE = 128  # management /30s live in 198.18.128.0/17, MAX_HOSTS of them per lab index
 MAX_LABS = 64
+MAX_HOSTS = 8     # per lab: they share this machine's CPUs
 LAB_BINARIES = ["ip", "tc", "ss", "bridge", "nft"]
 
 def require_root() -> None:
@@ -64,17 +70,19 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def open_testbed(sc, opts: Options) -> "Lab":
     """The netns backend: a lab allocated (its prefix and state directory), not yet built."""
-    return Lab.allocate(run_id=opts.run_id, containers=sc.containers)
+    return Lab.allocate(run_id=opts.run_id, containers=sc.containers, hosts=sc.lab_hosts)
 
 
 class Lab(Testbed):
-    """A two-host lab in network namespaces. Use as a context manager, or call teardown()."""
+    """A lab of 2 to MAX_HOSTS hosts in network namespaces. Use as a context manager, or call teardown()."""
 
     backend = "netns"
     measures_here = True
 
     def __init__(self, prefix: str, index: int, persistent: bool = False, containers: str = "netns",
-                 run_id: str = ""):
+                 run_id: str = "", hosts: int = 2):
+        if not 2 <= hosts <= MAX_HOSTS:
+            raise HarnessError(f"a lab of {hosts} hosts: between 2 and {MAX_HOSTS}")
         self.prefix = prefix
         self.run_id = run_id
         self.index = index
@@ -84,7 +92,7 @@ class Lab(Testbed):
         self.state_dir = STATE_ROOT / prefix
         self._torn_down = False
         sides = []
-        for i in (0, 1):
+        for i in range(hosts):
             host = NetnsHost(self.ns(f"h{i}"), name=f"h{i}")
             ctr = NetnsHost(self.ns(f"c{i}"), name=f"c{i}")
             sides.append(Side(index=i, host=host, underlay_dev="ul0",
@@ -92,7 +100,7 @@ class Lab(Testbed):
                               bridge="br0", container=ctr, container_ip=f"{OVERLAY_NET}.{11 + i}",
                               container_dev="eth0", container_port="vc0",
                               workdir=str(self.state_dir / f"h{i}"), table=confine.table_name(prefix, i)))
-        self.sides = (sides[0], sides[1])
+        self.sides = tuple(sides)
         self.root = LocalHost("root")
         self.meter = MachineMeter(self.root)
         self.containers = containers_mod.get(containers)
@@ -104,7 +112,7 @@ class Lab(Testbed):
 
     def mgmt_addrs(self, i: int) -> tuple[str, str]:
         """(root side, host side) of host i's management /30."""
-        base = 8 * self.index + 4 * i
+        base = 4 * MAX_HOSTS * self.index + 4 * i
         third, fourth = MGMT_BASE + base // 256, base % 256
         return f"198.18.{third}.{fourth + 1}", f"198.18.{third}.{fourth + 2}"
 
@@ -114,14 +122,16 @@ class Lab(Testbed):
 
     # life cycle --------------------------------------------------------------
     @classmethod
-    def create(cls, underlay_mtu: int = 1500, rate: str | None = None, persistent: bool = False) -> "Lab":
+    def create(cls, underlay_mtu: int = 1500, rate: str | None = None, persistent: bool = False,
+               hosts: int = 2) -> "Lab":
         """Allocate and build a lab in one step."""
-        lab = cls.allocate(persistent)
+        lab = cls.allocate(persistent, hosts=hosts)
         lab.build(underlay_mtu, rate)
         return lab
 
     @classmethod
-    def allocate(cls, persistent: bool = False, run_id: str = "", containers: str = "netns") -> "Lab":
+    def allocate(cls, persistent: bool = False, run_id: str = "", containers: str = "netns",
+                 hosts: int = 2) -> "Lab":
         """Claim a prefix, an index (its management addresses) and a state directory."""
         require_root()
         if not shutil.which("ip"):
@@ -134,7 +144,7 @@ class Lab(Testbed):
         for _ in range(8):
             # mkdir, not exist_ok: a prefix whose directory exists is another lab's, never shared
             prefix = "ob" + secrets.token_hex(2)
-            lab = cls(prefix, index, persistent, containers, run_id)
+            lab = cls(prefix, index, persistent, containers, run_id, hosts)
             try:
                 lab.state_dir.mkdir(mode=0o700)
                 break
@@ -144,7 +154,7 @@ class Lab(Testbed):
             raise HarnessError("no free lab prefix after 8 tries: run `overlaybench down`")
         (lab.state_dir / "state.json").write_text(json.dumps(
             {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
-             "run_id": run_id, "containers": containers, "created": time.time()}))
+             "run_id": run_id, "containers": containers, "hosts": hosts, "created": time.time()}))
         return lab
 
     def build(self, underlay_mtu: int = 1500, rate: str | None = None) -> None:
@@ -192,8 +202,19 @@ class Lab(Testbed):
                 # No IPv6 chatter (DAD, router solicitations) in the measurements.
                 h.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
             os.makedirs(s.workdir, mode=0o700, exist_ok=True)
-        h0, h1 = (s.host.netns for s in self.sides)
-        _ip("link", "add", "ul0", "netns", h0, "type", "veth", "peer", "name", "ul0", "netns", h1)
+        if self.switched:
+            sw = self.ns("sw")
+            _ip("netns", "add", sw)
+            _ip("-n", sw, "link", "set", "lo", "up")
+            _ip("-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            _ip("-n", sw, "link", "set", "br0", "up")
+            for s in self.sides:
+                port = f"p{s.index}"
+                _ip("link", "add", port, "netns", sw, "type", "veth", "peer", "name", "ul0", "netns", s.host.netns)
+                _ip("-n", sw, "link", "set", port, "master", "br0", "up")
+        else:
+            h0, h1 = (s.host.netns for s in self.sides)
+            _ip("link", "add", "ul0", "netns", h0, "type", "veth", "peer", "name", "ul0", "netns", h1)
         for s in self.sides:
             h, c = s.host.netns, s.container.netns
             confine.confine(s.host, s.table, s.bridge)      # before anything forwards
@@ -217,7 +238,16 @@ class Lab(Testbed):
         for s in self.sides:
             self.containers.verify(self.root, s.container.netns)
 
+    @property
+    def switched(self) -> bool:
+        """The underlay is the switch namespace's bridge (more than two hosts)."""
+        return len(self.sides) > 2
+
     def set_underlay(self, mtu: int, rate: str | None) -> None:
+        if self.switched:
+            sw = self.ns("sw")
+            for s in self.sides:         # the switch carries every frame a host's link may send
+                _ip("-n", sw, "link", "set", f"p{s.index}", "mtu", str(mtu))
         for s in self.sides:
             apply_underlay(s.host, s.underlay_dev, mtu, rate)
         self.underlay_mtu, self.rate = mtu, rate
@@ -234,7 +264,9 @@ class Lab(Testbed):
 
     def facts(self) -> dict:
         return {"backend": "netns", "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
-                "rate": self.rate, **self.containers.facts(),
+                "rate": self.rate, "hosts": len(self.sides),
+                "underlay": "switch (a bridge in the lab's namespace)" if self.switched else "veth pair",
+                **self.containers.facts(),
                 "addresses": {f"h{s.index}": {"underlay": s.underlay_ip, "overlay": s.overlay_ip,
                                               "container": s.container_ip,
                                               "mgmt": self.mgmt_addrs(s.index)[1]} for s in self.sides}}

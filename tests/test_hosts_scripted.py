@@ -1,0 +1,102 @@
+"""Three hosts on ScriptedHosts: fastdp makes every host a peer of the others, the runner
+measures each pair with the pair's own client and server, and every line says its pair.
+
+The commands are scripted exactly (harness/hosts/scripted.py), so these run without root
+and without chance; the real three- and four-host labs are tests/test_hosts_lab.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from captures import capture
+from scripted_fixtures import forbid_sleep, lab_testbed
+from scripted_modes import LAB, overlay_path
+
+from harness import modes
+from harness.core.errors import HarnessError
+from harness.hosts.scripted import ScriptedProcess
+from harness.run import results, scenario as S, session
+from harness.run.runner import Runner
+
+OFFLOADS = "Features for dev:\ngeneric-segmentation-offload: on\n"
+
+
+@pytest.fixture
+def tb3(tmp_path, monkeypatch):
+    forbid_sleep(monkeypatch)
+    bed = lab_testbed(tmp_path, hosts=3)
+    for h in bed.hosts:
+        h.allow(re.compile(r"ethtool -k \S+"), stdout=OFFLOADS)
+    return bed
+
+
+def test_fastdp_gives_each_host_one_flooding_entry_per_peer(tb3):
+    n = LAB[0]
+    for s in tb3.sides:
+        h = s.host
+        peers = [p.underlay_ip for p in tb3.sides if p is not s]
+        h.expect(f"ip link add vx0 type vxlan id 42 dstport 4789 local {s.underlay_ip} dev ul0 nolearning")
+        for ip in peers:
+            h.expect(f"bridge fdb append 00:00:00:00:00:00 dev vx0 dst {ip}")
+        overlay_path(s, n, 1450, "vx0")
+        h.expect("ip link set vx0 master br0 up")
+        fdb = "".join(f"00:00:00:00:00:00 dst {ip} self permanent\n" for ip in peers)
+        for _ in peers:
+            h.expect("bridge fdb show dev vx0", stdout=fdb)
+    dp = modes.get("fastdp").deploy(tb3, 1450)
+    tb3.assert_all_used()
+    assert sorted(dp.devices) == [0, 1, 2]
+
+
+def test_a_duplicate_entry_for_one_of_two_peers_fails_the_deploy(tb3):
+    s = tb3.sides[0]
+    for h in tb3.hosts:
+        h.allow(re.compile(r"(ip (neigh|link) .*)|(bridge fdb append .*)"))
+    twice = "00:00:00:00:00:00 dst 198.18.0.2 self permanent\n" * 2 + "00:00:00:00:00:00 dst 198.18.0.3 self permanent\n"
+    s.host.expect("bridge fdb show dev vx0", stdout=twice)
+    with pytest.raises(HarnessError, match=r"h0: vx0 has 2 default FDB entries for 198.18.0.2, expected exactly 1"):
+        modes.get("fastdp").deploy(tb3, 1450)
+
+
+def _serve_and_measure(server, client, addr):
+    out, err = capture("iperf3_tcp_1")
+    srv = ScriptedProcess.runs()
+    server.expect_start("iperf3 -s -1 -p 5201", srv)
+    server.expect(["ss", "-Hltn", "sport = :5201"], stdout="LISTEN 0 5 *:5201 *:*\n")
+    client.expect_start(f"iperf3 -c {addr} -p 5201 -t 2 -J -P 1", ScriptedProcess.exits(0, out, err, cpu_seconds=0.5))
+
+
+def test_every_pair_is_measured_by_its_own_hosts_and_its_lines_name_the_pair(tb3, tmp_path):
+    sc = S.build({"matrix": {"modes": ["native"], "repeats": 1, "duration": 2, "placements": ["host-host"],
+                             "tests": ["iperf3.tcp"], "pairs": "all"}, "testbed": {"lab_hosts": 3}})
+    pairs = session.host_pairs(sc, tb3)
+    assert pairs == [("h0", "h1"), ("h0", "h2"), ("h1", "h2")]
+    by = {s.name: s for s in tb3.sides}
+    for a, b in pairs:
+        _serve_and_measure(by[b].host, by[a].host, by[b].underlay_ip)
+    store = results.RunStore.create(tmp_path / "results", {"scenario": sc.to_dict()})
+    Runner(sc, tb3, store).run(S.expand(sc, pairs))
+    tb3.assert_all_used()
+    tp = [r for r in store.records() if r["metric"] == "throughput_bps"]
+    assert [(r["src_host"], r["dst_host"], r["pair"]) for r in tp] == [
+        ("h0", "h1", "h0→h1"), ("h0", "h2", "h0→h2"), ("h1", "h2", "h1→h2")]
+    assert tp[1]["case"] == "native/u1500/o1500/host-host/iperf3.tcp/p1/h0-h2"
+    assert tb3.meter.cases == [("h0", "h1"), ("h0", "h2"), ("h1", "h2")]
+
+
+def test_a_run_of_one_pair_has_no_pair_dimension(tmp_path):
+    two = lab_testbed(tmp_path)
+    sc = S.build({"matrix": {"modes": ["native"]}})
+    assert session.host_pairs(sc, two) is None
+    assert session.host_pairs(S.build({"matrix": {"pairs": "h1-h0"}}), two) == [("h1", "h0")]
+
+
+def test_a_mode_between_two_hosts_only_is_refused_on_three(tb3):
+    sc = S.build({"matrix": {"modes": ["native", "sleeve"]}})
+    with pytest.raises(HarnessError, match=r"^mode sleeve runs between two hosts only; this testbed has 3 "
+                                           r"\(modes across more: native, fastdp\)$"):
+        session.host_pairs(sc, tb3)
+    with pytest.raises(HarnessError, match=r"^x.toml: \[matrix\] pairs: 'h0-h7' names the unknown host 'h7'"):
+        session.host_pairs(S.build({"matrix": {"modes": ["native"], "pairs": ["h0-h7"]}}, source="x.toml"), tb3)
