@@ -22,7 +22,7 @@ from harness import __version__
 from harness.analysis import stats, summary as summ, tablefmt
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
-from harness.report import breadth, plots, style
+from harness.report import breadth, fleet, plots, style
 from harness.run.results import load, read_meta, resolve_run
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,7 @@ class RunView:
     plot_notes: list[str]
     n_rows: int
     n_ok: int
+    outliers: list[str] = dataclasses.field(default_factory=list)   # host pairs that stand out
 
 
 # ethtool -k names → short labels for the offload summary.
@@ -257,13 +258,14 @@ def load_run(run_dir: pathlib.Path | str) -> RunView:
         figs, plot_notes = [], (["No plots: nothing was measured successfully."] if not df.empty else [])
     else:
         figs, plot_notes = plots.all_plots(summary, df)
-        figs += breadth.figures(summary, df)
+        figs += breadth.figures(summary, df) + fleet.figures(summary, df)
     value_cols = [f for c in summ.COLUMNS for f in c.fields]
     has_numbers = not summary.empty and summary[value_cols].notna().any().any()
     return RunView(path=path, run_id=str(meta.get("run_id") or path.name), meta=meta, df=df, summary=summary,
                    facts=_facts(meta), derived=_derived(df, meta),
                    tables=_tables(summary) if has_numbers else [], notes=notes,
-                   failures=_failures(df), plots=figs, plot_notes=plot_notes, n_rows=len(df), n_ok=len(ok))
+                   failures=_failures(df), plots=figs, plot_notes=plot_notes, n_rows=len(df), n_ok=len(ok),
+                   outliers=fleet.notes(df) if not ok.empty else [])
 
 
 def _unit_value(metric: str, v: Any) -> str:

@@ -1,0 +1,76 @@
+"""Runs with host pairs, synthetic and seeded: ratios per pair, the pair that stands out, the
+heatmaps and the report. Known answers, no chance in it."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from report_fixtures.synth import make_records
+
+from harness.analysis import fleet, summary as summ, tablefmt
+from harness.report import fleet as report_fleet, render
+from harness.run.results import RunStore
+
+PAIRS = ["h0→h1", "h0→h2", "h1→h2", "h1→h3", "h2→h3", "h0→h3"]
+
+
+def pair_records(slow: dict[str, float] | None = None, repeats: int = 8) -> list[dict]:
+    """The same native/fastdp matrix on every pair; `slow` scales one pair's fastdp (and,
+    with "native:" in front, its native) throughput."""
+    out = []
+    for i, pair in enumerate(PAIRS):
+        fast = (slow or {}).get(pair, 1.0)
+        nat = (slow or {}).get(f"native:{pair}", 1.0)
+        for r in make_records(modes=("native", "fastdp"), underlay_mtus=(1500,), tests=("iperf3.tcp", "qperf.tcp_lat"),
+                              repeats=repeats, seed=i + 1, scale={"fastdp": fast, "native": nat}):
+            src, dst = pair.split("→")
+            out.append({**r, "case": r["case"] + f"/{src}-{dst}", "pair": pair, "src_host": src, "dst_host": dst})
+    return out
+
+
+def test_ratios_to_native_are_each_pairs_own():
+    """A pair whose underlay is slow is slow for native and fastdp alike: its % of native is
+    the others' (the reference is native on the same pair)."""
+    df = pd.DataFrame(pair_records({"h1→h3": 0.5, "native:h1→h3": 0.5}))
+    t = summ.summary_table(df)
+    fd = t[t["mode"] == "fastdp"].set_index("pair")
+    assert sorted(fd.index) == sorted(PAIRS)
+    assert fd.loc["h1→h3", "tcp_gbps"] == pytest.approx(0.5 * fd.loc["h0→h1", "tcp_gbps"], rel=0.1)
+    assert fd.loc["h1→h3", "bw_pct"] == pytest.approx(fd.loc["h0→h1", "bw_pct"], rel=0.1)
+    assert "Pair" in tablefmt.format_table(t)
+
+
+def test_a_slow_pair_is_named_with_its_share_and_p():
+    df = pd.DataFrame(pair_records({"h1→h2": 0.6}))
+    out = fleet.outliers(df)
+    assert [(o.mode, o.pair, o.metric) for o in out] == [("fastdp", "h1→h2", "throughput_bps")]
+    o = out[0]
+    assert o.share == pytest.approx(-0.4, abs=0.05) and o.p < 0.05 / 6
+    assert str(o).startswith(f"h1→h2: {abs(o.share) * 100:.0f} % below the median pair (fastdp, container-container, "
+                             f"iperf3.tcp throughput_bps, p = ")
+
+
+def test_no_pair_is_named_on_even_pairs_or_too_few_repeats():
+    assert fleet.outliers(pd.DataFrame(pair_records())) == []
+    assert fleet.outliers(pd.DataFrame(pair_records({"h1→h2": 0.6}, repeats=2))) == []   # 2 repeats cannot show it
+    assert fleet.outliers(pd.DataFrame(make_records(modes=("native", "fastdp"), underlay_mtus=(1500,)))) == []
+
+
+def test_the_grid_puts_each_pair_at_client_and_server():
+    t = summ.summary_table(pd.DataFrame(pair_records()))
+    fd = t[(t["mode"] == "fastdp")]
+    hosts = fleet.hosts_of(PAIRS)
+    assert hosts == ["h0", "h1", "h2", "h3"]
+    g = fleet.grid(fd, "tcp_gbps", hosts)
+    assert g.shape == (4, 4) and (g[0, 1] > 0) and (g[2, 3] > 0)
+    assert all(g[i, i] != g[i, i] for i in range(4)) and g[1, 0] != g[1, 0]     # not measured: NaN
+
+
+def test_the_report_has_the_pair_heatmaps_and_names_the_outlier(tmp_path):
+    store = RunStore.create(tmp_path, {"scenario": {}, "run_id": "pairs"})
+    store.path.joinpath("measurements.jsonl").write_text(
+        "".join(pd.Series(r).to_json(force_ascii=False) + "\n" for r in pair_records({"h1→h2": 0.6})))
+    html = render.render_html([store.path])
+    assert 'alt="heatmaps of host pairs per mode"' in html
+    assert "Host pairs that stand out</strong><ul><li>h1→h2: 39 % below the median pair" in html
+    assert report_fleet.pair_heatmaps(summ.summary_table(pd.DataFrame(make_records()))) is None
