@@ -72,5 +72,17 @@ def test_the_report_has_the_pair_heatmaps_and_names_the_outlier(tmp_path):
         "".join(pd.Series(r).to_json(force_ascii=False) + "\n" for r in pair_records({"h1→h2": 0.6})))
     html = render.render_html([store.path])
     assert 'alt="heatmaps of host pairs per mode"' in html
-    assert "Host pairs that stand out</strong><ul><li>h1→h2: 39 % below the median pair" in html
+    assert "Host pairs</strong><ul><li>h1→h2: 39 % below the median pair" in html
     assert report_fleet.pair_heatmaps(summ.summary_table(pd.DataFrame(make_records()))) is None
+
+
+def test_a_mesh_summed_per_repeat_with_jains_index_and_the_slowest_pair():
+    df = pd.DataFrame(pair_records({"h0→h3": 0.5}, repeats=3))
+    (m,) = [x for x in fleet.mesh(df) if x.mode == "fastdp"]
+    assert (m.pairs, m.repeats, m.slowest) == (6, 3, "h0→h3")
+    assert 0.9 < m.jain < 1.0 and m.slowest_bps / m.aggregate_bps == pytest.approx(0.5 / 5.5, rel=0.1)
+    assert str(m).startswith("fastdp, container-container, iperf3.tcp: 6 pairs at once, ")
+    lines = fleet.lines(df, "mesh")
+    assert lines[0].startswith("Pairs measured at once shared the fabric (schedule mesh)")
+    assert any(line.startswith("fastdp, container-container, iperf3.tcp: 6 pairs at once") for line in lines)
+    assert fleet.lines(df, "sequential") == [str(o) + "." for o in fleet.outliers(df)]

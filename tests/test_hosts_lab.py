@@ -1,5 +1,6 @@
-"""Labs of three and four hosts for real: the switch, every pair over fastdp and native, the
-pair in every line, and nothing left behind (the session's leftover check, conftest.py).
+"""Labs of three and four hosts for real: the switch, every pair over fastdp and native, one
+after the other, in rounds and as a mesh, the pair in every line, and nothing left behind
+(the session's leftover check, conftest.py).
 
 False failures: none by design. Nothing here asserts a measured figure beyond "the test
 ran and reported a number"; the pings carry full-size frames with DF set over a path the
@@ -75,6 +76,24 @@ def test_four_hosts_a_ring_and_a_star(tmp_path):
     assert ring.returncode == 0, ring.stdout + ring.stderr
     df = results.load(pathlib.Path(json.loads(ring.stdout)["run_dir"]))
     assert sorted(set(df["pair"])) == ["h0→h1", "h1→h2", "h2→h3", "h3→h0"]
+
+
+@pytest.mark.parametrize("schedule", ["rounds", "mesh"])
+def test_four_hosts_measured_in_rounds_and_as_a_mesh(tmp_path, schedule):
+    """Pairs measured at once, each on its own ports: every one of the six pairs has its
+    line, and `show` says they shared the fabric (and, for the mesh, the aggregate)."""
+    p = ob("run", "--hosts", "4", "--modes", "fastdp", "--tests", "iperf3.tcp", "--placements", "container-container",
+           "--schedule", schedule, "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
+           "--format", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = pathlib.Path(json.loads(p.stdout)["run_dir"])
+    df = results.load(run)
+    tp = df[df["metric"] == "throughput_bps"]
+    assert len(tp) == 6 and tp["ok"].astype(bool).all() and (tp["value"] > 0).all()
+    assert sorted(tp["pair"]) == ["h0→h1", "h0→h2", "h0→h3", "h1→h2", "h1→h3", "h2→h3"]
+    shown = ob("show", str(run)).stdout
+    assert f"note: Pairs measured at once shared the fabric (schedule {schedule})" in shown, shown
+    assert ("6 pairs at once" in shown) is (schedule == "mesh"), shown
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -100,3 +100,82 @@ def test_a_mode_between_two_hosts_only_is_refused_on_three(tb3):
         session.host_pairs(sc, tb3)
     with pytest.raises(HarnessError, match=r"^x.toml: \[matrix\] pairs: 'h0-h7' names the unknown host 'h7'"):
         session.host_pairs(S.build({"matrix": {"modes": ["native"], "pairs": ["h0-h7"]}}, source="x.toml"), tb3)
+
+
+def _lab4(tmp_path, monkeypatch, journal):
+    forbid_sleep(monkeypatch)
+    bed = lab_testbed(tmp_path, hosts=4, journal=journal)
+    for h in bed.hosts:
+        h.allow(re.compile(r"ethtool -k \S+"), stdout=OFFLOADS)
+    return bed
+
+
+def _serve(server, port):
+    srv = ScriptedProcess.runs()
+    server.expect_start(f"iperf3 -s -1 -p {port}", srv)
+    server.expect(["ss", "-Hltn", f"sport = :{port}"], stdout=f"LISTEN 0 5 *:{port} *:*\n")
+
+
+def _client(client, addr, port):
+    out, err = capture("iperf3_tcp_1")
+    client.expect_start(f"iperf3 -c {addr} -p {port} -t 2 -J -P 1", ScriptedProcess.exits(0, out, err))
+
+
+def _run(sc, tb, tmp_path, pairs):
+    store = results.RunStore.create(tmp_path / "results", {"scenario": sc.to_dict()})
+    Runner(sc, tb, store).run(S.expand(sc, pairs))
+    tb.assert_all_used()
+    return [r for r in store.records() if r["metric"] == "throughput_bps"]
+
+
+def _starts(journal):
+    """The journal's tool starts as (host, "server"/"client", port)."""
+    out = []
+    for host, call in journal:
+        if call.kind == "start" and call.argv[0] == "iperf3":
+            out.append((host, "server" if "-s" in call.argv else "client", int(call.argv[call.argv.index("-p") + 1])))
+    return out
+
+
+def test_rounds_measure_disjoint_pairs_at_once_every_server_listening_first(tmp_path, monkeypatch):
+    """Four hosts, all six pairs in the three rounds of the circle method; in each round the
+    two pairs' servers take ports 5201 and 5203 and both listen before either client starts."""
+    journal: list = []
+    tb = _lab4(tmp_path, monkeypatch, journal)
+    sc = S.build({"matrix": {"modes": ["native"], "repeats": 1, "duration": 2, "placements": ["host-host"],
+                             "tests": ["iperf3.tcp"], "schedule": "rounds"}, "testbed": {"lab_hosts": 4}})
+    pairs = session.host_pairs(sc, tb)
+    by = {s.name: s for s in tb.sides}
+    rounds = [[("h0", "h3"), ("h1", "h2")], [("h0", "h2"), ("h1", "h3")], [("h0", "h1"), ("h2", "h3")]]
+    for r in rounds:
+        for k, (a, b) in enumerate(r):
+            _serve(by[b].host, 5201 + 2 * k)
+        for k, (a, b) in enumerate(r):
+            _client(by[a].host, by[b].underlay_ip, 5201 + 2 * k)
+    tp = _run(sc, tb, tmp_path, pairs)
+    assert [r["pair"] for r in tp] == [f"{a}→{b}" for r in rounds for a, b in r]
+    assert all(r["ok"] for r in tp) and not any(r["metric"].startswith("cpu_") for r in tp)
+    starts = _starts(journal)
+    for i in range(3):
+        assert [kind for _h, kind, _p in starts[4 * i:4 * i + 4]] == ["server", "server", "client", "client"]
+
+
+def test_a_mesh_measures_every_pair_at_once_and_a_server_that_never_listens_fails_alone(tmp_path, monkeypatch):
+    tb = _lab4(tmp_path, monkeypatch, None)
+    sc = S.build({"matrix": {"modes": ["native"], "repeats": 1, "duration": 2, "placements": ["host-host"],
+                             "tests": ["iperf3.tcp"], "schedule": "mesh", "pairs": "star:h0"},
+                  "testbed": {"lab_hosts": 4}})
+    pairs = session.host_pairs(sc, tb)
+    assert pairs == [("h0", "h1"), ("h0", "h2"), ("h0", "h3")]
+    by = {s.name: s for s in tb.sides}
+    _serve(by["h1"].host, 5201)
+    dead = ScriptedProcess.exits(1, "", "iperf3: error - unable to start listener for connections: Address in use\n")
+    by["h2"].host.expect_start("iperf3 -s -1 -p 5203", dead)
+    _serve(by["h3"].host, 5205)
+    _client(by["h0"].host, "198.18.0.2", 5201)
+    _client(by["h0"].host, "198.18.0.4", 5205)
+    rows = _run(sc, tb, tmp_path, pairs)
+    assert [(r["pair"], r["ok"]) for r in rows] == [("h0→h1", True), ("h0→h3", True)]
+    store = results.RunStore.open(next((tmp_path / "results").iterdir()))
+    failed = [r for r in store.records() if not r["ok"]]
+    assert [(r["pair"], r["error"][:28]) for r in failed] == [("h0→h2", "server exited 1 before liste")]

@@ -1,4 +1,5 @@
-"""Numbers across host pairs: a pair × pair grid per mode, and the pairs that stand out.
+"""Numbers across host pairs: a hosts × hosts grid per mode, the pairs that stand out, a mesh's
+aggregate and fairness.
 
 Where a run has a pair dimension (harness/core/pairs.py), each summary row is one pair's.
 `grid` lays a summary column out as hosts × hosts (client rows, server columns) for one
@@ -6,7 +7,9 @@ mode and placement. `outliers` names the pairs whose median is far from the medi
 of the same configuration, where their repeats say so: a two-sided Mann–Whitney U test of
 the pair's repeats against the other pairs' pooled repeats, at α / (the number of pairs),
 and at least OUTLIER_SHARE away. With few repeats no pair can be shown to stand out, and
-none is named. Pure functions on the summary and the measurements.
+none is named. `mesh` sums what every pair got at once, per repeat, with Jain's fairness
+index over the flows and the slowest pair. Pure functions on the summary and the
+measurements.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import significance, stats
+from harness.tools.common import jain
 
 OUTLIER_SHARE = 0.25       # how far from the median pair a pair must be to be named
 OUTLIER_ALPHA = 0.05       # shared by the pairs of one configuration
@@ -98,4 +102,67 @@ def outliers(df: pd.DataFrame, metrics: tuple[str, ...] = ("throughput_bps", "la
             if t.significant(OUTLIER_ALPHA / len(by_pair)):
                 out.append(Outlier(conf["mode"], conf["underlay_mtu"], conf["placement"], conf["test"],
                                    conf["metric"], p, medians[p], mid, float(t.p)))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Mesh:
+    """Every pair of one configuration measured at once: medians over the repeats in which
+    every pair was measured."""
+
+    mode: str
+    underlay_mtu: int
+    placement: str
+    test: str
+    pairs: int
+    repeats: int
+    aggregate_bps: float
+    jain: float
+    slowest: str
+    slowest_bps: float
+
+    def __str__(self) -> str:
+        return (f"{self.mode}, {self.placement}, {self.test}: {self.pairs} pairs at once, "
+                f"{self.aggregate_bps / 1e9:.3g} Gbit/s in all, Jain's index {self.jain:.2f}, slowest "
+                f"{self.slowest} at {self.slowest_bps / 1e9:.3g} Gbit/s "
+                f"({self.slowest_bps / self.aggregate_bps * 100:.0f} % of the total; medians over "
+                f"{self.repeats} repeat{'s' if self.repeats != 1 else ''})")
+
+
+def mesh(df: pd.DataFrame) -> list[Mesh]:
+    """Per configuration of a `mesh` run: the aggregate throughput, Jain's index over the
+    pairs' flows and the slowest pair."""
+    d = stats.ok_rows(df)
+    if d.empty or "pair" not in d or not d["pair"].notna().any():
+        return []
+    d = d[d["pair"].notna() & (d["metric"] == "throughput_bps")]
+    keys = [c for c in stats.CONFIG_KEY if c != "pair"]
+    out = []
+    for k, g in d.groupby(keys, dropna=False, sort=False):
+        pairs = sorted(set(g["pair"]))
+        per = []
+        for _r, rg in g.groupby("repeat", sort=True):
+            v = rg.groupby("pair")["value"].median()
+            if len(v) == len(pairs) and len(pairs) > 1:
+                per.append(v)
+        if not per:
+            continue
+        conf = dict(zip(keys, (stats.key_value(x) for x in k)))
+        slow = pd.concat(per, axis=1).median(axis=1)
+        out.append(Mesh(conf["mode"], conf["underlay_mtu"], conf["placement"], conf["test"], len(pairs), len(per),
+                        float(np.median([v.sum() for v in per])), float(np.median([jain(list(v)) for v in per])),
+                        str(slow.idxmin()), float(slow.min())))
+    return out
+
+
+def lines(df: pd.DataFrame, schedule: str | None) -> list[str]:
+    """What `show` and the report say about a run's pairs: how they shared the wire, a mesh's
+    aggregate and fairness, and the pairs that stand out."""
+    out = []
+    if schedule in ("rounds", "mesh"):
+        out.append("Pairs measured at once shared the fabric (schedule "
+                   f"{schedule}): each pair's figures are what it got beside the others, not alone.")
+    if schedule == "mesh":
+        out += [str(m) + "." for m in mesh(df)]
+    out += [str(o) + "." for o in outliers(df)]
     return out

@@ -11,7 +11,7 @@ from harness.testbeds.registry import BACKENDS
 EXIT_USAGE = 2
 EXIT_FAILED_CASES = 3   # the run finished, but some cases failed (1 stays the gate's regression)
 MATRIX_FLAGS = ("modes", "underlay_mtu", "overlay_mtu", "placements", "tests", "streams", "repeats", "duration",
-                "pairs")
+                "pairs", "schedule")
 
 
 def csv(kind):

@@ -58,6 +58,9 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", type=csv(str), metavar="SPEC",
                    help="host pairs measured, one after the other: all (default), ring, star:HOST, or "
                         "CLIENT-SERVER,... by host name (lab hosts are h0, h1, ...)")
+    p.add_argument("--schedule", choices=["sequential", "rounds", "mesh"],
+                   help="how pairs share the wire: one at a time (default), disjoint pairs at once "
+                        "(round-robin rounds), or every pair at once (aggregate and fairness)")
 
 
 def cmd_run(a) -> int:

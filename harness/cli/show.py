@@ -29,7 +29,13 @@ def cmd_show(a) -> int:
         fmt = "csv" if a.format == "table" else a.format
         print(tablefmt.format_raw(results.load(a.run), fmt))
     else:
-        print(tablefmt.format_summary(results.load(a.run), a.format))
+        df = results.load(a.run)
+        print(tablefmt.format_summary(df, a.format))
+        if a.format == "table":
+            from harness.analysis import fleet
+            schedule = (results.read_meta(a.run).get("scenario") or {}).get("schedule")
+            for line in fleet.lines(df, schedule):
+                print(f"note: {line}")
     return 0
 
 

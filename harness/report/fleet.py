@@ -93,6 +93,6 @@ def figures(summary: pd.DataFrame, df: pd.DataFrame) -> list[Plot]:
     return [p] if p is not None else []
 
 
-def notes(df: pd.DataFrame) -> list[str]:
-    """The pairs that stand out (harness/analysis/fleet.py), one line each."""
-    return [f"{o}." for o in fleet.outliers(df)]
+def notes(df: pd.DataFrame, meta: dict) -> list[str]:
+    """What the run's pairs say (harness/analysis/fleet.py `lines`), one line each."""
+    return fleet.lines(df, (meta.get("scenario") or {}).get("schedule"))

@@ -58,7 +58,7 @@ class RunView:
     plot_notes: list[str]
     n_rows: int
     n_ok: int
-    outliers: list[str] = dataclasses.field(default_factory=list)   # host pairs that stand out
+    pairs: list[str] = dataclasses.field(default_factory=list)   # what its host pairs say (analysis/fleet.py)
 
 
 # ethtool -k names → short labels for the offload summary.
@@ -265,7 +265,7 @@ def load_run(run_dir: pathlib.Path | str) -> RunView:
                    facts=_facts(meta), derived=_derived(df, meta),
                    tables=_tables(summary) if has_numbers else [], notes=notes,
                    failures=_failures(df), plots=figs, plot_notes=plot_notes, n_rows=len(df), n_ok=len(ok),
-                   outliers=fleet.notes(df) if not ok.empty else [])
+                   pairs=fleet.notes(df, meta) if not ok.empty else [])
 
 
 def _unit_value(metric: str, v: Any) -> str:

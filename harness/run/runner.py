@@ -11,7 +11,6 @@ import itertools
 import json
 import logging
 import math
-import signal
 import sys
 import time
 from typing import Callable, TextIO
@@ -19,9 +18,12 @@ from typing import Callable, TextIO
 from harness import modes
 from harness.core import failpoints
 from harness.core.errors import HarnessError
-from harness.hosts.base import Completed, Host
+from harness.hosts.base import Completed
+from harness.core.pairs import rounds as pair_rounds
 from harness.modes.base import Datapath, offloads
+from harness.run import together
 from harness.run.endpoints import endpoints, pair_sides
+from harness.run.procs import PORTS, daemon_death, raw_name, save, wait_listening
 from harness.run.results import Measurement, RunStore
 from harness.run.scenario import Case, Scenario
 from harness.testbeds import cpu
@@ -31,11 +33,6 @@ from harness.tools.base import Sample, TestSpec, ToolResult
 
 log = logging.getLogger(__name__)
 
-# Fixed ports (DESIGN.md): reproducible, and what a firewall rule would name.
-PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None)}
-# Deadlines catch a hang, never judge speed: a server listens within milliseconds, and 30 s
-# holds on a machine whose CPUs something else keeps busy.
-SERVER_READY_TIMEOUT = 30.0
 
 
 class Progress:
@@ -75,45 +72,9 @@ def _fmt_secs(s: float) -> str:
     return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
 
 
-def _raw_name(case: Case) -> str:
-    return f"{case.key.replace('/', '_')}_r{case.repeat}"
-
-
-def wait_listening(host: Host, port: int, proc, timeout: float = SERVER_READY_TIMEOUT,
-                   proto: str = "tcp") -> str | None:
-    """Wait until something listens on TCP `port` (or, proto "udp", has UDP `port` bound) on
-    `host`; the reason if it never does."""
-    flags = "-Hlun" if proto == "udp" else "-Hltn"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            out = proc.wait(0)
-            return f"server exited {out.returncode} before listening: {(out.stderr or out.stdout).strip()[-300:]}"
-        done = host.run(["ss", flags, f"sport = :{port}"], check=False, timeout=5)
-        if done.ok and done.stdout.strip():
-            return None
-        time.sleep(0.05)
-    return f"server not listening on port {port} after {timeout:.0f}s"
-
-
 # After this many cases in a row fail with an exception (not a tool's own failure: a host
 # that stopped answering), the run stops cleanly instead of failing every remaining case.
 MAX_BROKEN_IN_A_ROW = 3
-
-
-def daemon_death(testbed: Testbed, dp: Datapath) -> str | None:
-    """Why a data path's daemon is gone ("sleeve on h1 died (signal 8 SIGFPE): …"), or None."""
-    for side_index, proc in sorted(dp.processes.items()):
-        rc = proc.poll()
-        if rc is None:
-            continue
-        out = proc.wait(0)
-        how = f"signal {-rc}, {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() \
-            else f"exit {rc}"
-        last = (out.stderr.strip() or out.stdout.strip()).splitlines()[-1:]
-        return (f"{dp.kind} on {testbed.sides[side_index].host.name} died ({how})"
-                + (f": {last[0][-300:]}" if last else ""))
-    return None
 
 
 class Runner:
@@ -177,22 +138,35 @@ class Runner:
         self._record_datapath(cases[0], dp)
         return dp
 
+    def _sets(self, group: list[Case]) -> list[list[Case]]:
+        """The group's cases in the sets measured at once (run/together.py; one each when sequential)."""
+        pairs_here = list(dict.fromkeys((c.src, c.dst) for c in group if c.src))
+        rounds = pair_rounds(pairs_here, [s.name for s in self.tb.sides]) if self.sc.schedule == "rounds" else None
+        return together.sets(group, self.sc.schedule if pairs_here else "sequential", rounds)
+
     def _run_group(self, mode, overlay_mtu: int, group: list[Case]) -> None:
         label = f"{mode.name} u{group[0].underlay_mtu} o{overlay_mtu} r{group[0].repeat}"
         dp = self._deploy(mode, overlay_mtu, group, label)
+        sets = self._sets(group)
         try:
-            for i, case in enumerate(group):
+            for i, batch in enumerate(sets):
                 if dp is None:
                     return
                 if self.progress:
-                    self.progress.show(f"{case.key} r{case.repeat}")
-                self.store.append(self._guarded_case(case, dp))
+                    self.progress.show(f"{batch[0].key} r{batch[0].repeat}"
+                                       + (f" and {len(batch) - 1} more pairs at once" if len(batch) > 1 else ""))
+                if len(batch) == 1:
+                    self.store.append(self._guarded_case(batch[0], dp))
+                else:
+                    for rows in together.measure(self, batch, dp):
+                        self.store.append(rows)
                 if self.progress:
-                    self.progress.step()
-                if daemon_death(self.tb, dp) and i + 1 < len(group):
+                    for _ in batch:
+                        self.progress.step()
+                if daemon_death(self.tb, dp) and i + 1 < len(sets):
                     # The case already failed with the reason; the rest get a clean deployment.
                     mode.teardown(self.tb, dp)
-                    dp = self._deploy(mode, overlay_mtu, group[i + 1:], label)
+                    dp = self._deploy(mode, overlay_mtu, [c for b in sets[i + 1:] for c in b], label)
         finally:
             if dp is not None:
                 mode.teardown(self.tb, dp)
@@ -247,7 +221,7 @@ class Runner:
         port, data_port = PORTS.get(tool.binary, (None, None))
         spec = TestSpec(server_addr=server.addr, duration=self.sc.duration, streams=case.streams,
                         overlay_mtu=dp.overlay_mtu, port=port, data_port=data_port)
-        raw = _raw_name(case)
+        raw = raw_name(case)
         srv = cli = None
         srv_out: Completed | None = None
         try:
@@ -257,7 +231,7 @@ class Runner:
                 why = wait_listening(server.host, port, srv, proto=tool.listen) if port else None
                 if why:
                     srv_out = srv.stop()
-                    _save(self.store, f"{raw}.server", srv_out)
+                    save(self.store, f"{raw}.server", srv_out)
                     return [self._failed(case, dp.kind, why)]
             begun = self.tb.meter.begin(client.host, server.host)
             sleeve_a = self._daemon_seconds(dp)
@@ -278,9 +252,9 @@ class Runner:
             for proc in (cli, srv):
                 if proc is not None and proc.poll() is None:
                     proc.stop()
-        _save(self.store, f"{raw}.client", out)
+        save(self.store, f"{raw}.client", out)
         if srv_out is not None:
-            _save(self.store, f"{raw}.server", srv_out)
+            save(self.store, f"{raw}.server", srv_out)
         snap = modes.get(dp.mode).counters(self.tb, dp)
         if snap:
             self.store.save_raw(f"{raw}.counters.json", json.dumps(snap, indent=1))
@@ -314,10 +288,3 @@ class Runner:
                 return None
             total += secs
         return total
-
-
-def _save(store: RunStore, name: str, c: Completed) -> None:
-    """The tool's own stdout as it printed it, and how it was run beside it."""
-    store.save_raw(f"{name}.out", c.stdout)
-    store.save_raw(f"{name}.cmd.json", json.dumps({"argv": c.argv, "exit": c.returncode,
-                                                   "stderr": c.stderr}, indent=1))

@@ -2,7 +2,8 @@
 
     [scenario]  name, description, mode_files
     [modes.X]   a mode defined by commands (harness/modes/commands.py)
-    [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration, pairs
+    [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration, pairs,
+                schedule
     [underlay]  rate
     [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts
 
@@ -67,6 +68,9 @@ class Scenario:
     # which host pairs are measured (harness/core/pairs.py): ("all",), ("ring",),
     # ("star:HOST",) or pairs by name ("h0-h1", …); () is all of them
     pairs: tuple[str, ...] = ()
+    # how pairs share the wire (harness/run/together.py): one at a time, disjoint pairs at
+    # once (round-robin rounds), or every pair at once
+    schedule: str = "sequential"
     mode_files: tuple[str, ...] = ()  # files of [modes.X] definitions, as the scenario names them
     # modes defined by commands: {"name", "source" (the file), "definition" (its table)}
     mode_defs: tuple[dict, ...] = ()
@@ -169,6 +173,7 @@ TABLES: dict[str, dict[str, schema.Field]] = {
         "streams": F(list, schema.int_list(1, 128)),
         "repeats": F(int, schema.int_range(1, 1000)),
         "pairs": F((str, list), lambda v: _pairs_spec(v)),
+        "schedule": F(str, schema.one_of("sequential", "rounds", "mesh")),
         "duration": F((int, float), lambda v: float(schema.int_range(1, 3600, " s")(v))),
         "unfit": F(str, schema.one_of("error", "skip")),
     },
