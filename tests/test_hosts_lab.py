@@ -78,19 +78,40 @@ def test_four_hosts_a_ring_and_a_star(tmp_path):
     assert sorted(set(df["pair"])) == ["h0→h1", "h1→h2", "h2→h3", "h3→h0"]
 
 
+@pytest.mark.parametrize("mode", ["sleeve", "sleeve-crypto"])
+def test_three_hosts_a_sleeve_sends_each_frame_to_its_peer_alone(tmp_path, mode):
+    """h0 to h1 through a sleeve that has h1 and h2 as peers: once the sleeves have learned
+    where each container lives, h2 gets next to nothing (without learning it would get
+    every frame h1 gets). The keyed daemons agree on one AEAD with each of their peers."""
+    p = ob("run", "--hosts", "3", "--modes", mode, "--tests", "iperf3.tcp", "--placements", "container-container",
+           "--pairs", "h0-h1", "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
+           "--format", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = pathlib.Path(json.loads(p.stdout)["run_dir"])
+    (counters,) = list((run / "raw").glob("*iperf3.tcp*.counters.json"))
+    rx = {h: c["rx"]["bytes"] for h, c in json.loads(counters.read_text()).items()}
+    assert rx["h1"] > 10_000_000 and rx["h2"] < rx["h1"] / 100, rx
+    (dp,) = json.loads((run / "run.json").read_text())["datapaths"]
+    assert ("cipher" in dp["info"]) is (mode == "sleeve-crypto")
+    assert dp["info"].get("cipher", "aes-256-gcm") in ("aes-256-gcm", "chacha20-poly1305"), dp["info"]
+
+
 @pytest.mark.parametrize("schedule", ["rounds", "mesh"])
 def test_four_hosts_measured_in_rounds_and_as_a_mesh(tmp_path, schedule):
     """Pairs measured at once, each on its own ports: every one of the six pairs has its
     line, and `show` says they shared the fabric (and, for the mesh, the aggregate)."""
-    p = ob("run", "--hosts", "4", "--modes", "fastdp", "--tests", "iperf3.tcp", "--placements", "container-container",
-           "--schedule", schedule, "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
-           "--format", "json")
+    p = ob("run", "--hosts", "4", "--modes", "native,fastdp,sleeve,sleeve-crypto", "--tests", "iperf3.tcp",
+           "--placements", "host-host,container-container", "--schedule", schedule, "--repeats", "1", "--duration",
+           "1", "--results", str(tmp_path), "-q", "--format", "json")
     assert p.returncode == 0, p.stdout + p.stderr
     run = pathlib.Path(json.loads(p.stdout)["run_dir"])
     df = results.load(run)
     tp = df[df["metric"] == "throughput_bps"]
-    assert len(tp) == 6 and tp["ok"].astype(bool).all() and (tp["value"] > 0).all()
-    assert sorted(tp["pair"]) == ["h0→h1", "h0→h2", "h0→h3", "h1→h2", "h1→h3", "h2→h3"]
+    assert tp["ok"].astype(bool).all() and (tp["value"] > 0).all()
+    every = ["h0→h1", "h0→h2", "h0→h3", "h1→h2", "h1→h3", "h2→h3"]
+    got = {k: sorted(g["pair"]) for k, g in tp.groupby(["mode", "placement"])}
+    assert got == {k: every for k in [("native", "host-host")] + [
+        (m, pl) for m in ("fastdp", "sleeve", "sleeve-crypto") for pl in ("host-host", "container-container")]}
     shown = ob("show", str(run)).stdout
     assert f"note: Pairs measured at once shared the fabric (schedule {schedule})" in shown, shown
     assert ("6 pairs at once" in shown) is (schedule == "mesh"), shown
@@ -100,7 +121,7 @@ def test_four_hosts_measured_in_rounds_and_as_a_mesh(tmp_path, schedule):
     (["--hosts", "9"], "[testbed] lab_hosts: 9"),
     (["--hosts", "3", "--pairs", "h0-h7"], "--pairs: 'h0-h7' names the unknown host 'h7'"),
     (["--hosts", "3", "--pairs", "h1-h1"], "--pairs: 'h1-h1' names host h1 twice"),
-    (["--hosts", "3", "--modes", "native,sleeve"], "mode sleeve runs between two hosts only; this testbed has 3"),
+    (["--hosts", "3", "--modes", "native,auto"], "mode auto runs between two hosts only; this testbed has 3"),
 ])
 def test_bad_host_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, args, needle):
     before = set(labmod.leftovers())

@@ -90,8 +90,8 @@ def test_ping_and_tcp_across_each_sleeve_mode(lab, name, underlay, overlay):
 class MismatchedKeys(SleeveCrypto):
     name = "sleeve-crypto-mismatch"
 
-    def keys(self):
-        return secrets.token_bytes(32), secrets.token_bytes(32)
+    def keys(self, n=2):
+        return tuple(secrets.token_bytes(32) for _ in range(n))
 
 
 def test_sleeves_with_different_keys_do_not_talk(lab):

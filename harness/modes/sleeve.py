@@ -8,9 +8,14 @@
                           `--cipher auto`, AES-256-GCM where both have AES-NI, else ChaCha20-Poly1305
     sleeve-crypto-chacha  the same with ChaCha20-Poly1305 forced on both sides
 
-A keyed deployment records the AEAD the two daemons agreed on in Datapath.info["cipher"]
+A keyed deployment records the AEAD the daemons agreed on in Datapath.info["cipher"]
 (from their counters: "none" if they refused each other) and, per side, the library
 that seals it in Datapath.info["cipher_impl"].
+
+Across more than two hosts every daemon has every other host as a `--peer`, one key
+shared by all (each pair's session keys are derived from it and the two addresses), and
+sends a frame to the one peer its destination was learned behind, or to all while it is
+not known yet (overlay/sleeve/src/route.h). `auto` stays between two hosts.
 
 The testbed puts a binary on each host (built once per run from the shipped source:
 harness/sleeve/build.py), the mode starts one daemon per host, waits for its device
@@ -59,6 +64,7 @@ class Sleeve(Mode):
     colour = "#E69F00"
     features = ("tun",)
     ships_sleeve = True
+    multi_host = True
     description = "userspace UDP sleeve, TAP on the bridge, offloads and batching on"
     flags: tuple[str, ...] = ()
     l3 = False
@@ -94,7 +100,7 @@ class Sleeve(Mode):
         if self.sleeve_build is not None:
             dp.info["build"] = self.sleeve_build.describe()
         try:
-            keys = self.keys()
+            keys = self.keys(len(testbed.sides))
             binaries = {}
             for s in testbed.sides:
                 binaries[s.index] = testbed.install_sleeve(s, self.source())
@@ -115,12 +121,10 @@ class Sleeve(Mode):
                       for s in testbed.sides}
         return dp
 
-    def keys(self) -> tuple[bytes | None, bytes | None]:
-        """The key each side gets: one fresh random key shared by both, or none."""
-        if not self.crypto:
-            return (None, None)
-        key = secrets.token_bytes(32)
-        return (key, key)
+    def keys(self, n: int = 2) -> tuple[bytes | None, ...]:
+        """The key each of `n` sides gets: one fresh random key shared by all, or none."""
+        key = secrets.token_bytes(32) if self.crypto else None
+        return (key,) * n
 
     def argv_flags(self) -> tuple[str, ...]:
         extra = self.sleeve_build.flags if self.sleeve_build is not None else ()
@@ -134,15 +138,16 @@ class Sleeve(Mode):
         return [(snaps.get(f"h{s.index}") or {}).get("cipher_impl") for s in testbed.sides]
 
     def agreed_cipher(self, testbed: Testbed, dp: Datapath) -> str | None:
-        """The AEAD both daemons seal with towards each other, once each has heard the
-        other: a name, "none" (they refuse each other), "mismatch: A/B" (they do not
+        """The AEAD every daemon seals with towards each of its peers, once each has heard
+        them all: a name, "none" (they refuse each other), "mismatch: A/B" (they do not
         agree, which the daemons' rule rules out), or None (not heard in time)."""
         deadline = time.monotonic() + AGREE_TIMEOUT
+        want = len(testbed.sides) * (len(testbed.sides) - 1)
         while True:
             snaps = self.counters(testbed, dp) or {}
-            seen = [((snap or {}).get("peers") or [{}])[0].get("cipher") for snap in snaps.values()]
-            if len(seen) == len(testbed.sides) and all(seen):
-                return seen[0] if len(set(seen)) == 1 else "mismatch: " + "/".join(seen)
+            seen = [p.get("cipher") for snap in snaps.values() for p in ((snap or {}).get("peers") or [])]
+            if len(seen) == want and all(seen):
+                return seen[0] if len(set(seen)) == 1 else "mismatch: " + "/".join(dict.fromkeys(seen))
             if time.monotonic() > deadline:
                 log.warning("sleeve: the daemons did not report an agreed AEAD within %.0fs: %s",
                             AGREE_TIMEOUT, seen)
@@ -150,10 +155,9 @@ class Sleeve(Mode):
             time.sleep(0.1)
 
     def _start(self, testbed: Testbed, s: Side, binary: str, mtu: int, key: bytes | None) -> Process:
-        peer = testbed.peer(s)
-        argv = [binary, "--dev", s.dev(DEV), "--local", f"{s.underlay_ip}:{PORT}",
-                "--peer", f"{peer.underlay_ip}:{PORT}", "--mtu", str(mtu),
-                "--stats-file", self.stats_path(s), *self.argv_flags()]
+        peers = [a for p in testbed.peers(s) for a in ("--peer", f"{p.underlay_ip}:{PORT}")]
+        argv = [binary, "--dev", s.dev(DEV), "--local", f"{s.underlay_ip}:{PORT}", *peers,
+                "--mtu", str(mtu), "--stats-file", self.stats_path(s), *self.argv_flags()]
         if key is not None:
             key_path = self.key_path(s)
             local = pathlib.Path(testbed.artifact_dir) / f"key-{s.index}"
@@ -197,7 +201,8 @@ class Sleeve(Mode):
         if not self.l3:
             h.run(["ip", "link", "set", dev, "master", s.bridge, "up"])
             return
-        route_l3(s, testbed.peer(s), dev)
+        for peer in testbed.peers(s):
+            route_l3(s, peer, dev)
 
     # ---------------------------------------------------------------- teardown
     def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
@@ -207,7 +212,8 @@ class Sleeve(Mode):
                 s.host.run(["ip", "link", "del", s.dev(DEV)], check=False)
                 s.host.run(["rm", "-f", self.key_path(s), self.stats_path(s)], check=False)
                 if self.l3:
-                    unroute_l3(s, testbed.peer(s), s.dev(DEV))
+                    for peer in testbed.peers(s):
+                        unroute_l3(s, peer, s.dev(DEV))
                 reset_overlay_path(s, 1500, None)
             except CommandError as e:
                 log.warning("sleeve teardown on %s: %s", s.host.name, e)

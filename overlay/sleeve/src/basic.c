@@ -18,6 +18,7 @@
 
 #include "basic.h"
 #include "pmtu.h"
+#include "route.h"
 #include "rx.h"
 #include "send.h"
 #include "sleeve.h"
@@ -40,10 +41,13 @@ static void basic_free(void *arg)
 	free(b->out);
 }
 
-/* One datagram to every peer that takes frames from us, one sendmsg each. */
-static void basic_send(struct sv *s, struct iovec *v, size_t n, int frag)
+/* One datagram to the frame's peer (route >= 0) or to every peer that takes
+ * frames from us, one sendmsg each. */
+static void basic_send(struct sv *s, struct iovec *v, size_t n, int frag, int route)
 {
 	for (int i = 0; i < s->npeers; i++) {
+		if (route >= 0 && i != route)
+			continue;
 		if (s->enc && sv_peer_skipped(&s->peers[i])) {
 			sv_count_drop(&s->ctr_tx, SV_D_CIPHER_MISMATCH, 1);
 			continue;
@@ -63,6 +67,7 @@ static void basic_frame(struct sv *s, struct basic *b, size_t n, uint32_t id)
 	size_t hlen = sv_frag_over(s->enc);
 	struct sv_txunit u;
 	enum sv_drop r;
+	int route = sv_route(s, b->buf, n); /* before a key seals the frame in place */
 
 	if (n <= sv_pack_max_frame(dgram, s->enc)) {
 		struct sv_packer pk;
@@ -78,7 +83,7 @@ static void basic_frame(struct sv *s, struct basic *b, size_t n, uint32_t id)
 			return;
 		}
 		v = (struct iovec){pk.dgram, len};
-		basic_send(s, &v, 1, 0);
+		basic_send(s, &v, 1, 0, route);
 		return;
 	}
 	r = sv_seal_unit(s, &b->aead, b->buf, n, sv_base_flags(s), id, dgram, &u);
@@ -93,7 +98,7 @@ static void basic_frame(struct sv *s, struct basic *b, size_t n, uint32_t id)
 
 		sv_piece_put(b->out, sv_base_flags(s), u.aead, s->seal.session, u.ctr, id,
 			     (uint32_t)u.stream, (uint16_t)i, (uint16_t)u.cnt, clen);
-		basic_send(s, v, 2, 1);
+		basic_send(s, v, 2, 1, route);
 	}
 }
 

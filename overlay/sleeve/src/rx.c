@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "rx.h"
+#include "route.h"
 #include "rxctl.h"
 #include "sleeve.h"
 #include "spin.h"
@@ -252,6 +253,7 @@ enum sv_drop sv_rx_datagram(struct sv *s, struct sv_peer *p, uint8_t *d, size_t 
 			goto drop;
 	}
 	body = d + sv_body_off(s->enc);
+	s->rx_from = (int)(p - s->peers);
 	if (h.type == SV_T_DATA || h.type == SV_T_FRAG) {
 		if (!(h.flags & SV_F_L3) != !s->l3) {
 			r = SV_D_MODE_MISMATCH;
@@ -335,6 +337,12 @@ static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *d, c
 			return SV_D_BAD_VNET;
 		sv_count(&s->ctr_rx, SV_C_RX_SUPER, 1);
 	}
+	if (u.iov[0].iov_len > SV_VNET_LEN + SV_ETH_HLEN) {
+		size_t off = (h->flags & SV_F_VNET) ? SV_VNET_LEN : 0;
+
+		sv_learn(s, (int)(p - s->peers), (const uint8_t *)u.iov[0].iov_base + off,
+			 u.iov[0].iov_len - off);
+	}
 	sv_rx_gro_flush(s); /* frames gathered before this unit go first */
 	return deliver(s, u.iov, u.n, u.len, !!(h->flags & SV_F_VNET));
 }
@@ -370,6 +378,7 @@ static enum sv_drop rx_frame(struct sv *s, const uint8_t *f, size_t len)
 {
 	struct iovec v = {(void *)f, len};
 
+	sv_learn(s, s->rx_from, f, len);
 	if (s->segment && s->vnet) {
 		/* an oversize frame is not gathered: deliver() drops it */
 		int fits = len <= (size_t)s->mtu + link_hlen(s);

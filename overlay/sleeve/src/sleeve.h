@@ -18,6 +18,7 @@
 
 #define SV_VERSION_STR "0.5.0"
 #define SV_MAX_PEERS 16
+#define SV_ROUTE_SLOTS 1024 /* where sources live, learned (route.h) */
 
 enum sv_ctr {
 	SV_C_TX_FRAMES,
@@ -114,6 +115,8 @@ struct sv {
 	int udp_gso, udp_gro, mmsg;
 	struct sv_peer peers[SV_MAX_PEERS];
 	int npeers;
+	uint64_t routes[SV_ROUTE_SLOTS]; /* where each source lives (route.h) */
+	int rx_from; /* the peer whose datagram the rx thread is opening (its index) */
 	struct sv_counters ctr_tx, ctr_rx, ctr_main;
 	sv_deliver_fn deliver;
 	sv_send_fn send_ctl;

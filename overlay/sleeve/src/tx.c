@@ -42,6 +42,7 @@
 #include <unistd.h>
 
 #include "pmtu.h"
+#include "route.h"
 #include "seg.h"
 #include "send.h"
 #include "sleeve.h"
@@ -76,6 +77,9 @@ struct txq {
 	int pk_open;
 	uint32_t frame_id;
 	struct sv_aead_set aead; /* this thread's sealing contexts */
+	int route;       /* the frame being classified goes to this peer (-1: every peer; route.h) */
+	int pk_route;    /* the DATA datagram being packed goes to this peer */
+	int train_route; /* the last message's peer, while a train may grow */
 };
 
 static void txq_free(void *arg);
@@ -86,8 +90,8 @@ static uint8_t *pk_reserve(struct txq *q, size_t len, uint32_t dgram);
 static void pk_close(struct txq *q);
 static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint32_t dgram);
 static int room(struct txq *q, int msgs, int iovs, size_t bytes);
-static void push_dgram(struct txq *q, int first, size_t len);
-static int push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, unsigned per);
+static void push_dgram(struct txq *q, int first, size_t len, int route);
+static int push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, unsigned per, int route);
 static void set_segment(struct msghdr *m, void *cbuf, size_t cbuflen, uint16_t seg);
 static void flush(struct txq *q);
 static void send_train_split(struct txq *q, struct mmsghdr *mm, unsigned per);
@@ -103,6 +107,7 @@ void *sv_tx_thread(void *arg)
 	if (!q)
 		return NULL;
 	q->s = s;
+	q->route = q->pk_route = q->train_route = -1;
 	q->arena = malloc(TX_ARENA);
 	for (int i = 0; i < TX_RBUFS; i++)
 		q->rbuf[i] = malloc(RBUF_SZ + TAILROOM);
@@ -175,6 +180,8 @@ static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 
 	if (!n) /* a read of nothing is no frame */
 		return 0;
+	if (!s->vnet || n > SV_VNET_LEN) /* before a key seals the frame in place */
+		q->route = s->vnet ? sv_route(s, buf + SV_VNET_LEN, n - SV_VNET_LEN) : sv_route(s, buf, n);
 	if (s->vnet) {
 		struct virtio_net_hdr vh;
 
@@ -234,7 +241,8 @@ static void tx_segments(struct txq *q, const struct sv_seg *g, uint32_t dgram)
  * datagram being packed, or in a new one when it does not fit. */
 static uint8_t *pk_reserve(struct txq *q, size_t len, uint32_t dgram)
 {
-	uint8_t *p = q->pk_open ? sv_pack_reserve(&q->pk, len) : NULL;
+	/* frames to different peers never share a datagram */
+	uint8_t *p = q->pk_open && q->pk_route == q->route ? sv_pack_reserve(&q->pk, len) : NULL;
 
 	if (p)
 		return p;
@@ -243,6 +251,7 @@ static uint8_t *pk_reserve(struct txq *q, size_t len, uint32_t dgram)
 		flush(q);
 	sv_pack_begin(&q->pk, q->arena + q->aused, dgram, sv_base_flags(q->s));
 	q->pk_open = 1;
+	q->pk_route = q->route;
 	return sv_pack_reserve(&q->pk, len);
 }
 
@@ -265,7 +274,7 @@ static void pk_close(struct txq *q)
 	q->iov[q->niov].iov_len = len;
 	q->aused += (size_t)(q->pk.dgram - q->pk.buf) + len;
 	q->niov++;
-	push_dgram(q, q->niov - 1, len);
+	push_dgram(q, q->niov - 1, len, q->pk_route);
 }
 
 /* ---- 4. cut ---- */
@@ -327,9 +336,9 @@ static int tx_unit(struct txq *q, uint8_t *data, size_t len, uint8_t flags, uint
 			q->iov[q->niov++] = (struct iovec){data + off, clen};
 			q->aused += hlen;
 		}
-		push(q, first, q->niov - first, to - from, full, 2);
+		push(q, first, q->niov - first, to - from, full, 2, q->route);
 	}
-	sv_count(&s->ctr_tx, SV_C_TX_FRAGS, (uint64_t)cnt * (unsigned)s->npeers);
+	sv_count(&s->ctr_tx, SV_C_TX_FRAGS, (uint64_t)cnt * (q->route >= 0 ? 1u : (unsigned)s->npeers));
 	return 1;
 }
 
@@ -341,17 +350,17 @@ static int room(struct txq *q, int msgs, int iovs, size_t bytes)
 	       q->aused + bytes <= TX_ARENA;
 }
 
-/* Queues one DATA datagram (iov[first], len bytes). Consecutive datagrams of one
- * size (the last may be shorter) to a single peer join one UDP GSO train: a
- * super-frame cut in userspace still leaves in one sendmsg and arrives as one
- * GRO train. */
-static void push_dgram(struct txq *q, int first, size_t len)
+/* Queues one DATA datagram (iov[first], len bytes) to `route` (-1: every peer).
+ * Consecutive datagrams of one size (the last may be shorter) to a single peer
+ * join one UDP GSO train: a super-frame cut in userspace still leaves in one
+ * sendmsg and arrives as one GRO train. */
+static void push_dgram(struct txq *q, int first, size_t len, int route)
 {
 	struct sv *s = q->s;
 	struct mmsghdr *mm = q->nmsg ? &q->msg[q->nmsg - 1] : NULL;
 	struct msghdr *m = mm ? &mm->msg_hdr : NULL;
 
-	if (m && q->train_seg && len <= q->train_seg && m->msg_iovlen < GSO_MAX_SEGS &&
+	if (m && q->train_seg && q->train_route == route && len <= q->train_seg && m->msg_iovlen < GSO_MAX_SEGS &&
 	    m->msg_iov + m->msg_iovlen == &q->iov[first] &&
 	    (m->msg_iovlen + 1) * (size_t)q->train_seg <= SV_MAX_DGRAM) {
 		if (m->msg_iovlen == 1)
@@ -365,14 +374,16 @@ static void push_dgram(struct txq *q, int first, size_t len)
 			q->train_seg = 0; /* a shorter datagram ends a train */
 		return;
 	}
-	if (push(q, first, 1, 1, 0, 0) && s->npeers == 1 &&
-	    __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED) && len <= UINT16_MAX)
+	if (push(q, first, 1, 1, 0, 0, route) == 1 && (s->npeers == 1 || route >= 0) &&
+	    __atomic_load_n(&s->udp_gso, __ATOMIC_RELAXED) && len <= UINT16_MAX) {
 		q->train_seg = (uint16_t)len;
+		q->train_route = route;
+	}
 }
 
-/* Queues iov[first .. first+n) as one message to every peer that takes frames
- * from us; returns how many were queued. */
-static int push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, unsigned per)
+/* Queues iov[first .. first+n) as one message to `route`, or (-1) to every peer
+ * that takes frames from us; returns how many were queued. */
+static int push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, unsigned per, int route)
 {
 	struct sv *s = q->s;
 	int queued = 0;
@@ -381,6 +392,8 @@ static int push(struct txq *q, int first, int n, unsigned ndgrams, size_t seg, u
 		struct mmsghdr *mm = &q->msg[q->nmsg];
 		struct msghdr *m = &mm->msg_hdr;
 
+		if (route >= 0 && i != route)
+			continue;
 		if (s->enc && sv_peer_skipped(&s->peers[i])) {
 			sv_count_drop(&s->ctr_tx, SV_D_CIPHER_MISMATCH, ndgrams);
 			continue;

@@ -54,6 +54,7 @@ int main(int argc, char **argv)
 	test_segment();
 	test_tx_device();
 	test_spin();
+	test_route();
 	printf("unit: %d checks, %d failed\n", checks, failures);
 	return failures ? 1 : 0;
 }

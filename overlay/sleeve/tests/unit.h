@@ -7,6 +7,7 @@
 
 /* unit_frame.c */
 void test_hdr(void);
+void test_route(void);
 void test_pack(void);
 void test_records_bad(void);
 void test_frag_parse(void);
