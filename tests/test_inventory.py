@@ -28,6 +28,11 @@ def test_pair_picks_by_name_and_defaults_to_the_first_two():
     assert [h.name for h in inventory.pick(hosts, ["gamma", "alpha"], "x")] == ["gamma", "alpha"]
     with pytest.raises(ScenarioError, match=r"x: --pair: no host 'gama' \(did you mean 'gamma'\?\)"):
         inventory.pick(hosts, ["alpha", "gama"], "x")
+    assert [h.name for h in inventory.pick(hosts, ["all"], "x")] == ["alpha", "beta", "gamma"]
+    assert [h.name for h in inventory.pick(hosts, ["gamma", "beta", "alpha"], "x")] == ["gamma", "beta", "alpha"]
+    for bad in (["alpha"], ["alpha", "alpha"], ["alpha", "beta", "alpha"]):
+        with pytest.raises(ScenarioError, match=r"x: --pair: expected two or more different host names"):
+            inventory.pick(hosts, bad, "x")
 
 
 def _key(tmp_path, mode=0o600):
@@ -90,7 +95,7 @@ def test_scenario_testbed_table_and_inventory_relative_to_the_file(tmp_path):
     assert sc.backend == "ssh" and sc.inventory == str(tmp_path / "hosts.toml") and sc.pair == ("a", "b")
     with pytest.raises(ScenarioError, match=r"\[testbed\] backend: 'sssh': expected .* \(did you mean 'ssh'\?\)"):
         S.build({"testbed": {"backend": "sssh"}}, source="x.toml")
-    with pytest.raises(ScenarioError, match=r"\[testbed\] pair: \['a', 'a'\]: expected two different host names"):
+    with pytest.raises(ScenarioError, match=r"\[testbed\] pair: \['a', 'a'\]: expected two or more different host names"):
         S.build({"testbed": {"pair": ["a", "a"]}}, source="x.toml")
 
 

@@ -20,7 +20,8 @@ def add(sub) -> None:
     r.add_argument("--vagrant-provider", metavar="NAME",
                    help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
     r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
-    r.add_argument("--pair", type=csv(str), metavar="A,B", help="which two inventory hosts (default: the first two)")
+    r.add_argument("--pair", type=csv(str), metavar="A,B[,..]",
+                   help="which inventory hosts, two or more, or all (default: the first two)")
     r.add_argument("--hosts", type=int, metavar="N", help="the lab's hosts, 2 (default) to 8: more than two share "
                                                           "a switch, and --pairs picks the pairs measured")
     r.add_argument("--containers", choices=["netns", "docker"],

@@ -62,7 +62,7 @@ class Scenario:
     backend: str = "netns"
     inventory: str | None = None      # the ssh backend's hosts file
     hosts: tuple[dict, ...] = ()      # or the hosts themselves, inline in [testbed]
-    pair: tuple[str, ...] = ()        # which two inventory hosts (default: the first two)
+    pair: tuple[str, ...] = ()        # which inventory hosts, two or more or ("all",) (default: the first two)
     containers: str = "netns"         # what a container endpoint is
     lab_hosts: int = 2                # the lab's hosts (the netns backend)
     # which host pairs are measured (harness/core/pairs.py): ("all",), ("ring",),
@@ -201,8 +201,10 @@ def _pairs_spec(v) -> tuple[str, ...]:
 
 
 def _pair(v) -> tuple[str, ...]:
-    if len(v) != 2 or not all(isinstance(x, str) and x for x in v) or v[0] == v[1]:
-        raise ValueError(f"{v!r}: expected two different host names")
+    if list(v) == ["all"]:
+        return ("all",)
+    if len(v) < 2 or not all(isinstance(x, str) and x for x in v) or len(set(v)) != len(v):
+        raise ValueError(f"{v!r}: expected two or more different host names, or [\"all\"]")
     return tuple(v)
 
 

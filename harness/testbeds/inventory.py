@@ -171,12 +171,13 @@ def load(path: str | pathlib.Path) -> list[HostSpec]:
     return from_doc(doc, str(p))
 
 
-def pick(hosts: list[HostSpec], pair: tuple[str, ...] | list[str] | None, source: str) -> tuple[HostSpec, HostSpec]:
-    """The two hosts to measure between: `pair` by name, or the first two."""
-    if not pair:
+def pick(hosts: list[HostSpec], pair: tuple[str, ...] | list[str] | None, source: str) -> tuple[HostSpec, ...]:
+    """The hosts the testbed is made of: `pair` by name (two or more), ["all"] for every
+    host of the inventory, or the first two."""
+    if not pair or list(pair) == ["all"]:
         if len(hosts) < 2:
             raise ScenarioError(f"{source}: [[hosts]]: {len(hosts)} host(s); a pair needs two")
-        return hosts[0], hosts[1]
+        return tuple(hosts) if pair else (hosts[0], hosts[1])
     by_name = {h.name: h for h in hosts}
     chosen = []
     for name in pair:
@@ -184,6 +185,7 @@ def pick(hosts: list[HostSpec], pair: tuple[str, ...] | list[str] | None, source
             raise ScenarioError(f"{source}: --pair: no host {name!r}{schema.suggest(name, by_name)}; "
                                 f"known: {', '.join(by_name)}")
         chosen.append(by_name[name])
-    if len(chosen) != 2 or chosen[0].name == chosen[1].name:
-        raise ScenarioError(f"{source}: --pair: expected two different host names, got {','.join(pair)}")
-    return chosen[0], chosen[1]
+    if len(chosen) < 2 or len({h.name for h in chosen}) != len(chosen):
+        raise ScenarioError(f"{source}: --pair: expected two or more different host names (or all), "
+                            f"got {','.join(pair)}")
+    return tuple(chosen)

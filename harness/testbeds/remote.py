@@ -1,9 +1,9 @@
-"""Two real hosts (over SSH) as a testbed: the same Sides the lab gives, made of prefixed
-objects on each host.
+"""Real hosts (over SSH, two or more) as a testbed: the same Sides the lab gives, made of
+prefixed objects on each host.
 
 On each host, and nothing else:
 
-    <P>-br0        the overlay bridge (198.18.64.1 / .2), IPv6 off, forwarding on it only
+    <P>-br0        the overlay bridge (198.18.64.<i+1>), IPv6 off, forwarding on it only
     <P>-c<i>       the container namespace, its veth <P>-vc<i> on the bridge, eth0 inside
     <P>-vx0, -sv0… the modes' devices (Side.prefix)
     inet <P>-h<i>  the side's nftables table: the bridge and an L3 mode's tunnel device
@@ -86,9 +86,9 @@ class Tagged(Host):
 
 
 class RemoteTestbed(Testbed):
-    """A pair of remote hosts. Construct (nothing is made), preflight(), build(), teardown()."""
+    """Two or more remote hosts. Construct (nothing is made), preflight(), build(), teardown()."""
 
-    def __init__(self, specs: tuple[HostSpec, HostSpec], hosts: tuple[Host, Host], opts: Options,
+    def __init__(self, specs: tuple[HostSpec, ...], hosts: tuple[Host, ...], opts: Options,
                  backend: str = "ssh", facts: dict | None = None, containers: str = "netns"):
         self.backend = backend
         self.specs = specs
@@ -105,7 +105,7 @@ class RemoteTestbed(Testbed):
         self._torn_down = False
         self._sleeves: dict[tuple, str] = {}
         self._sleeve_sources: dict[int, dict[str, str | None]] = {}   # side → build label → source hash
-        self.sides: tuple[Side, Side] | tuple = ()
+        self.sides: tuple[Side, ...] = ()
         self._name("ob" + secrets.token_hex(2))
         self._artifacts = owned_tempdir(self.prefix)
         self.after_teardown: list = []      # what a backend removes once the hosts are clean
@@ -124,7 +124,7 @@ class RemoteTestbed(Testbed):
                               container_ip=f"{OVERLAY_NET}.{11 + i}", container_dev="eth0",
                               container_port=f"{p}-vc{i}", workdir=f"{self.state}/h{i}", prefix=p,
                               table=confine.table_name(p, i)))
-        self.sides = (sides[0], sides[1])
+        self.sides = tuple(sides)
 
     @property
     def artifact_dir(self) -> pathlib.Path:
@@ -161,12 +161,12 @@ class RemoteTestbed(Testbed):
         if problems:
             raise HarnessError("; ".join(dict.fromkeys(problems)))
         for s, spec in zip(self.sides, self.specs):
-            peer = self.peer(s)
-            done = s.host.run(["ping", "-c", "2", "-i", "0.2", "-W", "2", "-I", s.underlay_ip, peer.underlay_ip],
-                              check=False, timeout=15)
-            if not done.ok:
-                raise HarnessError(f"{spec.name}: its underlay address {s.underlay_ip} ({s.underlay_dev}) cannot "
-                                   f"reach {self.specs[peer.index].name}'s {peer.underlay_ip}")
+            for peer in self.peers(s):
+                done = s.host.run(["ping", "-c", "2", "-i", "0.2", "-W", "2", "-I", s.underlay_ip, peer.underlay_ip],
+                                  check=False, timeout=15)
+                if not done.ok:
+                    raise HarnessError(f"{spec.name}: its underlay address {s.underlay_ip} ({s.underlay_dev}) "
+                                       f"cannot reach {self.specs[peer.index].name}'s {peer.underlay_ip}")
 
     def _resolve_underlay(self) -> None:
         """Fill in "auto" underlay interfaces and addresses, and read each NIC's MTU."""
@@ -182,7 +182,7 @@ class RemoteTestbed(Testbed):
             s.underlay_dev, s.underlay_ip = dev, ip
         for s, spec in zip(self.sides, self.specs):
             if s.underlay_dev == "auto":
-                peer = self.peer(s)
+                peer = self.sides[(s.index + 1) % len(self.sides)]
                 target = peer.underlay_ip if peer.underlay_ip != "auto" else self.specs[peer.index].address
                 target = _resolve_name(target, spec.name)
                 done = s.host.run(["ip", "-o", "-4", "route", "get", target], check=False, timeout=10)
@@ -198,11 +198,13 @@ class RemoteTestbed(Testbed):
             self._nic_mtu[s.index] = int(done.stdout.strip())
 
     def native_mtu(self) -> int:
-        a, b = self._nic_mtu[0], self._nic_mtu[1]
-        if a != b:
-            raise HarnessError(f"underlay MTU auto: {self.specs[0].name}'s {self.sides[0].underlay_dev} has MTU {a}, "
-                               f"{self.specs[1].name}'s {self.sides[1].underlay_dev} {b}: give one MTU "
-                               f"(with manage_underlay = true on the host that differs)")
+        a = self._nic_mtu[0]
+        for s, spec in zip(self.sides[1:], self.specs[1:]):
+            b = self._nic_mtu[s.index]
+            if a != b:
+                raise HarnessError(f"underlay MTU auto: {self.specs[0].name}'s {self.sides[0].underlay_dev} has MTU "
+                                   f"{a}, {spec.name}'s {s.underlay_dev} {b}: give one MTU "
+                                   f"(with manage_underlay = true on the host that differs)")
         return a
 
     # ------------------------------------------------------------- build
@@ -225,7 +227,7 @@ class RemoteTestbed(Testbed):
         except BaseException:
             self.teardown()
             raise
-        log.info("remote testbed %s up on %s and %s", self.prefix, *(s.name for s in self.specs))
+        log.info("remote testbed %s up on %s", self.prefix, ", ".join(s.name for s in self.specs))
 
     def _claim(self) -> None:
         """Make the prefix's state directory on each host with a plain mkdir, which fails
@@ -244,7 +246,7 @@ class RemoteTestbed(Testbed):
                 release_state_dir(self.sides[i].host, self.prefix, nonce)
             self._claimed.clear()
             self._name("ob" + secrets.token_hex(2))
-        raise HarnessError(f"no free testbed prefix on {self.specs[0].name} and {self.specs[1].name} "
+        raise HarnessError(f"no free testbed prefix on {', '.join(s.name for s in self.specs)} "
                            f"after {CLAIM_TRIES} tries: run `overlaybench down --inventory`")
 
     def _build_side(self, s: Side) -> None:
@@ -292,13 +294,13 @@ class RemoteTestbed(Testbed):
         """A full-size packet with DF set must reach the peer: a NIC at the MTU says nothing of
         the switches between the hosts, and a path that drops big packets measures nonsense."""
         for s, spec in zip(self.sides, self.specs):
-            peer = self.peer(s).underlay_ip
-            payload = mtu - (48 if ":" in peer else 28)          # IPv6 or IPv4 header, ICMP header
-            done = s.host.run(["ping", "-c", "2", "-i", "0.2", "-W", "1", "-M", "do", "-s", str(payload), peer],
-                              check=False, timeout=15)
-            if not done.ok:
-                raise HarnessError(f"{spec.name}: a {mtu}-byte packet with DF set does not reach {peer} over "
-                                   f"{s.underlay_dev}: the path between the hosts carries less than MTU {mtu}")
+            for peer in (p.underlay_ip for p in self.peers(s)):
+                payload = mtu - (48 if ":" in peer else 28)          # IPv6 or IPv4 header, ICMP header
+                done = s.host.run(["ping", "-c", "2", "-i", "0.2", "-W", "1", "-M", "do", "-s", str(payload), peer],
+                                  check=False, timeout=15)
+                if not done.ok:
+                    raise HarnessError(f"{spec.name}: a {mtu}-byte packet with DF set does not reach {peer} over "
+                                       f"{s.underlay_dev}: the path between the hosts carries less than MTU {mtu}")
 
     # ------------------------------------------------------------- sleeve
     def install_sleeve(self, side: Side, source=None) -> str:

@@ -1,4 +1,4 @@
-"""The ssh backend: two hosts of an inventory, reached over SSH, as a RemoteTestbed.
+"""The ssh backend: hosts of an inventory (two or more), reached over SSH, as a RemoteTestbed.
 
 The vagrant backend reuses it: Vagrant's `ssh-config` becomes inventory hosts.
 """
