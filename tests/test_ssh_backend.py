@@ -32,9 +32,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 class SshLab:
-    """A lab whose two host namespaces run sshd: "remote machines" for the ssh backend."""
+    """A lab whose host namespaces (two, or `hosts`) run sshd: "remote machines" for the ssh
+    backend, every second one reached as a user with sudo."""
 
-    def __init__(self, tmp: pathlib.Path):
+    def __init__(self, tmp: pathlib.Path, hosts: int = 2):
         sshd_mod.require()
         sshd_mod.ensure_user(sshd_mod.SUDO_USER, sudo=True)
         self.tmp = tmp
@@ -42,7 +43,7 @@ class SshLab:
         # session's, or a killed run's from before); any that appear from now on are.
         self.dirs_before = set(self._host_dirs())
         self.runs: dict[int, str] = {}      # orchestrator pid → the testbed prefix it made
-        self.lab = labmod.Lab.create()
+        self.lab = labmod.Lab.create(hosts=hosts)
         self.sshds = []
         try:
             os.chmod(tmp, 0o755)
@@ -61,8 +62,8 @@ class SshLab:
         users = ("root", sshd_mod.SUDO_USER)
         body = ""
         for i, d in enumerate(self.sshds):
-            body += (f'[[hosts]]\nname = "h{i}"\naddress = "{d.address}"\nuser = "{users[i]}"\n'
-                     f'sudo = {"true" if i else "false"}\nkey_file = "{self.key}"\n'
+            body += (f'[[hosts]]\nname = "h{i}"\naddress = "{d.address}"\nuser = "{users[i % 2]}"\n'
+                     f'sudo = {"true" if i % 2 else "false"}\nkey_file = "{self.key}"\n'
                      + (f'known_hosts = "{self.known}"\n' if known else "")
                      + 'underlay_interface = "ul0"\n' + (extra or {}).get(i, ""))
         f = self.tmp / name
@@ -144,6 +145,17 @@ def ssh_lab():
     # keys with that user's rights.
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="obsshlab-"))
     sl = SshLab(tmp)
+    try:
+        yield sl
+    finally:
+        sl.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def ssh_lab3():
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="obsshlab-"))
+    sl = SshLab(tmp, hosts=3)
     try:
         yield sl
     finally:
@@ -537,3 +549,33 @@ def test_an_underlay_mtu_the_path_does_not_carry_fails_its_cases_and_the_others_
     assert by_mtu[9000] and not any(r["ok"] for r in by_mtu[9000])
     assert all("a 9000-byte packet with DF set does not reach" in r["error"] for r in by_mtu[9000]), by_mtu[9000]
     assert ssh_lab.leftovers() == []
+
+
+# --------------------------------------------------------------------------- three hosts
+
+def test_three_ssh_hosts_every_pair_and_a_mesh_and_nothing_left(ssh_lab3, tmp_path):
+    """Every host of a three-host inventory (--pair all): native, fastdp and a keyed sleeve
+    between every pair one at a time, then every pair at once; nothing left on any host.
+    Nothing measured is judged: only that each pair was measured and named."""
+    ssh_lab3.bare()
+    for s in ssh_lab3.lab.sides:
+        s.host.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=0"])
+    inv = ssh_lab3.inventory()
+    every = ["h0→h1", "h0→h2", "h1→h2"]
+    for schedule in ("sequential", "mesh"):
+        p = ob("run", "--inventory", inv, "--pair", "all", "--modes", "native,fastdp,sleeve-crypto", "--tests",
+               "iperf3.tcp", "--placements", "host-host,container-container", "--schedule", schedule,
+               "--repeats", "1", "--duration", "1", "--results", str(tmp_path / schedule), "-q", "--format", "json",
+               env=ssh_lab3.env())
+        assert p.returncode == 0, p.stderr[-3000:]
+        run = pathlib.Path(json.loads(p.stdout)["run_dir"])
+        recs = [r for r in results.RunStore.open(run).records() if r["metric"] == "throughput_bps"]
+        assert all(r["ok"] for r in recs), [r["error"] for r in recs if not r["ok"]]
+        got = {}
+        for r in recs:
+            got.setdefault((r["mode"], r["placement"]), []).append(r["pair"])
+        assert {k: sorted(v) for k, v in got.items()} == {k: every for k in [("native", "host-host")] + [
+            (m, pl) for m in ("fastdp", "sleeve-crypto") for pl in ("host-host", "container-container")]}
+        meta = results.read_meta(run)
+        assert sorted(meta["hosts"]) == ["h0", "h1", "h2"]
+    assert ssh_lab3.leftovers() == []
