@@ -18,8 +18,8 @@ from typing import Callable, TextIO
 from harness import modes
 from harness.core import failpoints
 from harness.core.errors import HarnessError
-from harness.hosts.base import Completed
 from harness.core.pairs import rounds as pair_rounds
+from harness.hosts.base import Completed
 from harness.modes.base import Datapath, offloads
 from harness.run import together
 from harness.run.endpoints import endpoints, pair_sides
@@ -32,7 +32,6 @@ from harness.tools import get as get_tool
 from harness.tools.base import Sample, TestSpec, ToolResult
 
 log = logging.getLogger(__name__)
-
 
 
 class Progress:
@@ -158,7 +157,7 @@ class Runner:
                 if len(batch) == 1:
                     self.store.append(self._guarded_case(batch[0], dp))
                 else:
-                    for rows in together.measure(self, batch, dp):
+                    for rows in self._guarded_set(batch, dp):
                         self.store.append(rows)
                 if self.progress:
                     for _ in batch:
@@ -184,6 +183,24 @@ class Runner:
                 raise HarnessError(f"stopping: {len(self._broken)} cases in a row could not run; "
                                    f"the last: {e}") from e
             return [self._failed(case, dp.kind, str(e))]
+        self._broken.clear()
+        return rows
+
+    def _guarded_set(self, batch: list[Case], dp: Datapath) -> list[list[Measurement]]:
+        """together.measure, with a host that fails under the set recorded as the failure of
+        each of its cases, counted as one, as _guarded_case counts."""
+        try:
+            rows = together.measure(self, batch, dp)
+        except HarnessError as e:
+            log.warning("%s r%d and %d more pairs: %s", batch[0].key, batch[0].repeat, len(batch) - 1, e)
+            self._broken.append(str(e))
+            failed = [[self._failed(c, dp.kind, str(e))] for c in batch]
+            if len(self._broken) >= MAX_BROKEN_IN_A_ROW:
+                for rows in failed:
+                    self.store.append(rows)
+                raise HarnessError(f"stopping: {len(self._broken)} cases in a row could not run; "
+                                   f"the last: {e}") from e
+            return failed
         self._broken.clear()
         return rows
 
