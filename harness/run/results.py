@@ -38,7 +38,8 @@ class ResultsError(HarnessError):
     """The results directory cannot be written (full, read-only): what was measured stays."""
 
 FIELDS = ["run_id", "case", "mode", "datapath", "underlay_mtu", "overlay_mtu", "placement",
-          "test", "streams", "pair", "repeat", "metric", "value", "unit", "ok", "error", "ts"]
+          "test", "streams", "pair", "src_host", "dst_host", "repeat", "metric", "value", "unit", "ok", "error",
+          "ts"]
 
 
 @dataclasses.dataclass(frozen=True)
