@@ -337,7 +337,7 @@ static enum sv_drop rx_frag(struct sv *s, struct sv_peer *p, const uint8_t *d, c
 			return SV_D_BAD_VNET;
 		sv_count(&s->ctr_rx, SV_C_RX_SUPER, 1);
 	}
-	if (u.iov[0].iov_len > SV_VNET_LEN + SV_ETH_HLEN) {
+	if (s->npeers > 1 && u.iov[0].iov_len > SV_VNET_LEN + SV_ETH_HLEN) {
 		size_t off = (h->flags & SV_F_VNET) ? SV_VNET_LEN : 0;
 
 		sv_learn(s, (int)(p - s->peers), (const uint8_t *)u.iov[0].iov_base + off,
@@ -378,7 +378,8 @@ static enum sv_drop rx_frame(struct sv *s, const uint8_t *f, size_t len)
 {
 	struct iovec v = {(void *)f, len};
 
-	sv_learn(s, s->rx_from, f, len);
+	if (s->npeers > 1)
+		sv_learn(s, s->rx_from, f, len);
 	if (s->segment && s->vnet) {
 		/* an oversize frame is not gathered: deliver() drops it */
 		int fits = len <= (size_t)s->mtu + link_hlen(s);

@@ -180,7 +180,7 @@ static int tx_frame(struct txq *q, uint8_t *buf, size_t n)
 
 	if (!n) /* a read of nothing is no frame */
 		return 0;
-	if (!s->vnet || n > SV_VNET_LEN) /* before a key seals the frame in place */
+	if (s->npeers > 1 && (!s->vnet || n > SV_VNET_LEN)) /* before a key seals the frame in place */
 		q->route = s->vnet ? sv_route(s, buf + SV_VNET_LEN, n - SV_VNET_LEN) : sv_route(s, buf, n);
 	if (s->vnet) {
 		struct virtio_net_hdr vh;
