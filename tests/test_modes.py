@@ -50,8 +50,11 @@ def test_duplicate_fdb_entry_is_detected(lab):
     dp = m.deploy(lab, 1450)
     try:
         side = lab.sides[0]
+        # the same destination once more, through the underlay device: the entry `remote …
+        # dev ul0` makes, which a plain append beside it would duplicate (an identical
+        # append is a no-op)
         side.host.run(["bridge", "fdb", "append", "00:00:00:00:00:00", "dev", "vx0", "dst",
-                       lab.sides[1].underlay_ip])
+                       lab.sides[1].underlay_ip, "via", "ul0"])
         with pytest.raises(HarnessError, match="expected exactly 1"):
             m._check_fdb(side, lab.sides[1].underlay_ip)
     finally:
