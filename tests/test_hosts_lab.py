@@ -96,6 +96,19 @@ def test_three_hosts_a_sleeve_sends_each_frame_to_its_peer_alone(tmp_path, mode)
     assert dp["info"].get("cipher", "aes-256-gcm") in ("aes-256-gcm", "chacha20-poly1305"), dp["info"]
 
 
+def test_three_hosts_wireguard_go_handshakes_with_every_peer(tmp_path):
+    p = ob("run", "--hosts", "3", "--modes", "wireguard-go", "--tests", "ping.flood", "--placements",
+           "container-container", "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
+           "--format", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    run = pathlib.Path(json.loads(p.stdout)["run_dir"])
+    (dp,) = json.loads((run / "run.json").read_text())["datapaths"]
+    assert dp["info"]["first_handshake"] is True
+    df = results.load(run)
+    ok = df[df["ok"].astype(bool) & (df["metric"] == "latency_us")]
+    assert sorted(ok["pair"]) == ["h0→h1", "h0→h2", "h1→h2"]
+
+
 @pytest.mark.parametrize("schedule", ["rounds", "mesh"])
 def test_four_hosts_measured_in_rounds_and_as_a_mesh(tmp_path, schedule):
     """Pairs measured at once, each on its own ports: every one of the six pairs has its

@@ -124,8 +124,8 @@ class WrongPeerKey(wg.WireGuardGo):
 
     name = "wireguard-go-wrong-key"
 
-    def peer_public(self, s, publics):
-        real = super().peer_public(s, publics)
+    def peer_public(self, s, publics, peer):
+        real = super().peer_public(s, publics, peer)
         return base64.b64encode(secrets.token_bytes(32)).decode() if s.index == 1 else real
 
 
@@ -241,11 +241,15 @@ def _side(i, underlay_ip, container=True):
 
 def test_wg_set_argv_names_key_port_peer_endpoint_and_allowed_ips():
     peer = _side(1, "198.18.0.2")
-    assert wg.wg_set_argv("obwg0", "/w/h0/wireguard-private.key", "PUB=", peer) == [
+    assert wg.wg_set_argv("obwg0", "/w/h0/wireguard-private.key", [("PUB=", peer)]) == [
         "wg", "set", "obwg0", "listen-port", "51820", "private-key", "/w/h0/wireguard-private.key",
         "peer", "PUB=", "endpoint", "198.18.0.2:51820", "allowed-ips", "198.18.64.2/32,198.18.64.12/32"]
+    third = _side(2, "198.18.0.3")
+    assert wg.wg_set_argv("obwg0", "k", [("PUB=", peer), ("QUB=", third)])[7:] == [
+        "peer", "PUB=", "endpoint", "198.18.0.2:51820", "allowed-ips", "198.18.64.2/32,198.18.64.12/32",
+        "peer", "QUB=", "endpoint", "198.18.0.3:51820", "allowed-ips", "198.18.64.3/32,198.18.64.13/32"]
     v6 = _side(1, "2001:2::2", container=False)  # RFC 5180's benchmarking range
-    argv = wg.wg_set_argv("obwg0", "k", "PUB=", v6)
+    argv = wg.wg_set_argv("obwg0", "k", [("PUB=", v6)])
     assert argv[argv.index("endpoint") + 1] == "[2001:2::2]:51820"
     assert argv[argv.index("allowed-ips") + 1] == "198.18.64.2/32"
 
@@ -292,5 +296,5 @@ def test_wg_show_parser_sums_peers_and_keeps_the_latest_handshake():
     transfer = "AAAA=\t100\t200\nBBBB=\t5\t7\n"
     handshakes = "AAAA=\t1795392186\nBBBB=\t0\n"
     assert wg.parse_wg_show(transfer, handshakes) == {"rx_bytes": 105, "tx_bytes": 207,
-                                                      "latest_handshake": 1795392186}
-    assert wg.parse_wg_show("", "") == {"rx_bytes": 0, "tx_bytes": 0, "latest_handshake": 0}
+                                                      "latest_handshake": 1795392186, "peers_handshaken": 1}
+    assert wg.parse_wg_show("", "") == {"rx_bytes": 0, "tx_bytes": 0, "latest_handshake": 0, "peers_handshaken": 0}

@@ -4,9 +4,11 @@
                    built by `make wireguard-go`), one daemon per host, run in the foreground
     wireguard      the kernel module (`ip link add … type wireguard`), where the kernel has it
 
-Both are configured with `wg` (wireguard-tools) and are L3: the peer's overlay and
+Both are configured with `wg` (wireguard-tools) and are L3: each peer's overlay and
 container /32s are routed into the device and the bridge answers ARP for them (proxy
-ARP), like sleeve-l3, so every placement works on the flat overlay /24. Keys are made
+ARP), like sleeve-l3, so every placement works on the flat overlay /24. Across more than
+two hosts every host has every other as a peer, and one ping per pair makes each
+handshake before the first measurement. Keys are made
 per deployment on each host (`wg genkey` into a 0600 file in the side's workdir, never
 read back by the harness; only public keys travel) and removed at teardown.
 
@@ -68,17 +70,21 @@ def allowed_ips(peer: Side) -> list[str]:
     return [f"{ip}/32" for ip in (peer.overlay_ip, peer.container_ip) if ip]
 
 
-def wg_set_argv(dev: str, key_path: str, peer_public: str, peer: Side, port: int = PORT) -> list[str]:
-    """One `wg set` that configures a side completely: its key and port, its one peer."""
-    return ["wg", "set", dev, "listen-port", str(port), "private-key", key_path,
-            "peer", peer_public, "endpoint", endpoint(peer.underlay_ip, port),
-            "allowed-ips", ",".join(allowed_ips(peer))]
+def wg_set_argv(dev: str, key_path: str, peers: list[tuple[str, Side]], port: int = PORT) -> list[str]:
+    """One `wg set` that configures a side completely: its key and port, and each of its
+    peers (public key, side): endpoint and allowed IPs."""
+    argv = ["wg", "set", dev, "listen-port", str(port), "private-key", key_path]
+    for public, peer in peers:
+        argv += ["peer", public, "endpoint", endpoint(peer.underlay_ip, port),
+                 "allowed-ips", ",".join(allowed_ips(peer))]
+    return argv
 
 
 def parse_wg_show(transfer: str, handshakes: str) -> dict:
     """`wg show DEV transfer` and `… latest-handshakes` (tab-separated, one peer a line)
-    → bytes received/sent and the latest handshake (Unix time, 0: never), summed over peers."""
-    out = {"rx_bytes": 0, "tx_bytes": 0, "latest_handshake": 0}
+    → bytes received/sent summed over peers, the latest handshake (Unix time, 0: never) and
+    how many peers have had one."""
+    out = {"rx_bytes": 0, "tx_bytes": 0, "latest_handshake": 0, "peers_handshaken": 0}
     for line in transfer.splitlines():
         f = line.split("\t")
         if len(f) == 3:
@@ -88,6 +94,7 @@ def parse_wg_show(transfer: str, handshakes: str) -> dict:
         f = line.split("\t")
         if len(f) == 2:
             out["latest_handshake"] = max(out["latest_handshake"], int(f[1]))
+            out["peers_handshaken"] += int(f[1]) > 0
     return out
 
 
@@ -129,6 +136,7 @@ class WireGuard(Mode):
     colour = "#332288"
     overhead = OVERHEAD_IPV4  # IPv4 underlays; deploy refuses what does not fit an IPv6 one
     description = "kernel WireGuard, routed (L3) with proxy ARP on the bridge"
+    multi_host = True
 
     # names and files ---------------------------------------------------------
     def dev(self, side: Side) -> str:
@@ -172,10 +180,13 @@ class WireGuard(Mode):
             for s in testbed.sides:
                 self._create(testbed, s, dp)
             for s in testbed.sides:
-                s.host.run(wg_set_argv(self.dev(s), self.key_path(s), self.peer_public(s, publics), testbed.peer(s)))
+                peers = testbed.peers(s)
+                s.host.run(wg_set_argv(self.dev(s), self.key_path(s),
+                                       [(self.peer_public(s, publics, p), p) for p in peers]))
                 reset_overlay_path(s, overlay_mtu, self.dev(s))
                 s.host.run(["ip", "link", "set", self.dev(s), "up"])
-                route_l3(s, testbed.peer(s), self.dev(s))
+                for p in peers:
+                    route_l3(s, p, self.dev(s))
             dp.info.update(self.versions(testbed))
             dp.info["first_handshake"] = self._handshake(testbed)
         except BaseException:
@@ -195,9 +206,9 @@ class WireGuard(Mode):
             raise HarnessError(f"{s.host.name}: `wg pubkey` printed no public key")
         return public
 
-    def peer_public(self, s: Side, publics: dict[int, str]) -> str:
-        """The public key side `s` is told its peer has."""
-        return publics[1 - s.index]
+    def peer_public(self, s: Side, publics: dict[int, str], peer: Side) -> str:
+        """The public key side `s` is told `peer` has."""
+        return publics[peer.index]
 
     def _create(self, testbed: Testbed, s: Side, dp: Datapath) -> None:
         s.host.run(["ip", "link", "del", self.dev(s)], check=False)  # a killed run's, by our name
@@ -215,22 +226,28 @@ class WireGuard(Mode):
                 "version": f"kernel {kernel} module {mod.stdout.strip() if mod.ok else 'unknown'}"}
 
     def _handshake(self, testbed: Testbed) -> bool:
-        """Send one packet across so the handshake is not part of the first measurement;
-        whether one completed (as `wg` reports it, not the ping)."""
-        a, b = testbed.sides
+        """Send one packet across every pair (from the pair's first host) so no handshake is
+        part of a measurement; whether each completed (as `wg` reports it, not the ping)."""
         deadline = time.monotonic() + HANDSHAKE_TIMEOUT
-        while True:
-            a.host.run(["ping", "-c", "1", "-W", "1", b.overlay_ip], check=False, timeout=10)
-            snap = self._show(a)
-            if (snap and snap["latest_handshake"]) or time.monotonic() > deadline:
-                return bool(snap and snap["latest_handshake"])
+        for a in testbed.sides:
+            later = [b for b in testbed.sides if b.index > a.index]
+            while later:
+                for b in later:
+                    a.host.run(["ping", "-c", "1", "-W", "1", b.overlay_ip], check=False, timeout=10)
+                snap = self._show(a)      # the earlier hosts' handshakes with `a` are done already
+                if snap and snap["peers_handshaken"] >= len(testbed.sides) - 1:
+                    break
+                if time.monotonic() > deadline:
+                    return False
+        return True
 
     # teardown ----------------------------------------------------------------
     def teardown(self, testbed: Testbed, dp: Datapath | None) -> None:
         for s in testbed.sides:
             stop_daemon(s, dp, self.name)
             try:
-                unroute_l3(s, testbed.peer(s), self.dev(s))
+                for p in testbed.peers(s):
+                    unroute_l3(s, p, self.dev(s))
                 s.host.run(["ip", "link", "del", self.dev(s)], check=False)
                 s.host.run(["rm", "-f", self.key_path(s), *self.files(s)], check=False)
                 reset_overlay_path(s, 1500, None)
