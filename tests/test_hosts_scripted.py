@@ -179,3 +179,28 @@ def test_a_mesh_measures_every_pair_at_once_and_a_server_that_never_listens_fail
     store = results.RunStore.open(next((tmp_path / "results").iterdir()))
     failed = [r for r in store.records() if not r["ok"]]
     assert [(r["pair"], r["error"][:28]) for r in failed] == [("h0→h2", "server exited 1 before liste")]
+
+
+def test_vagrant_machines_share_the_subnet_all_of_them_have_beside_the_management_one():
+    """Three Vagrant machines: eth0 is Vagrant's management network (the default route),
+    eth1 the private network; h3 holds one more address on another subnet first."""
+    from harness.hosts.scripted import ScriptedHost
+    from harness.testbeds import vagrant
+
+    def machine(name, *addrs):
+        h = ScriptedHost(name)
+        h.expect("ip -o -4 addr show", stdout="".join(
+            f"{i + 2}: {dev}    inet {a} brd x scope global {dev}\\       valid_lft forever\n"
+            for i, (dev, a) in enumerate(addrs)))
+        h.expect("ip -o -4 route show default", stdout="default via 172.17.0.1 dev eth0\n")
+        return h
+
+    hosts = [machine("h1", ("eth0", "172.17.0.2/16"), ("eth1", "198.19.253.11/24")),
+             machine("h2", ("eth0", "172.17.0.3/16"), ("eth1", "198.19.253.12/24")),
+             machine("h3", ("eth0", "172.17.0.4/16"), ("eth2", "198.19.7.1/24"), ("eth1", "198.19.253.13/24"))]
+    assert vagrant.shared_underlay(hosts) == [("eth1", "198.19.253.11"), ("eth1", "198.19.253.12"),
+                                              ("eth1", "198.19.253.13")]
+    lonely = [machine("h1", ("eth0", "172.17.0.2/16"), ("eth1", "198.19.253.11/24")),
+              machine("h2", ("eth0", "172.17.0.3/16"), ("eth1", "198.19.254.12/24"))]
+    with pytest.raises(HarnessError, match="h1, h2 share no network besides Vagrant's management one"):
+        vagrant.shared_underlay(lonely)

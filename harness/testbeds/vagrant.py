@@ -1,11 +1,13 @@
-"""The vagrant backend: two machines of a Vagrantfile, measured through the ssh backend.
+"""The vagrant backend: machines of a Vagrantfile (the first two, those `--pair` names, or
+all), measured through the ssh backend.
 
 Vagrant only brings the machines up and says how to reach them (harness/hosts/vagrant.py);
 the SSH transport does everything else, as pyinfra's Vagrant connector does. Vagrant
 turns host-key checking off for its machines, so their keys are accepted here — for this
 backend only, into a known_hosts file of the run's own — and run.json says so. The
-underlay is each machine's interface on the subnet both share that does not carry its
-default route (Vagrant's own management network does).
+underlay is each machine's interface on the subnet they all share that does not carry its
+default route (Vagrant's own management network does). The shipped Vagrantfile defines
+OVERLAYBENCH_HOSTS machines (default 2).
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ def machines(opts: Options) -> dict:
     vagrant.up(d, provider=provider(opts), progress=_progress)
     found = vagrant.ssh_config(d)
     if len(found) < 2:
-        raise HarnessError(f"{d}/Vagrantfile defines {len(found)} machine(s); the vagrant backend needs two")
+        raise HarnessError(f"{d}/Vagrantfile defines {len(found)} machine(s); the vagrant backend needs two or more")
     return found
 
 
@@ -73,15 +75,23 @@ def _addresses(host) -> tuple[list[tuple[str, ipaddress.IPv4Interface]], set[str
     return pairs, default
 
 
-def underlay_pair(a, b) -> tuple[tuple[str, str], tuple[str, str]]:
-    """((dev, ip) on a, (dev, ip) on b): the subnet both share, other than a default route's."""
-    pa, da = _addresses(a)
-    pb, db = _addresses(b)
-    for dev_a, ia in pa:
-        for dev_b, ib in pb:
-            if ia.network == ib.network and dev_a not in da and dev_b not in db and ia.ip != ib.ip:
-                return (dev_a, str(ia.ip)), (dev_b, str(ib.ip))
-    raise HarnessError(f"{a.name} and {b.name} share no network besides Vagrant's management one: "
+def shared_underlay(hosts) -> list[tuple[str, str]]:
+    """(dev, ip) on each host: the subnet they all share, other than a default route's."""
+    found = [_addresses(h) for h in hosts]
+    (first, first_default), rest = found[0], found[1:]
+    for dev0, i0 in first:
+        if dev0 in first_default:
+            continue
+        picks = [(dev0, str(i0.ip))]
+        for addrs, default in rest:
+            hit = next(((d, i) for d, i in addrs if i.network == i0.network and d not in default
+                        and str(i.ip) not in {ip for _, ip in picks}), None)
+            if hit is None:
+                break
+            picks.append((hit[0], str(hit[1].ip)))
+        else:
+            return picks
+    raise HarnessError(f"{', '.join(h.name for h in hosts)} share no network besides Vagrant's management one: "
                        f"give them a private network in the Vagrantfile")
 
 
@@ -100,14 +110,14 @@ def open_testbed(sc, opts: Options) -> Testbed:
         # into this run's own known_hosts, never the user's.
         hosts.append(SshHost(ssh_settings(spec, opts, accept_new=True)))
     try:
-        (dev_a, ip_a), (dev_b, ip_b) = underlay_pair(*hosts)
+        underlays = shared_underlay(hosts)
     except BaseException:
         for h in hosts:
             h.close()
         raise
     pair = tuple(HostSpec(**{**s.to_dict(), "underlay_interface": dev, "underlay_address": ip,
                              "known_hosts": str(known)})
-                 for s, (dev, ip) in zip(pair, ((dev_a, ip_a), (dev_b, ip_b))))
+                 for s, (dev, ip) in zip(pair, underlays))
     facts = {"vagrant": {"dir": str(vagrant_dir(opts)), "machines": names, "provider": provider(opts),
                          "host_keys": "accepted on first sight (Vagrant turns host-key checking off for "
                                       "its machines), into the run's own known_hosts"}}
