@@ -44,8 +44,8 @@ def test_four_hosts_share_a_switch_that_carries_full_frames_between_every_pair()
     assert prefix not in labmod.leftovers()
 
 
-def test_three_hosts_every_pair_over_fastdp_and_native(tmp_path):
-    p = ob("run", "--hosts", "3", "--modes", "native,fastdp", "--tests", "ping.flood", "--placements",
+def test_three_hosts_every_pair_over_fastdp_auto_and_native(tmp_path):
+    p = ob("run", "--hosts", "3", "--modes", "native,fastdp,auto", "--tests", "ping.flood", "--placements",
            "host-host,container-container", "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
            "--format", "json")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -57,7 +57,9 @@ def test_three_hosts_every_pair_over_fastdp_and_native(tmp_path):
     want = {"h0→h1", "h0→h2", "h1→h2"}
     got = {(m, pl, pair) for m, pl, pair in ok[["mode", "placement", "pair"]].itertuples(index=False)}
     assert got == {("native", "host-host", x) for x in want} | {
-        ("fastdp", pl, x) for pl in ("host-host", "container-container") for x in want}
+        (m, pl, x) for m in ("fastdp", "auto") for pl in ("host-host", "container-container") for x in want}
+    (auto,) = [d for d in meta["datapaths"] if d["mode"] == "auto"]
+    assert auto["datapath"] == "fastdp" and auto["info"]["decisions"] == {x: "fastdp: probe passed" for x in want}
     assert set(zip(ok["src_host"], ok["dst_host"], ok["pair"])) == {(x[:2], x[3:], x) for x in want}
     shown = ob("show", str(run))
     assert shown.returncode == 0 and "Pair" in shown.stdout and "h1→h2" in shown.stdout, shown.stdout
@@ -134,7 +136,8 @@ def test_four_hosts_measured_in_rounds_and_as_a_mesh(tmp_path, schedule):
     (["--hosts", "9"], "[testbed] lab_hosts: 9"),
     (["--hosts", "3", "--pairs", "h0-h7"], "--pairs: 'h0-h7' names the unknown host 'h7'"),
     (["--hosts", "3", "--pairs", "h1-h1"], "--pairs: 'h1-h1' names host h1 twice"),
-    (["--hosts", "3", "--modes", "native,auto"], "mode auto runs between two hosts only; this testbed has 3"),
+    (["--hosts", "3", "--modes", "native,flannel-vxlan"],
+     "mode flannel-vxlan runs between two hosts only; this testbed has 3"),
 ])
 def test_bad_host_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, args, needle):
     before = set(labmod.leftovers())

@@ -294,7 +294,11 @@ class SleeveCryptoChacha(SleeveCrypto):
 
 class Auto(Mode):
     """fastdp where a full-MTU DF probe across VXLAN succeeds, the sleeve where it does not
-    (Weave 1.2's automatic fallback). What carried the traffic is the Datapath's kind."""
+    (Weave 1.2's automatic fallback). What carried the traffic is the Datapath's kind.
+
+    Across more than two hosts every pair is probed (from its first host) and each pair's
+    outcome recorded (Datapath.info["decisions"]); one data path serves them all, so
+    fastdp stays only where every pair's probe passes."""
 
     name = "auto"
     kind = "auto"
@@ -302,6 +306,7 @@ class Auto(Mode):
     colour = "#56B4E9"
     features = ("vxlan", "tun")
     ships_sleeve = True
+    multi_host = True
     description = "fastdp if a full-MTU probe across VXLAN passes, else sleeve"
 
     def __init__(self):
@@ -315,9 +320,14 @@ class Auto(Mode):
         self.fast.check(testbed)
         self.slow.check(testbed)
 
-    def probe(self, testbed: Testbed, mtu: int) -> str | None:
-        """None if full-size DF pings cross the fastdp overlay both ways; else the reason."""
-        a, b = testbed.sides
+    def probe(self, testbed: Testbed, mtu: int) -> dict[str, str | None]:
+        """Per pair ("h0→h1"): None if full-size DF pings cross the fastdp overlay both ways,
+        else the reason."""
+        return {f"{a.name}→{b.name}": self._probe_pair(a, b, mtu)
+                for a in testbed.sides for b in testbed.sides if b.index > a.index}
+
+    @staticmethod
+    def _probe_pair(a: Side, b: Side, mtu: int) -> str | None:
         done = a.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "1", "-M", "do", "-s", str(mtu - 28),
                            b.overlay_ip], check=False, timeout=15)
         if done.ok and " 0% packet loss" in done.stdout:
@@ -329,17 +339,25 @@ class Auto(Mode):
     def deploy(self, testbed, overlay_mtu):
         dp = self.fast.deploy(testbed, overlay_mtu)
         try:
-            why = self.probe(testbed, overlay_mtu)
+            per_pair = self.probe(testbed, overlay_mtu)
         except BaseException:
             self.fast.teardown(testbed, dp)
             raise
-        if why is None:
+        failed = {p: why for p, why in per_pair.items() if why is not None}
+        decisions = {p: "fastdp: probe passed" if why is None else f"sleeve: {why}" for p, why in per_pair.items()}
+        if not failed:
             dp.mode, dp.info["decision"] = self.name, "fastdp: full-MTU probe across VXLAN passed"
+            if len(per_pair) > 1:
+                dp.info["decisions"] = decisions
             return dp
+        why = next(iter(failed.values())) if len(per_pair) == 1 else \
+            f"{', '.join(failed)}: " + "; ".join(dict.fromkeys(failed.values()))
         log.info("auto: %s; falling back to the sleeve", why)
         self.fast.teardown(testbed, dp)
         dp = self.slow.deploy(testbed, overlay_mtu)
         dp.mode, dp.info["decision"] = self.name, f"sleeve: {why}"
+        if len(per_pair) > 1:
+            dp.info["decisions"] = decisions
         return dp
 
     def teardown(self, testbed, dp):
