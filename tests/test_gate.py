@@ -17,6 +17,7 @@ import pytest
 from report_fixtures.synth import make_records, make_run
 
 from harness.core.errors import HarnessError
+from harness.core.paths import PROJECT
 from harness.gates import baseline as gate, render
 
 META = {"run_id": "base", "hostname": "bench-01", "kernel": "6.18.44", "cpu": {"model": "AMD EPYC 7B13"}}
@@ -203,6 +204,20 @@ def test_save_and_load_round_trip(tmp_path):
     b = baseline(repeats=3)
     p = gate.save_baseline(b, tmp_path / "sub" / "baseline.json")
     assert gate.load_baseline(p) == json.loads(json.dumps(b))
+
+
+def test_a_baseline_from_before_the_pair_dimension_loads_and_judges(tmp_path):
+    """Baselines stored before host pairs have no `pair` in their cases (the committed
+    results/baseline.json among them): they load, as cases of runs of one pair, and judge."""
+    b = json.loads(json.dumps(baseline(repeats=5)))
+    for c in b["cases"]:
+        del c["pair"]
+    p = tmp_path / "old.json"
+    p.write_text(json.dumps(b))
+    old = gate.load_baseline(p)
+    assert all(c["pair"] is None for c in old["cases"])
+    assert gate.evaluate_frame(frame(repeats=5), RUN_META, old).ok
+    assert all(c.get("pair", "absent") is None for c in gate.load_baseline(PROJECT / "results" / "baseline.json")["cases"])
 
 
 @pytest.mark.parametrize("content,match", [

@@ -209,9 +209,11 @@ def load_baseline(path: pathlib.Path | str) -> dict[str, Any]:
     if not isinstance(cases, list) or not cases:
         raise HarnessError(f"{p}: \"cases\" must be a non-empty list")
     for i, c in enumerate(cases):
-        missing = [f for f in CASE_FIELDS + ["ratios"] if not isinstance(c, dict) or f not in c]
+        # `pair` came later (runs of one pair have none): a baseline without it is one of those
+        missing = [f for f in CASE_FIELDS + ["ratios"] if f != "pair" and (not isinstance(c, dict) or f not in c)]
         if missing:
             raise HarnessError(f"{p}: cases[{i}] lacks {', '.join(missing)}")
+        c.setdefault("pair", None)
         r = c["ratios"]
         if not isinstance(r, list) or not r or not all(isinstance(x, (int, float)) for x in r):
             raise HarnessError(f"{p}: cases[{i}].ratios must be a non-empty list of numbers")
