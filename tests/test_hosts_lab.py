@@ -29,6 +29,13 @@ def ob(*args, timeout=600):
                           text=True, timeout=timeout)
 
 
+def run_of(tmp_path, *args) -> pathlib.Path:
+    """`overlaybench run ARGS` of one repeat of 1 s into tmp_path; its run directory."""
+    p = ob("run", *args, "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q", "--format", "json")
+    assert p.returncode == 0, p.stdout + p.stderr
+    return pathlib.Path(json.loads(p.stdout)["run_dir"])
+
+
 def test_four_hosts_share_a_switch_that_carries_full_frames_between_every_pair():
     with labmod.Lab.create(hosts=4) as lab:
         assert [s.name for s in lab.sides] == ["h0", "h1", "h2", "h3"]
@@ -45,11 +52,8 @@ def test_four_hosts_share_a_switch_that_carries_full_frames_between_every_pair()
 
 
 def test_three_hosts_every_pair_over_fastdp_auto_and_native(tmp_path):
-    p = ob("run", "--hosts", "3", "--modes", "native,fastdp,auto", "--tests", "ping.flood", "--placements",
-           "host-host,container-container", "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
-           "--format", "json")
-    assert p.returncode == 0, p.stdout + p.stderr
-    run = pathlib.Path(json.loads(p.stdout)["run_dir"])
+    run = run_of(tmp_path, "--hosts", "3", "--modes", "native,fastdp,auto", "--tests", "ping.flood",
+                 "--placements", "host-host,container-container")
     meta = json.loads((run / "run.json").read_text())
     assert meta["testbed"]["hosts"] == 3 and meta["testbed"]["underlay"].startswith("switch")
     df = results.load(run)
@@ -66,18 +70,13 @@ def test_three_hosts_every_pair_over_fastdp_auto_and_native(tmp_path):
 
 
 def test_four_hosts_a_ring_and_a_star(tmp_path):
-    p = ob("run", "--hosts", "4", "--modes", "fastdp", "--tests", "ping.flood", "--placements", "container-container",
-           "--pairs", "star:h3", "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
-           "--format", "json")
-    assert p.returncode == 0, p.stdout + p.stderr
-    df = results.load(pathlib.Path(json.loads(p.stdout)["run_dir"]))
-    ok = df[df["ok"].astype(bool) & (df["metric"] == "latency_us")]
+    star = results.load(run_of(tmp_path, "--hosts", "4", "--modes", "fastdp", "--tests", "ping.flood",
+                               "--placements", "container-container", "--pairs", "star:h3"))
+    ok = star[star["ok"].astype(bool) & (star["metric"] == "latency_us")]
     assert sorted(set(ok["pair"])) == ["h3→h0", "h3→h1", "h3→h2"]
-    ring = ob("run", "--hosts", "4", "--modes", "native", "--tests", "ping.flood", "--pairs", "ring", "--repeats",
-              "1", "--duration", "1", "--results", str(tmp_path), "-q", "--format", "json")
-    assert ring.returncode == 0, ring.stdout + ring.stderr
-    df = results.load(pathlib.Path(json.loads(ring.stdout)["run_dir"]))
-    assert sorted(set(df["pair"])) == ["h0→h1", "h1→h2", "h2→h3", "h3→h0"]
+    ring = results.load(run_of(tmp_path, "--hosts", "4", "--modes", "native", "--tests", "ping.flood",
+                               "--pairs", "ring"))
+    assert sorted(set(ring["pair"])) == ["h0→h1", "h1→h2", "h2→h3", "h3→h0"]
 
 
 @pytest.mark.parametrize("mode", ["sleeve", "sleeve-crypto"])
@@ -85,11 +84,8 @@ def test_three_hosts_a_sleeve_sends_each_frame_to_its_peer_alone(tmp_path, mode)
     """h0 to h1 through a sleeve that has h1 and h2 as peers: once the sleeves have learned
     where each container lives, h2 gets next to nothing (without learning it would get
     every frame h1 gets). The keyed daemons agree on one AEAD with each of their peers."""
-    p = ob("run", "--hosts", "3", "--modes", mode, "--tests", "iperf3.tcp", "--placements", "container-container",
-           "--pairs", "h0-h1", "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
-           "--format", "json")
-    assert p.returncode == 0, p.stdout + p.stderr
-    run = pathlib.Path(json.loads(p.stdout)["run_dir"])
+    run = run_of(tmp_path, "--hosts", "3", "--modes", mode, "--tests", "iperf3.tcp", "--placements",
+                 "container-container", "--pairs", "h0-h1")
     (counters,) = list((run / "raw").glob("*iperf3.tcp*.counters.json"))
     rx = {h: c["rx"]["bytes"] for h, c in json.loads(counters.read_text()).items()}
     assert rx["h1"] > 10_000_000 and rx["h2"] < rx["h1"] / 100, rx
@@ -99,11 +95,8 @@ def test_three_hosts_a_sleeve_sends_each_frame_to_its_peer_alone(tmp_path, mode)
 
 
 def test_three_hosts_wireguard_go_handshakes_with_every_peer(tmp_path):
-    p = ob("run", "--hosts", "3", "--modes", "wireguard-go", "--tests", "ping.flood", "--placements",
-           "container-container", "--repeats", "1", "--duration", "1", "--results", str(tmp_path), "-q",
-           "--format", "json")
-    assert p.returncode == 0, p.stdout + p.stderr
-    run = pathlib.Path(json.loads(p.stdout)["run_dir"])
+    run = run_of(tmp_path, "--hosts", "3", "--modes", "wireguard-go", "--tests", "ping.flood", "--placements",
+                 "container-container")
     (dp,) = json.loads((run / "run.json").read_text())["datapaths"]
     assert dp["info"]["first_handshake"] is True
     df = results.load(run)
@@ -115,11 +108,8 @@ def test_three_hosts_wireguard_go_handshakes_with_every_peer(tmp_path):
 def test_four_hosts_measured_in_rounds_and_as_a_mesh(tmp_path, schedule):
     """Pairs measured at once, each on its own ports: every one of the six pairs has its
     line, and `show` says they shared the fabric (and, for the mesh, the aggregate)."""
-    p = ob("run", "--hosts", "4", "--modes", "native,fastdp,sleeve,sleeve-crypto", "--tests", "iperf3.tcp",
-           "--placements", "host-host,container-container", "--schedule", schedule, "--repeats", "1", "--duration",
-           "1", "--results", str(tmp_path), "-q", "--format", "json")
-    assert p.returncode == 0, p.stdout + p.stderr
-    run = pathlib.Path(json.loads(p.stdout)["run_dir"])
+    run = run_of(tmp_path, "--hosts", "4", "--modes", "native,fastdp,sleeve,sleeve-crypto", "--tests", "iperf3.tcp",
+                 "--placements", "host-host,container-container", "--schedule", schedule)
     df = results.load(run)
     tp = df[df["metric"] == "throughput_bps"]
     assert tp["ok"].astype(bool).all() and (tp["value"] > 0).all()
