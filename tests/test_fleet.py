@@ -82,7 +82,7 @@ def test_a_mesh_summed_per_repeat_with_jains_index_and_the_slowest_pair():
     assert (m.pairs, m.repeats, m.slowest) == (6, 3, "h0→h3")
     assert 0.9 < m.jain < 1.0 and m.slowest_bps / m.aggregate_bps == pytest.approx(0.5 / 5.5, rel=0.1)
     assert str(m).startswith("fastdp, container-container, iperf3.tcp: 6 pairs at once, ")
-    lines = fleet.lines(df, "mesh")
+    lines = fleet.lines(df, {"scenario": {"schedule": "mesh"}})
     assert lines[0].startswith("Pairs measured at once shared the fabric (schedule mesh)")
     assert any(line.startswith("fastdp, container-container, iperf3.tcp: 6 pairs at once") for line in lines)
-    assert fleet.lines(df, "sequential") == [str(o) + "." for o in fleet.outliers(df)]
+    assert fleet.lines(df, {"scenario": {"schedule": "sequential"}}) == [str(o) + "." for o in fleet.outliers(df)]

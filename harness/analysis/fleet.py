@@ -20,24 +20,20 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import significance, stats
+from harness.core.pairs import split
 from harness.tools.common import jain
 
 OUTLIER_SHARE = 0.25       # how far from the median pair a pair must be to be named
 OUTLIER_ALPHA = 0.05       # shared by the pairs of one configuration
 
 
-def has_pairs(summary: pd.DataFrame) -> bool:
-    return "pair" in summary and summary["pair"].notna().any()
-
-
 def hosts_of(pairs) -> list[str]:
     """The hosts the pairs name, in the order they first appear ("h0→h1" → h0, h1)."""
     out: dict[str, None] = {}
     for p in pairs:
-        if isinstance(p, str) and "→" in p:
-            a, b = p.split("→", 1)
-            out.setdefault(a)
-            out.setdefault(b)
+        ends = split(p)
+        if ends:
+            out.update(dict.fromkeys(ends))
     return list(out)
 
 
@@ -46,10 +42,10 @@ def grid(rows: pd.DataFrame, col: str, hosts: list[str]) -> np.ndarray:
     NaN where a pair was not measured."""
     g = np.full((len(hosts), len(hosts)), np.nan)
     for r in rows.to_dict("records"):
-        pair, v = r.get("pair"), r.get(col)
-        if not isinstance(pair, str) or "→" not in pair or v is None or v != v:
+        ends, v = split(r.get("pair")), r.get(col)
+        if ends is None or v is None or v != v:
             continue
-        a, b = pair.split("→", 1)
+        a, b = ends
         if a in hosts and b in hosts:
             g[hosts.index(a), hosts.index(b)] = float(v)
     return g
@@ -80,7 +76,7 @@ class Outlier:
 def outliers(df: pd.DataFrame, metrics: tuple[str, ...] = ("throughput_bps", "latency_us")) -> list[Outlier]:
     """The pairs that stand out in each configuration of a run with pairs (module doc)."""
     d = stats.ok_rows(df)
-    if d.empty or "pair" not in d or not d["pair"].notna().any():
+    if not stats.has_pairs(d):
         return []
     d = d[d["pair"].notna() & d["metric"].isin(list(metrics))]
     keys = [c for c in stats.CONFIG_KEY if c != "pair"] + ["metric"]
@@ -133,7 +129,7 @@ def mesh(df: pd.DataFrame) -> list[Mesh]:
     """Per configuration of a `mesh` run: the aggregate throughput, Jain's index over the
     pairs' flows and the slowest pair."""
     d = stats.ok_rows(df)
-    if d.empty or "pair" not in d or not d["pair"].notna().any():
+    if not stats.has_pairs(d):
         return []
     d = d[d["pair"].notna() & (d["metric"] == "throughput_bps")]
     keys = [c for c in stats.CONFIG_KEY if c != "pair"]
@@ -155,9 +151,10 @@ def mesh(df: pd.DataFrame) -> list[Mesh]:
     return out
 
 
-def lines(df: pd.DataFrame, schedule: str | None) -> list[str]:
-    """What `show` and the report say about a run's pairs: how they shared the wire, a mesh's
-    aggregate and fairness, and the pairs that stand out."""
+def lines(df: pd.DataFrame, meta: dict) -> list[str]:
+    """What `show` and the report say about a run's pairs (`meta`: its run.json): how they
+    shared the wire, a mesh's aggregate and fairness, and the pairs that stand out."""
+    schedule = (meta.get("scenario") or {}).get("schedule")
     out = []
     if schedule in ("rounds", "mesh"):
         out.append("Pairs measured at once shared the fabric (schedule "

@@ -62,6 +62,11 @@ def truthy(v: Any) -> bool:
     return bool(v)
 
 
+def has_pairs(df: pd.DataFrame) -> bool:
+    """Whether these rows carry a pair dimension (a run of several host pairs)."""
+    return "pair" in df and bool(df["pair"].notna().any())
+
+
 def ensure_columns(df: pd.DataFrame, cols: Iterable[str]) -> pd.DataFrame:
     missing = [c for c in cols if c not in df.columns]
     if missing:

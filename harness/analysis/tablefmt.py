@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from harness.analysis.stats import join_unique, key_value
+from harness.analysis.stats import has_pairs, join_unique, key_value
 from harness.analysis.summary import (
     COLUMNS,
     SUMMARY_COLUMNS,
@@ -123,7 +123,7 @@ def table_columns(summary: pd.DataFrame, show_streams: bool | None = None) -> li
         if col.key == "streams":
             keep = show_streams
         elif col.key == "pair":
-            keep = "pair" in summary and summary["pair"].notna().any()
+            keep = has_pairs(summary)
         elif col.kind == "failed":
             keep = bool(pd.to_numeric(summary["failed"], errors="coerce").fillna(0).astype(int).any())
         elif col.kind == "config":

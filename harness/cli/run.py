@@ -7,6 +7,7 @@ import json
 import sys
 
 from harness.cli.args import EXIT_FAILED_CASES, add_backend, add_host_keys, add_poll_idle, csv, options, overrides
+from harness.core.pairs import SCHEDULES
 
 
 def add(sub) -> None:
@@ -59,7 +60,7 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pairs", type=csv(str), metavar="SPEC",
                    help="host pairs measured, one after the other: all (default), ring, star:HOST, or "
                         "CLIENT-SERVER,... by host name (lab hosts are h0, h1, ...)")
-    p.add_argument("--schedule", choices=["sequential", "rounds", "mesh"],
+    p.add_argument("--schedule", choices=SCHEDULES,
                    help="how pairs share the wire: one at a time (default), disjoint pairs at once "
                         "(round-robin rounds), or every pair at once (aggregate and fairness)")
 

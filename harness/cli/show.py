@@ -33,8 +33,7 @@ def cmd_show(a) -> int:
         print(tablefmt.format_summary(df, a.format))
         if a.format == "table":
             from harness.analysis import fleet
-            schedule = (results.read_meta(a.run).get("scenario") or {}).get("schedule")
-            for line in fleet.lines(df, schedule):
+            for line in fleet.lines(df, results.read_meta(a.run)):
                 print(f"note: {line}")
     return 0
 

@@ -18,6 +18,23 @@ from __future__ import annotations
 from harness.core.errors import HarnessError
 
 SELECTIONS = ("all", "ring", "star:HOST", "A-B,C-D")
+# How a set of pairs shares the wire (harness/run/together.py): one pair at a time,
+# disjoint pairs at once (rounds), every pair at once (mesh).
+SCHEDULES = ("sequential", "rounds", "mesh")
+ARROW = "→"
+
+
+def label(src: str, dst: str) -> str:
+    """A pair as measurements and tables name it: "h0→h2"."""
+    return f"{src}{ARROW}{dst}"
+
+
+def split(pair) -> tuple[str, str] | None:
+    """(client, server) of a pair's label, or None for anything else (no pair: None, NaN)."""
+    if not isinstance(pair, str) or ARROW not in pair:
+        return None
+    src, dst = pair.split(ARROW, 1)
+    return src, dst
 
 
 def _named(item: str, names: list[str], where: str) -> tuple[str, str]:
@@ -60,7 +77,7 @@ def select(spec: str | list[str] | tuple[str, ...] | None, names: list[str], whe
             if hub not in names:
                 raise HarnessError(f"{where}: star:{hub}: unknown host {hub!r} (hosts: {', '.join(names)})")
             return [(hub, b) for b in names if b != hub]
-        items = [x for x in one.split(",")]
+        items = one.split(",")
     out: list[tuple[str, str]] = []
     for item in items:
         if not isinstance(item, str) or not item.strip():

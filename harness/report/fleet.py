@@ -43,7 +43,7 @@ def _rows_of(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 @styled
 def pair_heatmaps(summary: pd.DataFrame) -> Plot | None:
-    if summary.empty or not fleet.has_pairs(summary):
+    if summary.empty or not stats.has_pairs(summary):
         return None
     per_mode = _rows_of(summary)
     hosts = fleet.hosts_of(summary["pair"].dropna())
@@ -93,6 +93,3 @@ def figures(summary: pd.DataFrame, df: pd.DataFrame) -> list[Plot]:
     return [p] if p is not None else []
 
 
-def notes(df: pd.DataFrame, meta: dict) -> list[str]:
-    """What the run's pairs say (harness/analysis/fleet.py `lines`), one line each."""
-    return fleet.lines(df, (meta.get("scenario") or {}).get("schedule"))

@@ -20,6 +20,7 @@ import pandas as pd
 
 from harness import __version__
 from harness.analysis import stats, summary as summ, tablefmt
+from harness.analysis.fleet import lines as fleet_lines
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
 from harness.report import breadth, fleet, plots, style
@@ -265,7 +266,7 @@ def load_run(run_dir: pathlib.Path | str) -> RunView:
                    facts=_facts(meta), derived=_derived(df, meta),
                    tables=_tables(summary) if has_numbers else [], notes=notes,
                    failures=_failures(df), plots=figs, plot_notes=plot_notes, n_rows=len(df), n_ok=len(ok),
-                   pairs=fleet.notes(df, meta) if not ok.empty else [])
+                   pairs=fleet_lines(df, meta) if not ok.empty else [])
 
 
 def _unit_value(metric: str, v: Any) -> str:

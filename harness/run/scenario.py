@@ -25,7 +25,7 @@ from typing import Any
 from harness import modes as modes_mod
 from harness.modes import commands
 from harness.modes.variants import ARM_SEP
-from harness.core import schema
+from harness.core import pairs as pairs_mod, schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
 from harness.core.placements import NAMES as PLACEMENTS
 from harness.core.units import parse_rate
@@ -114,7 +114,7 @@ class Case:
     @property
     def pair(self) -> str | None:
         """"SRC→DST" where the run has a pair dimension, else None (as in runs of one pair)."""
-        return f"{self.src}→{self.dst}" if self.src else None
+        return pairs_mod.label(self.src, self.dst) if self.src else None
 
     @property
     def key(self) -> str:
@@ -173,7 +173,7 @@ TABLES: dict[str, dict[str, schema.Field]] = {
         "streams": F(list, schema.int_list(1, 128)),
         "repeats": F(int, schema.int_range(1, 1000)),
         "pairs": F((str, list), lambda v: _pairs_spec(v)),
-        "schedule": F(str, schema.one_of("sequential", "rounds", "mesh")),
+        "schedule": F(str, schema.one_of(*pairs_mod.SCHEDULES)),
         "duration": F((int, float), lambda v: float(schema.int_range(1, 3600, " s")(v))),
         "unfit": F(str, schema.one_of("error", "skip")),
     },

@@ -31,9 +31,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-SCHEDULES = ("sequential", "rounds", "mesh")
-
-
 def sets(cases: list[Case], schedule: str, rounds: list[list[tuple[str, str]]] | None = None) -> list[list[Case]]:
     """A deployment's cases in the sets measured together, in run order: one case a set for
     `sequential`; for `rounds`, the cases of one configuration whose pairs share a round;
