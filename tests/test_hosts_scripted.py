@@ -155,6 +155,8 @@ def test_rounds_measure_disjoint_pairs_at_once_every_server_listening_first(tmp_
     tp = _run(sc, tb, tmp_path, pairs)
     assert [r["pair"] for r in tp] == [f"{a}→{b}" for r in rounds for a, b in r]
     assert all(r["ok"] for r in tp) and not any(r["metric"].startswith("cpu_") for r in tp)
+    lines = results.RunStore.open(next((tmp_path / "results").iterdir())).records()
+    assert {r["lines"] for r in lines} == {len(lines) // 3}, "each round's lines are one batch"
     starts = _starts(journal)
     for i in range(3):
         assert [kind for _h, kind, _p in starts[4 * i:4 * i + 4]] == ["server", "server", "client", "client"]

@@ -44,6 +44,31 @@ def test_torn_last_line_is_dropped_but_torn_middle_line_is_an_error(tmp_path):
         results.read_records(store.path)
 
 
+def _set(*pairs):
+    """The lines of cases measured at once, one per pair, two metrics each."""
+    return [_m(case=f"native/u1500/o1500/host-host/iperf3.tcp/p1/{a}-{b}", metric=m)
+            for a, b in pairs for m in ("throughput_bps", "retransmits")]
+
+
+@pytest.mark.parametrize("whole", [0, 1, 2, 3])
+def test_repair_cuts_a_set_cut_short_wholly_and_keeps_whole_batches_of_the_same_size(tmp_path, whole):
+    """A set's lines are one batch: a kill that leaves `whole` of its four lines and a torn
+    fifth loses the whole set, while the set before it (also of four lines) and the single
+    case before that stay."""
+    store = results.RunStore.create(tmp_path, {})
+    store.append([_m(), _m(metric="retransmits", value=3, unit="count")])
+    store.append(_set(("h0", "h1"), ("h2", "h3")))
+    p = store.path / "measurements.jsonl"
+    kept = p.read_bytes()
+    store.append(_set(("h0", "h2"), ("h1", "h3")))
+    torn = p.read_bytes()[len(kept):].splitlines(keepends=True)
+    p.write_bytes(kept + b"".join(torn[:whole]) + torn[whole][:20])
+    store.lock()
+    assert store.repair() > 0
+    assert p.read_bytes() == kept
+    assert [r["lines"] for r in store.records()] == [2, 2, 4, 4, 4, 4]
+
+
 def test_schema_version_is_checked(tmp_path):
     store = results.RunStore.create(tmp_path, {})
     meta = json.loads((store.path / "run.json").read_text())

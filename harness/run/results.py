@@ -5,7 +5,8 @@ Schema of one measurements.jsonl line (SCHEMA_VERSION 1):
     run_id, case, mode, datapath, underlay_mtu, overlay_mtu, placement, test,
     streams, repeat, metric, value, unit, ok, error, ts
     (+ rate: the underlay rate cap or null; intervals: optional list of [t, bps];
-       lines: how many lines the case's batch has, so a batch cut short is recognised)
+       lines: how many lines the line's batch has (one case's, or the cases of a set measured
+       at once), so a batch cut short is recognised)
 
 A failed case is one line with metric "failed", value NaN, ok=false and the reason
 in `error`, so it is never silently missing.
@@ -150,8 +151,10 @@ class RunStore:
 
     def repair(self) -> int:
         """Cut what a writer killed mid-batch left at the end: a torn last line, and the lines
-        of a batch cut short (fewer than its `lines`), so that case is measured again and
-        appends start on a fresh line. Returns the bytes removed. Only the lock holder calls this."""
+        of a batch cut short (fewer than its `lines`), so its cases are measured again and
+        appends start on a fresh line. Every batch before the last is whole, so the trailing
+        lines that share the last one's `lines` (L) are whole batches of L but for the last
+        count % L. Returns the bytes removed. Only the lock holder calls this."""
         p = self.path / "measurements.jsonl"
         try:
             data = p.read_bytes()
@@ -160,26 +163,25 @@ class RunStore:
         keep = data.rfind(b"\n") + 1                 # drop a torn last line
         lines = data[:keep].splitlines(keepends=True)
         tail: list[bytes] = []
-        tail_key, want = None, None
-        for raw in reversed(lines):                  # the last batch: same (case, repeat)
+        want = None
+        for raw in reversed(lines):                  # the trailing lines of one batch size
             try:
                 rec = json.loads(raw)
             except ValueError:
                 break
-            key = (rec.get("case"), rec.get("repeat"))
-            if tail and key != tail_key:
+            if tail and rec.get("lines") != want:
                 break
-            tail_key, want = key, rec.get("lines")
+            want = rec.get("lines")
             tail.append(raw)
-        if tail and isinstance(want, int) and len(tail) < want:
-            keep -= sum(len(x) for x in tail)
+        if tail and isinstance(want, int) and want > 0 and len(tail) % want:
+            keep -= sum(len(x) for x in tail[:len(tail) % want])
         if keep == len(data):
             return 0
         with open(p, "r+b") as f:
             f.truncate(keep)
             f.flush()
             os.fsync(f.fileno())
-        log.warning("%s: dropped %d bytes a killed writer left unfinished; that case is measured again",
+        log.warning("%s: dropped %d bytes a killed writer left unfinished; its cases are measured again",
                     p, len(data) - keep)
         return len(data) - keep
 
@@ -207,8 +209,10 @@ class RunStore:
         self.write_meta(meta)
 
     def append(self, items: Iterable[Measurement]) -> None:
-        """One case's lines, in one write and fsynced. A write that fails (a full disk) is
-        cut back, so the file never ends in a partial batch that this process made."""
+        """One batch, in one write and fsynced: one case's lines, or those of every case of a
+        set measured at once (so a kill keeps all of a set or none of it, and `--resume`
+        measures the set again as a whole). A write that fails (a full disk) is cut back, so
+        the file never ends in a partial batch that this process made."""
         items = list(items)
         ts = now_iso()
         data = "".join(dataclasses.replace(m, run_id=m.run_id or self.run_id, ts=m.ts or ts,

@@ -156,9 +156,8 @@ class Runner:
                                        + (f" and {len(batch) - 1} more pairs at once" if len(batch) > 1 else ""))
                 if len(batch) == 1:
                     self.store.append(self._guarded_case(batch[0], dp))
-                else:
-                    for rows in self._guarded_set(batch, dp):
-                        self.store.append(rows)
+                else:                    # one batch: a kill keeps all of the set or none of it
+                    self.store.append([m for rows in self._guarded_set(batch, dp) for m in rows])
                 if self.progress:
                     for _ in batch:
                         self.progress.step()
@@ -196,8 +195,7 @@ class Runner:
             self._broken.append(str(e))
             failed = [[self._failed(c, dp.kind, str(e))] for c in batch]
             if len(self._broken) >= MAX_BROKEN_IN_A_ROW:
-                for rows in failed:
-                    self.store.append(rows)
+                self.store.append([m for rows in failed for m in rows])
                 raise HarnessError(f"stopping: {len(self._broken)} cases in a row could not run; "
                                    f"the last: {e}") from e
             return failed

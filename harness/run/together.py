@@ -2,10 +2,11 @@
 
 The runner hands over a set of cases that differ only in their pair. Each gets its own
 ports (the tool's fixed ports plus 2 × its place in the set), so two servers on one host
-never collide; every server must listen before any client starts, then every client
-starts at once and each is waited for within its own deadline. Each case is parsed and
-recorded alone, as a sequential case is. CPU is not recorded: the set shares the
-machine, and no share of it is one pair's. A case whose server never listens, or whose
+never collide; every server must listen before any client starts, then every client starts
+at once and each is waited for within its own deadline. Each case is parsed alone, as a
+sequential case is, and the set's lines are stored as one batch (a kill keeps all of them
+or none, so `--resume` measures a set again whole). CPU is not recorded: the set shares
+the machine, and no share of it is one pair's. A case whose server never listens, or whose
 host fails under it, fails alone; the others of the set are measured.
 """
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from harness.run.scenario import Case
 
 log = logging.getLogger(__name__)
+
 
 def sets(cases: list[Case], schedule: str, rounds: list[list[tuple[str, str]]] | None = None) -> list[list[Case]]:
     """A deployment's cases in the sets measured together, in run order: one case a set for
