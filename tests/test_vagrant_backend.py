@@ -86,6 +86,30 @@ def test_quick_matrix_on_two_vagrant_hosts_then_destroyed(vagrant_env, tmp_path)
     assert not [n for n in nets if n.startswith("vagrant_network")], nets
 
 
+def test_three_vagrant_hosts_every_pair_as_a_mesh_then_destroyed(vagrant_env, tmp_path):
+    """OVERLAYBENCH_HOSTS=3: the Vagrantfile's three machines, `--pair all`, every pair at
+    once over native, fastdp, the sleeve and the keyed sleeve; each pair's line names its
+    hosts, and `--vagrant-destroy` leaves no machine. False failures: none by design (no
+    figure is judged beyond "a number was measured")."""
+    env = dict(vagrant_env, OVERLAYBENCH_HOSTS="3")
+    p = ob("run", "--backend", "vagrant", "--vagrant-destroy", "--pair", "all", "--schedule", "mesh",
+           "--modes", "native,fastdp,sleeve,sleeve-crypto", "--tests", "iperf3.tcp", "--placements", "host-host",
+           "--repeats", "1", "--duration", "1", "-q", "--results", str(tmp_path / "r"), env=env)
+    assert p.returncode == 0, p.stderr[-3000:]
+    run_dir = pathlib.Path(p.stdout.splitlines()[0])
+    recs = [r for r in results.read_records(run_dir) if r["metric"] == "throughput_bps"]
+    assert all(r["ok"] and r["value"] > 0 for r in recs), [r for r in recs if not r["ok"]][:3]
+    every = ["h1→h2", "h1→h3", "h2→h3"]
+    got = {}
+    for r in recs:
+        got.setdefault(r["mode"], []).append(r["pair"])
+    assert got == {m: every for m in ("native", "fastdp", "sleeve", "sleeve-crypto")}
+    tb = json.loads((run_dir / "run.json").read_text())["testbed"]
+    assert tb["vagrant"]["machines"] == sorted(h["name"] for h in tb["hosts"].values()) == ["h1", "h2", "h3"]
+    assert all(h["underlay"].startswith("198.19.253.") for h in tb["hosts"].values())
+    assert _vagrant_containers() == []
+
+
 def _one_line(p) -> str:
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert p.returncode == 2, (p.returncode, p.stderr[-1500:])
