@@ -234,6 +234,19 @@ def test_every_mode_is_judged_on_its_own_pairs():
     assert {c.case["mode"] for c in v.cases} == {"sleeve", "sleeve-crypto"}
 
 
+def test_each_host_pair_is_judged_on_its_own_pairs_and_named():
+    """An A/B run over two host pairs where head is slower on one of them only: that host
+    pair's case fails, named with its hosts; the other passes."""
+    two = []
+    for hosts, head, seed in (("h0→h1", 1.0, 1), ("h0→h2", 0.8, 2)):
+        a, b = hosts.split("→")
+        two.append(rows(head=head, seed=seed).assign(pair=hosts, src_host=a, dst_host=b,
+                                                     case=lambda d, s=f"/{a}-{b}": d["case"] + s))
+    v = compare.judge_frame(pd.concat(two, ignore_index=True), {})
+    assert [(c.case["pair"], c.case["metric"]) for c in v.failures] == [("h0→h2", "throughput_bps")]
+    assert {c.name for c in v.cases} >= {CASE_TP + " h0→h1", CASE_TP + " h0→h2"} and len(v.cases) == 4
+
+
 def test_a_run_without_arms_is_bad_input():
     plain = rows().assign(mode="sleeve")
     with pytest.raises(HarnessError, match="not an A/B run"):

@@ -86,3 +86,19 @@ def test_a_mesh_summed_per_repeat_with_jains_index_and_the_slowest_pair():
     assert lines[0].startswith("Pairs measured at once shared the fabric (schedule mesh)")
     assert any(line.startswith("fastdp, container-container, iperf3.tcp: 6 pairs at once") for line in lines)
     assert fleet.lines(df, {"scenario": {"schedule": "sequential"}}) == [str(o) + "." for o in fleet.outliers(df)]
+
+
+def test_the_gate_judges_each_pair_against_its_own_baseline_and_names_the_pair():
+    """A baseline of six pairs; now one pair's fastdp runs at 60 %: that pair's case alone
+    fails, named with its pair in the text, the table and JUnit."""
+    from harness.gates import baseline as gate, render
+    meta = {"run_id": "base", "hostname": "bench-01", "kernel": "6.18.44"}
+    b = gate.baseline_from_frame(pd.DataFrame(pair_records()), meta)
+    assert sorted({c["pair"] for c in b["cases"]}) == sorted(PAIRS)
+    v = gate.evaluate_frame(pd.DataFrame(pair_records({"h1→h2": 0.6})), {**meta, "run_id": "now"}, b)
+    assert [(c.case["pair"], c.case["metric"]) for c in v.failures] == [("h1→h2", "throughput_bps")]
+    assert len({c.name for c in v.cases}) == len(v.cases) == 2 * len(PAIRS)
+    assert v.failures[0].name.endswith("throughput_bps h1→h2")
+    assert "container-container, h1→h2, iperf3.tcp" in render.text(v)
+    assert "| Hosts |" in render.markdown(v) and "| h1→h2 |" in render.markdown(v)
+    assert "container-container, h1→h2): " in render.junit_xml(v)

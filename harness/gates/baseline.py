@@ -252,7 +252,7 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
         fail_by_config.setdefault(tuple(stats.key_value(r[c]) for c in stats.CONFIG_KEY), []).append(r["error"])
     ok = stats.ok_rows(df)
     present = {tuple(stats.key_value(x) for x in k) for k, _ in ok.groupby(CASE_FIELDS, dropna=False)}
-    native_fail = {(k[1], k[3], k[4], k[5]): v for k, v in fail_by_config.items() if k[0] == stats.NATIVE}
+    native_fail = {(k[1], k[3], k[4], k[5], k[6]): v for k, v in fail_by_config.items() if k[0] == stats.NATIVE}
 
     verdicts: list[CaseVerdict] = []
     seen = set()
@@ -268,8 +268,8 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
             verdicts.append(_judge(case, [float(x) for x in c["ratios"]], cur, t, alpha))
             continue
         cfg = key[:-1]
-        u, p, test, s = case["underlay_mtu"], case["placement"], case["test"], case["streams"]
-        nfail = native_fail.get((u, p, test, s)) or native_fail.get((u, REFERENCE, test, s))
+        u, p, test, s, pair = (case[f] for f in ("underlay_mtu", "placement", "test", "streams", "pair"))
+        nfail = native_fail.get((u, p, test, s, pair)) or native_fail.get((u, REFERENCE, test, s, pair))
         failed = fail_by_config.get(cfg) if key not in present else None
         verdicts.append(_unjudged(case, c, t, failed, nfail, key in present))
     for key, cur in current.items():

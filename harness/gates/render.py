@@ -94,8 +94,9 @@ def markdown(v: Verdict) -> str:
     if v.warnings:
         out.append("")
     then, now = ("Base", "Head") if ab else ("Baseline % of native", "Now % of native")
-    head = ["", "Mode", "Underlay MTU", "Overlay MTU", "Placement", "Test", "Streams", "Metric",
-            then, now, "Change", "Tolerance", "p", *(["Pairs"] if ab else []), "Verdict"]
+    hosts = any(c.case.get("pair") for c in v.cases)       # a run of several host pairs
+    head = ["", "Mode", "Underlay MTU", "Overlay MTU", "Placement", *(["Hosts"] if hosts else []), "Test",
+            "Streams", "Metric", then, now, "Change", "Tolerance", "p", *(["Pairs"] if ab else []), "Verdict"]
 
     def cell(c: CaseVerdict, x: float | None) -> str:
         return unit_value(str(c.case["metric"]), x) if ab else _pct(x)
@@ -106,7 +107,8 @@ def markdown(v: Verdict) -> str:
             k = c.case
             t.append("| " + " | ".join([
                 ICON.get(c.status, ""), str(k["mode"]), str(k["underlay_mtu"]), str(k["overlay_mtu"]),
-                str(k["placement"]), str(k["test"]), str(k["streams"]), str(k["metric"]),
+                str(k["placement"]), *([str(k.get("pair") or "—")] if hosts else []), str(k["test"]),
+                str(k["streams"]), str(k["metric"]),
                 cell(c, c.baseline_median), cell(c, c.current_median), _signed(c.change),
                 _tol(c.tolerance), _p(c.p), *([str(c.pairs_used or "—")] if ab else []),
                 c.status + (f": {c.message}" if c.failed else ""),
@@ -134,7 +136,8 @@ def junit_xml(v: Verdict) -> str:
         tc = ET.SubElement(suite, "testcase", classname=f"overlaybench.{v.title}.{k['mode']}", name=c.name)
         if c.failed:
             msg = (f"{k['mode']} at underlay MTU {k['underlay_mtu']} (overlay MTU {k['overlay_mtu']}), "
-                   f"{k['metric']} ({k['test']}, {k['placement']}): {c.message}")
+                   f"{k['metric']} ({k['test']}, {k['placement']}{', ' + k['pair'] if k.get('pair') else ''}): "
+                   f"{c.message}")
             f = ET.SubElement(tc, "failure", message=msg, type="regression" if c.status == FAIL else "case-failed")
             f.text = c.headline()
         elif c.status in NOT_JUDGED:

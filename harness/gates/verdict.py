@@ -65,10 +65,11 @@ class Test(Protocol):
 
 
 def case_name(d: dict[str, Any]) -> str:
-    """"fastdp underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"."""
+    """"fastdp underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps",
+    with " h0→h1" after it for a case of one host pair among several."""
     k = {f: key_value(d.get(f)) for f in CASE_FIELDS}
     return (f"{k['mode']} underlay {k['underlay_mtu']} overlay {k['overlay_mtu']} {k['placement']} "
-            f"{k['test']} x{k['streams']} {k['metric']}")
+            f"{k['test']} x{k['streams']} {k['metric']}" + (f" {k['pair']}" if k["pair"] else ""))
 
 
 @dataclasses.dataclass
@@ -95,8 +96,9 @@ class CaseVerdict:
 
     def headline(self) -> str:
         c = self.case
+        pair = f", {c['pair']}" if c.get("pair") else ""
         return (f"{c['mode']} at underlay MTU {c['underlay_mtu']} (overlay {c['overlay_mtu']}), "
-                f"{c['placement']}, {c['test']} x{c['streams']}, {c['metric']}: {self.message}")
+                f"{c['placement']}{pair}, {c['test']} x{c['streams']}, {c['metric']}: {self.message}")
 
 
 @dataclasses.dataclass
