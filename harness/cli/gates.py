@@ -1,4 +1,4 @@
-"""`overlaybench gate`, `baseline` and `compare`: the two regression gates on the command line."""
+"""`overlaybench gate`, `baseline`, `compare` and `trend`: the regression gates on the command line."""
 
 from __future__ import annotations
 
@@ -22,6 +22,21 @@ def add(sub) -> None:
     b.add_argument("run")
     b.add_argument("-o", "--output", required=True, metavar="FILE")
     b.set_defaults(func=cmd_baseline)
+
+    t = sub.add_parser(
+        "trend", help="steps in each case's ratio to native across the stored runs of a scenario; exit 1 on one "
+                      "for the worse",
+        description="Group the complete runs of RESULTS_DIR by scenario and machine; in every case measured by "
+                    "at least 10 of them, look for steps in the run's median ratio to native (Pettitt's "
+                    "statistic, a permutation p-value, binary segmentation; α shared by the cases). A step "
+                    "counts when it is also beyond the gate's tolerance (10 % throughput, 15 % latency).")
+    t.add_argument("results_dir", metavar="RESULTS_DIR", help="a directory of run directories (e.g. results)")
+    t.add_argument("--scenario", metavar="NAME", help="only the runs of this scenario (its name in run.json)")
+    t.add_argument("--alpha", type=float, default=0.05, metavar="A",
+                   help="chance of reporting a step in a history without one, per scenario and machine "
+                        "(default 0.05)")
+    t.add_argument("--format", choices=["text", "json"], default="text", help="json: every case's series and steps")
+    t.set_defaults(func=cmd_trend)
 
 
 def add_outputs(p, json_help: str) -> None:
@@ -87,6 +102,11 @@ def cmd_baseline(a) -> int:
     baseline.baseline_main(a.run, a.output)
     print(a.output)
     return 0
+
+
+def cmd_trend(a) -> int:
+    from harness.gates import trend
+    return trend.trend_main(a.results_dir, scenario=a.scenario, alpha=a.alpha, fmt=a.format)
 
 
 def cmd_compare(a) -> int:
