@@ -206,3 +206,20 @@ def test_vagrant_machines_share_the_subnet_all_of_them_have_beside_the_managemen
               machine("h2", ("eth0", "172.17.0.3/16"), ("eth1", "198.19.254.12/24"))]
     with pytest.raises(HarnessError, match="h1, h2 share no network besides Vagrant's management one"):
         vagrant.shared_underlay(lonely)
+
+
+def test_a_deploy_that_fails_fails_every_pair_of_the_set_in_one_batch(tb3, tmp_path):
+    """fastdp's deploy fails (a duplicate FDB entry) under a mesh of three pairs: each pair
+    gets its failed line, and the three lines are one batch (a kill keeps all or none)."""
+    for h in tb3.hosts:
+        h.allow(re.compile(r"(ip (neigh|link|addr|route) .*)|(bridge fdb append .*)|(sysctl .*)"))
+    twice = "00:00:00:00:00:00 dst 198.18.0.2 self permanent\n" * 2
+    tb3.sides[0].host.expect("bridge fdb show dev vx0", stdout=twice)
+    sc = S.build({"matrix": {"modes": ["fastdp"], "repeats": 1, "duration": 2, "placements": ["host-host"],
+                             "tests": ["iperf3.tcp"], "schedule": "mesh"}, "testbed": {"lab_hosts": 3}})
+    store = results.RunStore.create(tmp_path / "results", {"scenario": sc.to_dict()})
+    Runner(sc, tb3, store).run(S.expand(sc, session.host_pairs(sc, tb3)))
+    recs = store.records()
+    assert [(r["pair"], r["metric"], r["lines"]) for r in recs] == [
+        (p, "failed", 3) for p in ("h0→h1", "h0→h2", "h1→h2")]
+    assert all(r["error"].startswith("deploy failed: h0: vx0 has 2 default FDB entries") for r in recs)

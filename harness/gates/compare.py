@@ -163,7 +163,8 @@ def judge_frame(df: pd.DataFrame, meta: dict[str, Any], alpha: float = DEFAULT_A
                                         n_baseline=0 if g is None else len(g), tolerance=tol[metric]))
             continue
         if cfg in base_fail:
-            warnings.append(f"{BASE} arm of {stats.split_arm(cfg[0])[0]} {' '.join(map(str, cfg[1:]))} failed "
+            where = " ".join(str(x) for x in cfg[1:] if x is not None)      # no pair in a run of one pair
+            warnings.append(f"{BASE} arm of {stats.split_arm(cfg[0])[0]} {where} failed "
                             f"({'; '.join(base_fail[cfg])}); judged on the remaining pairs")
         if g is None or g.empty:
             verdicts.append(CaseVerdict(case, ERROR, f"{NO_PAIR} of {BASE} and {HEAD} measurements",

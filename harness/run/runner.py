@@ -119,8 +119,7 @@ class Runner:
                     log.warning("underlay MTU %s: %s", u, e)
                     unusable = f"underlay MTU {u}: {e}"
             if unusable:
-                for case in group:
-                    self._fail(case, modes.get(mode_name).kind, unusable)
+                self._fail(group, modes.get(mode_name).kind, unusable)
                 continue
             self._run_group(modes.get(mode_name), o, group)
 
@@ -131,8 +130,7 @@ class Runner:
             dp = mode.deploy(self.tb, overlay_mtu)
         except HarnessError as e:
             log.warning("deploy %s failed: %s", label, e)
-            for case in cases:
-                self._fail(case, mode.kind, f"deploy failed: {e}")
+            self._fail(cases, mode.kind, f"deploy failed: {e}")
             return None
         self._record_datapath(cases[0], dp)
         return dp
@@ -205,10 +203,12 @@ class Runner:
     def _failed(self, case: Case, datapath: str, reason: str) -> Measurement:
         return self._measurement(case, datapath, Sample("failed", math.nan, ""), ok=False, error=reason)
 
-    def _fail(self, case: Case, datapath: str, reason: str) -> None:
-        self.store.append([self._failed(case, datapath, reason)])
+    def _fail(self, cases: list[Case], datapath: str, reason: str) -> None:
+        """One failed line for each of `cases`, in one batch (a set is never written in part)."""
+        self.store.append([self._failed(case, datapath, reason) for case in cases])
         if self.progress:
-            self.progress.step()
+            for _ in cases:
+                self.progress.step()
 
     def _record_datapath(self, case: Case, dp: Datapath) -> None:
         entry = {"mode": dp.mode, "datapath": dp.kind, "underlay_mtu": case.underlay_mtu,
