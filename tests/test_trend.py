@@ -44,7 +44,7 @@ def _history(root, scales, *, machine="bench-01", scenario="quick", compare=None
     """One run per entry of `scales` (fastdp's throughput factor in that run), in order."""
     tag = machine[:4] + ("ab" if compare else "") + status[0] + (rate or "")
     for i, scale in enumerate(scales):
-        meta = {"scenario": {"name": scenario, "duration": 1, "rate": rate}, "backend": "lab",
+        meta = {"scenario": {"name": scenario, "duration": 1, "rate": rate}, "backend": "netns",
                 "machine": {"hostname": machine, "cpu": "AMD EPYC"},
                 "status": status, **({"compare": compare} if compare else {})}
         store = RunStore.create(root, meta, run_id=f"2026112{i // 10}T{i % 10:02d}0000Z-{tag}")
@@ -61,7 +61,7 @@ def test_a_step_for_the_worse_in_stored_runs_fails_and_names_the_run(tmp_path, c
     _history(tmp_path, [0.5] * 3, status="failed", machine="bench-02")
     assert main(["trend", str(tmp_path)]) == 1
     out = capsys.readouterr().out
-    assert "quick on bench-01 (AMD EPYC), lab backend, 1 s tests: 13 runs" in out and "bench-02" not in out
+    assert "quick on bench-01 (AMD EPYC), netns backend, 1 s tests: 13 runs" in out and "bench-02" not in out
     line, = [x for x in out.splitlines() if "WORSE" in x]
     assert "fastdp underlay 1500" in line and "from run 20261120T070000Z-bencc" in line and "% of native (-" in line
 
@@ -99,9 +99,9 @@ def test_machines_and_setups_are_apart_and_a_damaged_run_is_left_out(tmp_path, c
     _history(tmp_path, [0.5] * 12, machine="alpha", rate="1gbit")        # capped: a history of its own
     groups, warnings = trend.analyse(tmp_path)
     assert [(g.title, [len(c.worse()) for c in g.cases]) for g in groups] == [
-        ("quick on alpha (AMD EPYC), lab backend, 1 s tests", [1]),
-        ("quick on alpha (AMD EPYC), lab backend, 1 s tests, rate 1gbit", [0]),
-        ("quick on gamma (AMD EPYC), lab backend, 1 s tests", [0])]
+        ("quick on alpha (AMD EPYC), netns backend, 1 s tests", [1]),
+        ("quick on alpha (AMD EPYC), netns backend, 1 s tests, rate 1gbit", [0]),
+        ("quick on gamma (AMD EPYC), netns backend, 1 s tests", [0])]
     (tmp_path / "junk").mkdir()
     (tmp_path / "junk" / "run.json").write_text("{not json")
     torn = next(tmp_path.glob("*gammc")) / "measurements.jsonl"

@@ -79,7 +79,7 @@ def add_compare(sub) -> None:
     c.add_argument("--tests", type=csv(str), metavar="T,..")
     c.add_argument("--streams", type=csv(int), metavar="N,..")
     c.add_argument("--repeats", type=int, metavar="N",
-                   help="the budget: at most N pairs per case (at least 16 for α = 0.05 over two cases)")
+                   help="the budget: at most N pairs per case (at least 14 for α = 0.05 over two cases)")
     c.add_argument("--duration", type=float, metavar="S", help="seconds per test")
     c.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
     add_poll_idle(c)

@@ -15,8 +15,8 @@ def add(sub) -> None:
                        description="Run a scenario's matrix. Flags override the file's [matrix].")
     r.add_argument("scenario", nargs="?", help="scenario TOML (default: built-in: native,fastdp at 1500)")
     add_matrix(r)
-    add_backend(r, help="netns: a local lab of namespaces (default); ssh: two hosts of --inventory; "
-                        "vagrant: the two machines of a Vagrantfile (brought up if needed)")
+    add_backend(r, help="netns: a local lab of namespaces (default); ssh: hosts of --inventory (--pair); "
+                        "vagrant: the machines of a Vagrantfile (brought up if needed; --pair)")
     r.add_argument("--vagrant-destroy", action="store_true", help="vagrant destroy -f the machines after the run")
     r.add_argument("--vagrant-provider", metavar="NAME",
                    help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
@@ -58,7 +58,7 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--duration", type=float, metavar="S", help="seconds per test")
     p.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
     p.add_argument("--pairs", type=csv(str), metavar="SPEC",
-                   help="host pairs measured, one after the other: all (default), ring, star:HOST, or "
+                   help="host pairs measured (as --schedule says): all (default), ring, star:HOST, or "
                         "CLIENT-SERVER,... by host name (lab hosts are h0, h1, ...)")
     p.add_argument("--schedule", choices=SCHEDULES,
                    help="how pairs share the wire: one at a time (default), disjoint pairs at once "

@@ -7,8 +7,9 @@ A pair is (client host, server host), by the hosts' names. The selections:
     star:HOST   HOST with every other host, HOST the client
     A-B,C-D     the pairs named (a name holding "-" is matched against the hosts' names)
 
-A testbed of two hosts has one pair whatever the selection; the run then has no pair
-dimension (cases and measurements as they always were). `rounds` is the round-robin
+A run whose one pair is the testbed's first two hosts, the first the client (what every
+selection gives on two hosts but a named `h1-h0` or `star:h1`), has no pair dimension
+(cases and measurements as they always were). `rounds` is the round-robin
 tournament schedule ("circle method"): disjoint pairs that can be measured at the same
 time, every pair of `all` once over N − 1 rounds (N rounded up to even).
 """

@@ -80,7 +80,7 @@ def _setup(meta: dict[str, Any]) -> dict[str, Any]:
     sc = meta.get("scenario") or {}
     duration = sc.get("duration")
     return {"machine": " ".join(x for x in (m["hostname"], m["cpu"] and f"({m['cpu']})") if x) or "?",
-            "backend": str(meta.get("backend") or "lab"),
+            "backend": str(meta.get("backend") or "?"),
             "duration": float(duration) if isinstance(duration, (int, float)) else 0.0,
             "rate": sc.get("rate") or None}
 

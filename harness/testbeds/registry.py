@@ -3,7 +3,8 @@
 Each backend is a module with two functions:
 
     open_testbed(scenario, options) -> Testbed
-        connected and checkable, nothing made yet; the session never asks which it got
+        connected and checkable, nothing of the run made yet (Vagrant's machines are up);
+        the session never asks which it got
     remove_leftovers(options, inventory file or None, force) -> (removed, kept and why)
         what `overlaybench down` does for that backend
 
@@ -29,8 +30,9 @@ class Backend:
 
 BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("netns", "harness.testbeds.lab", "the local lab of network namespaces (default)"),
-    Backend("ssh", "harness.testbeds.ssh", "two hosts of an inventory, over SSH"),
-    Backend("vagrant", "harness.testbeds.vagrant", "two Vagrant machines; `vagrant ssh-config` feeds the SSH backend"),
+    Backend("ssh", "harness.testbeds.ssh", "hosts of an inventory (two or more), over SSH"),
+    Backend("vagrant", "harness.testbeds.vagrant", "Vagrant machines (two or more); `vagrant ssh-config` feeds the "
+                                                   "SSH backend"),
 )}
 
 
