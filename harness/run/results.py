@@ -169,7 +169,7 @@ class RunStore:
                 rec = json.loads(raw)
             except ValueError:
                 break
-            if tail and rec.get("lines") != want:
+            if not isinstance(rec, dict) or (tail and rec.get("lines") != want):
                 break
             want = rec.get("lines")
             tail.append(raw)
