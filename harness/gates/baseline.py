@@ -123,6 +123,14 @@ def _case_key(d: dict[str, Any]) -> tuple:
     return tuple(stats.key_value(d.get(f)) for f in CASE_FIELDS)
 
 
+def case_ratios(df: pd.DataFrame, tolerances: dict[str, float]) -> dict[tuple, list[float]]:
+    """Per gated case (its key, CASE_FIELDS): the run's per-repeat ratios to native of the
+    test's headline metric, for the metrics `tolerances` names."""
+    rr = headline_rows(stats.repeat_ratios(df, metrics=list(tolerances)))
+    return {tuple(stats.key_value(x) for x in k): g["ratio"].tolist()
+            for k, g in rr.groupby(CASE_FIELDS, dropna=False, sort=False)}
+
+
 def baseline_from_frame(df: pd.DataFrame, meta: dict[str, Any],
                         tolerances: dict[str, float] | None = None,
                         alpha: float = DEFAULT_ALPHA) -> dict[str, Any]:
@@ -243,9 +251,7 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
     alpha = float(baseline.get("alpha", DEFAULT_ALPHA))
     warnings = machine_warnings(baseline.get("machine") or {}, machine_facts(meta))
 
-    rr = headline_rows(stats.repeat_ratios(df, metrics=list(tol)))
-    current = {_case_key(dict(zip(CASE_FIELDS, k))): g["ratio"].tolist()
-               for k, g in rr.groupby(CASE_FIELDS, dropna=False, sort=False)}
+    current = case_ratios(df, tol)
     fails = stats.failures(df)
     fail_by_config: dict[tuple, list[str]] = {}
     for r in fails.to_dict("records"):

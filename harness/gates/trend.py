@@ -28,8 +28,8 @@ import numpy as np
 from harness.analysis import changepoint, stats
 from harness.analysis.tablefmt import json_value
 from harness.core.errors import HarnessError
-from harness.gates.baseline import machine_facts
-from harness.gates.verdict import CASE_FIELDS, DEFAULT_TOLERANCES, case_name, headline_rows
+from harness.gates.baseline import case_ratios, machine_facts
+from harness.gates.verdict import CASE_FIELDS, DEFAULT_TOLERANCES, case_name
 from harness.run import results
 
 MIN_RUNS = 10
@@ -108,9 +108,8 @@ def _runs(results_dir: pathlib.Path) -> tuple[dict[tuple, list[tuple[str, pathli
 
 
 def _points(run_dir: pathlib.Path, tolerances: dict[str, float]) -> dict[tuple, float]:
-    rr = headline_rows(stats.repeat_ratios(results.load(run_dir), metrics=list(tolerances)))
-    return {tuple(stats.key_value(x) for x in k): float(np.median(g["ratio"]))
-            for k, g in rr.groupby(CASE_FIELDS, dropna=False, sort=False)}
+    """Per gated case: the run's median ratio to native (the stored-baseline gate's ratios)."""
+    return {k: float(np.median(v)) for k, v in case_ratios(results.load(run_dir), tolerances).items()}
 
 
 def analyse(results_dir: pathlib.Path | str, scenario: str | None = None, alpha: float = DEFAULT_ALPHA,
@@ -170,10 +169,9 @@ def text(groups: list[Group], warnings: list[str]) -> str:
             lines.append(f"  {unjudged} of {len(g.cases)} cases cannot show a step yet: at α = {g.alpha:g} shared by "
                          f"{len(g.cases)}, a case needs {g.needs or 'over 200'} runs (a step in its last few more)")
         if judged:
+            left_out = f"; {g.short} with fewer than {MIN_RUNS} left out" if g.short else ""
             lines.append(f"  {len(judged)} case{'s' * (len(judged) != 1)} with {max(MIN_RUNS, g.needs or 0)} runs "
-                         f"or more, "
-                         f"α = {g.alpha:g} shared by {len(g.cases)}" + (f"; {g.short} with fewer than "
-                                                                      f"{MIN_RUNS} left out" if g.short else ""))
+                         f"or more, α = {g.alpha:g} shared by {len(g.cases)}{left_out}")
             lines += [_step_line(c, s) for c in judged for s in c.counted()]
             if not any(c.counted() for c in judged):
                 lines.append("  no step beyond its tolerance")
