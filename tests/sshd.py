@@ -254,6 +254,20 @@ def remove_stale() -> list[str]:
     return removed
 
 
+def _gone(pid: int) -> bool:
+    """Whether pid has exited: no such process, or a zombie. A zombie that is this
+    process's child (the session's sshd listeners) is reaped, so that it leaves /proc."""
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    if state not in ("Z", "X"):
+        return False
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+    return True
+
+
 def remove_prefix(prefix: str) -> list[str]:
     """Kill the processes in every namespace of `prefix`, delete them and their links."""
     assert PREFIX_RE.match(prefix), prefix
@@ -265,7 +279,7 @@ def remove_prefix(prefix: str) -> list[str]:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, sig)
         deadline = time.monotonic() + 3
-        while pids and time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in pids):
+        while pids and time.monotonic() < deadline and not all(_gone(p) for p in pids):
             time.sleep(0.05)
     for ns in names:
         _run(["ip", "netns", "del", ns], check=False)
