@@ -58,6 +58,8 @@ import dataclasses
 import math
 from typing import Iterable
 
+import numpy as np
+
 SLOWER, NOT_SLOWER, UNDECIDED = "slower", "not slower", "undecided"
 
 
@@ -105,7 +107,6 @@ def signed_rank_tail(values: Iterable[float]) -> float:
         for t in range(i, j + 1):
             ranks2[order[t]] = i + j + 2      # 2 × mean of ranks i+1 … j+1
         i = j + 1
-    import numpy as np
     w = sum(r for r, x in zip(ranks2, xs) if x > 0)
     dist = np.zeros(sum(ranks2) + 1)           # dist[s]: P(the positive ranks so far sum to s)
     dist[0] = 1.0
