@@ -127,7 +127,7 @@ def case_ratios(df: pd.DataFrame, tolerances: dict[str, float]) -> dict[tuple, l
     """Per gated case (its key, CASE_FIELDS): the run's per-repeat ratios to native of the
     test's headline metric, for the metrics `tolerances` names."""
     rr = headline_rows(stats.repeat_ratios(df, metrics=list(tolerances)))
-    return {tuple(stats.key_value(x) for x in k): g["ratio"].tolist()
+    return {_case_key(dict(zip(CASE_FIELDS, k))): g["ratio"].tolist()
             for k, g in rr.groupby(CASE_FIELDS, dropna=False, sort=False)}
 
 
