@@ -21,7 +21,7 @@ def test_fastdp_carries_full_size_frames_without_duplicates(lab, underlay):
         assert dp.kind == "fastdp"
         for pl in ("container-container", "host-container", "host-host"):
             c, s = endpoints(lab, dp, pl)
-            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-W", "10", "-M", "do", "-s", str(mtu - 28),
+            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-w", "10", "-M", "do", "-s", str(mtu - 28),
                               s.addr]).stdout
             assert "3 received" in out and "DUP" not in out, out
         # One more byte than the overlay MTU does not pass with DF set.

@@ -95,8 +95,8 @@ PING_OK = ("PING 198.18.64.2 (198.18.64.2) 1422(1450) bytes of data.\n\n--- 198.
            "3 packets transmitted, 3 received, 0% packet loss, time 402ms\n"
            "rtt min/avg/max/mdev = 0.071/0.080/0.090/0.008 ms\n")
 PING_LOST = ("PING 198.18.64.2 (198.18.64.2) 1422(1450) bytes of data.\n\n--- 198.18.64.2 ping statistics ---\n"
-             "3 packets transmitted, 0 received, 100% packet loss, time 2040ms\n\n")
-PROBE = "ping -c 3 -i 0.2 -W 1 -M do -s 1422 198.18.64.2"
+             "25 packets transmitted, 0 received, 100% packet loss, time 4952ms\n\n")
+PROBE = "ping -c 3 -i 0.2 -w 5 -M do -s 1422 198.18.64.2"
 
 
 def test_auto_keeps_fastdp_when_the_full_mtu_probe_passes(tb):
@@ -151,4 +151,4 @@ def test_auto_records_the_probes_loss_as_the_reason_it_fell_back(tb):
     sleeve_up("sleeve", tb, 1450)
     dp = modes.get("auto").deploy(tb, 1450)
     assert dp.info["decision"] == ("sleeve: full-MTU (1450) DF probe across VXLAN failed: "
-                                   "3 packets transmitted, 0 received, 100% packet loss, time 2040ms")
+                                   "25 packets transmitted, 0 received, 100% packet loss, time 4952ms")

@@ -95,7 +95,7 @@ if ! sleeve_wait a >/dev/null || ! sleeve_wait b >/dev/null || ! heard a || ! he
 	bad "replay: the daemons did not come up and hear each other"
 else
 	sleeve_attach a l3; sleeve_attach b l3
-	got=$(ns $CA ping -c 20 -i 0.05 -W 2 "$PEER_IP" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
+	got=$(ns $CA ping -c 20 -i 0.05 -w 20 "$PEER_IP" | sed -n 's/.* \([0-9]*\) received.*/\1/p')
 	[ "${got:-0}" = 20 ] && ok "replay: 20 pings crossed while a's datagrams were recorded" ||
 		bad "replay: ${got:-0} of 20 pings crossed"
 fi
