@@ -57,18 +57,19 @@ def test_teardown_on_error_removes_everything_and_kills_processes():
     assert not (labmod.STATE_ROOT / prefix).exists()
 
 
+# A lab's owner that lives until the test closes its stdin (or kills it): no deadline.
 CHILD = """
-import sys, time
+import sys
 from harness.testbeds.lab import Lab
 lab = Lab.create()
 print(lab.prefix, flush=True)
-time.sleep(60)
+sys.stdin.read()
 """
 
 
 def test_down_removes_a_killed_runs_lab_and_leaves_a_live_one():
-    live = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
-    killed = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+    live, killed = (subprocess.Popen([sys.executable, "-c", CHILD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True) for _ in range(2))
     try:
         live_prefix = live.stdout.readline().strip()
         dead_prefix = killed.stdout.readline().strip()

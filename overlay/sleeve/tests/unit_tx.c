@@ -180,7 +180,7 @@ void test_tx_device(void)
 		CHECK(write(txl.dev[1], frame, 60) == 60);
 		CHECK(write(txl.dev[1], frame, 3000) == 3000);
 		pfd = (struct pollfd){.fd = txl.peer[0], .events = POLLIN};
-		while (got0 < 4 && poll(&pfd, 1, 2000) == 1) {
+		while (got0 < 4 && poll(&pfd, 1, 10000) == 1) {
 			ssize_t r = recv(txl.peer[0], buf[got0], sizeof(buf[0]), 0);
 
 			if (r <= 0)
