@@ -16,7 +16,8 @@ campaign runs in batches and resumes. --report prints, per kind: how often each 
 out slower / not slower / undecided, the pairs the comparison used, and the paired
 throughput change the arm really had (what `--calibrate-ns` cost, measured pair by pair in
 the same runs). An A/A alarm counts on either case; a slowdown counts as caught on
-throughput, the figure it moves.
+throughput, the figure it moves. Each line records the run's `cpu_idle` (`poll` under
+--poll-idle), and a campaign resumes only with the settings it began with.
 
     .venv/bin/python benchmarks/sequential_power.py --batch 5       # repeat until done
     .venv/bin/python benchmarks/sequential_power.py --report
@@ -35,6 +36,7 @@ import time
 import numpy as np
 
 from harness.core.paths import PROJECT
+from harness.run import results
 
 KINDS = ("aa", "p5", "p10", "p20")
 
@@ -46,7 +48,13 @@ def _log(out: pathlib.Path) -> list[dict]:
 
 def measure(a, out: pathlib.Path) -> None:
     ns = {"p5": a.ns5, "p10": a.ns10, "p20": a.ns20}
-    done = {(d["round"], d["kind"]) for d in _log(out)}
+    log = _log(out)
+    idle = "poll" if a.poll_idle else "default"
+    for d in log:                  # a campaign measures one setting throughout
+        if d["kind"] != "aa" and d["ns"] != ns[d["kind"]] or d.get("cpu_idle", idle) != idle:
+            sys.exit(f"{out}: round {d['round']} {d['kind']} was measured with --inject-ns {d['ns']} and idle CPUs "
+                     f"{d.get('cpu_idle')}; resume with the same settings, or start another --out")
+    done = {(d["round"], d["kind"]) for d in log}
     rounds = [r for r in range(1, a.rounds + 1) if any((r, k) not in done for k in KINDS)][:a.batch]
     for r in rounds:
         kinds = list(KINDS)
@@ -62,7 +70,8 @@ def measure(a, out: pathlib.Path) -> None:
                 sys.exit(f"round {r} {kind}: compare exited {p.returncode}: {p.stderr.strip()[-500:]}")
             v = json.loads(p.stdout)
             line = {"round": r, "kind": kind, "ns": ns.get(kind, 0), "run": v["run_id"], "exit": p.returncode,
-                    "seconds": round(time.monotonic() - t0, 1), "poll_idle": a.poll_idle,
+                    "seconds": round(time.monotonic() - t0, 1),
+                    "cpu_idle": results.read_meta(out / "runs" / v["run_id"]).get("cpu_idle"),
                     "cases": {c["metric"]: {"status": c["status"], "pairs_used": c["pairs_used"],
                                             "change": c["change"]} for c in v["cases"]}}
             with open(out / "log.jsonl", "a") as f:
