@@ -118,7 +118,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(PROJECT / "results" / "sequential-power"))
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--batch", type=int, default=5, help="rounds to measure in this call")
-    for kind, n in (("ns5", 900), ("ns10", 2000), ("ns20", 5000)):
+    for kind, n in (("ns5", 1200), ("ns10", 2500), ("ns20", 6000)):
         ap.add_argument(f"--{kind}", type=int, default=n,
                         help=f"--inject-ns of the {kind[2:]} %% arm (default {n}: calibrate with "
                              f"benchmarks/calibrate_ns.py first)")
