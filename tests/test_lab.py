@@ -57,7 +57,7 @@ def test_teardown_on_error_removes_everything_and_kills_processes():
     assert not (labmod.STATE_ROOT / prefix).exists()
 
 
-# A lab's owner that lives until the test closes its stdin (or kills it): no deadline.
+# A lab's owner that blocks on its stdin until the test kills it: no deadline of its own.
 CHILD = """
 import sys
 from harness.testbeds.lab import Lab
