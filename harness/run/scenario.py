@@ -1,7 +1,7 @@
 """Scenario files (TOML) → a frozen Scenario → the list of Cases it asks for.
 
     [scenario]  name, description, mode_files
-    [modes.X]   a mode defined by commands (harness/modes/commands.py)
+    [modes.X]   a mode defined by commands (harness/run/mode_tables.py)
     [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration, pairs,
                 schedule
     [underlay]  rate
@@ -23,14 +23,13 @@ import tomllib
 from typing import Any
 
 from harness import modes as modes_mod
-from harness.modes import commands
 from harness.modes.variants import ARM_SEP
 from harness.core import pairs as pairs_mod, schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
 from harness.core.placements import NAMES as PLACEMENTS
 from harness.core.units import parse_rate
+from harness.run import mode_tables
 from harness.testbeds import registry
-from harness.testbeds.preflight import FEATURES
 from harness.testbeds.containers.base import KINDS
 from harness.tools import TOOLS
 from harness.tools.common import IPV4_UDP_HEADERS
@@ -95,7 +94,7 @@ class Scenario:
                 v = {kk: tuple(vv) for kk, vv in v.items()}
             out[k] = v
         for d in out.get("mode_defs", ()):
-            define_mode(d["name"], d["definition"], d["source"])
+            mode_tables.define_mode(d["name"], d["definition"], d["source"])
         return cls(**out)
 
 
@@ -208,43 +207,6 @@ def _pair(v) -> tuple[str, ...]:
     return tuple(v)
 
 
-def define_mode(name: str, definition: dict, source: str) -> dict:
-    """Register a mode defined by commands (a [modes.NAME] table of `source`); its record
-    for Scenario.mode_defs. Errors name the file and the table."""
-    where = f"[modes.{name}]"
-    if not commands.NAME_RE.match(name):
-        raise schema.error(source, where, "a mode's name is a lowercase letter, then up to 31 lowercase "
-                                          "letters, digits, '-' or '_'")
-    mode = commands.CommandMode(name, definition, source)
-    unknown = [f for f in mode.features if f not in FEATURES]
-    if unknown:
-        raise schema.error(source, f"{where} features", f"unknown kernel feature {unknown[0]!r}"
-                           f"{schema.suggest(unknown[0], FEATURES)}; known: {', '.join(FEATURES)}")
-    try:
-        modes_mod.define(mode)
-    except HarnessError as e:
-        raise schema.error(source, where, str(e)) from e
-    return {"name": name, "source": source, "definition": definition}
-
-
-def _define_modes(table: Any, source: str) -> list[dict]:
-    if not isinstance(table, dict) or not all(isinstance(v, dict) for v in table.values()):
-        raise schema.error(source, "[modes]", "expected [modes.NAME] tables, one per mode defined by commands")
-    return [define_mode(name, body, source) for name, body in table.items()]
-
-
-def _mode_file(path: pathlib.Path, source: str) -> list[dict]:
-    try:
-        doc = tomllib.loads(read_text(path, "mode file "))
-    except (HarnessError, tomllib.TOMLDecodeError) as e:
-        raise schema.error(source, "[scenario] mode_files", f"{path}: {e}") from e
-    extra = [k for k in doc if k != "modes"]
-    if extra or not doc:
-        raise schema.error(str(path), f"[{extra[0]}]" if extra else "[modes]",
-                           "a mode file holds [modes.NAME] tables and nothing else")
-    return _define_modes(doc["modes"], str(path))
-
-
 def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = None,
           here: pathlib.Path | None = None) -> Scenario:
     """Validate a parsed TOML document (or flag overrides in the same shape) onto `base`;
@@ -266,9 +228,9 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, here: pathlib.Path)
     if files is not None:       # read first: [matrix] modes may name their modes
         files = schema.check_table({"mode_files": files}, TABLES["scenario"], source, "[scenario]")["mode_files"]
         for f in files:
-            defs += _mode_file(here / f, source)
+            defs += mode_tables.mode_file(here / f, source)
     if "modes" in raw:
-        defs += _define_modes(raw.pop("modes"), source)
+        defs += mode_tables.define_modes(raw.pop("modes"), source)
     got = schema.check(raw, TABLES, source)
     ch: dict[str, Any] = {"source": source, "mode_defs": tuple(defs)}
     for table in got.values():
