@@ -99,6 +99,19 @@ def needs_root():
     return pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 
 
+def full_size_pings(testbed, dp, placements, mtu: int) -> None:
+    """Three pings of exactly `mtu` bytes with DF set, from each placement's client to its
+    server across `dp`, must all come back, once each. `-w 10` waits for all three (iputils'
+    `-W` stops waiting for the rest 2 × the slowest round trip after the first reply, so a
+    reply held by a busy machine would count as lost); a wrong MTU loses every one."""
+    from harness.run.endpoints import endpoints
+    for placement in placements:
+        c, s = endpoints(testbed, dp, placement)
+        out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-w", "10", "-M", "do", "-s", str(mtu - 28), s.addr],
+                         check=False).stdout
+        assert " 3 received" in out and "DUP" not in out, (placement, out)
+
+
 def stray_containers() -> list[str]:
     """Docker containers a testbed made (they carry its prefix label) whose owner is gone
     or is this process; none when no dockerd answers (then none of anyone's runs)."""

@@ -2,7 +2,7 @@
 
 import pytest
 
-from conftest import needs_root
+from conftest import full_size_pings, needs_root
 from harness import modes
 from harness.core.errors import HarnessError
 from harness.run.endpoints import endpoints
@@ -19,11 +19,7 @@ def test_fastdp_carries_full_size_frames_without_duplicates(lab, underlay):
     dp = m.deploy(lab, mtu)
     try:
         assert dp.kind == "fastdp"
-        for pl in ("container-container", "host-container", "host-host"):
-            c, s = endpoints(lab, dp, pl)
-            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-w", "10", "-M", "do", "-s", str(mtu - 28),
-                              s.addr]).stdout
-            assert "3 received" in out and "DUP" not in out, out
+        full_size_pings(lab, dp, ("container-container", "host-container", "host-host"), mtu)
         # One more byte than the overlay MTU does not pass with DF set.
         c, s = endpoints(lab, dp, "container-container")
         too_big = c.host.run(["ping", "-c", "1", "-W", "1", "-M", "do", "-s", str(mtu - 27), s.addr], check=False)

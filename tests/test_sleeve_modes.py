@@ -6,7 +6,7 @@ import secrets
 
 import pytest
 
-from conftest import needs_root
+from conftest import full_size_pings, needs_root
 from harness import modes
 from harness.modes import sleeve as sleeve_mode
 from harness.modes.sleeve import SleeveCrypto
@@ -62,11 +62,7 @@ def test_ping_and_tcp_across_each_sleeve_mode(lab, name, underlay, overlay):
     dp = mode.deploy(lab, mode.overlay_mtu(underlay, overlay))
     try:
         assert dp.kind == "sleeve" and dp.overlay_mtu == overlay
-        for placement in ("container-container", "host-container"):
-            c, s = endpoints(lab, dp, placement)
-            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-w", "10", "-M", "do", "-s", str(overlay - 28),
-                              s.addr], check=False)
-            assert " 3 received" in out.stdout and "DUP" not in out.stdout, (placement, out.stdout)
+        full_size_pings(lab, dp, ("container-container", "host-container"), overlay)
         bps = _iperf(lab, dp, "container-container")
         assert bps > 50e6, f"{name} at {overlay}: only {bps / 1e6:.0f} Mbit/s"
         counters = mode.counters(lab, dp)

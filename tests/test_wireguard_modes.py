@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import needs_root
+from conftest import full_size_pings, needs_root
 from harness import modes
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.modes import wireguard as wg
@@ -88,11 +88,7 @@ def deploy_and_carry(lab, mode, underlay, requested):
             assert oct(os.stat(mode.key_path(s)).st_mode & 0o777) == "0o600"
             port = s.host.run(["wg", "show", mode.dev(s), "listen-port"]).stdout.strip()
             assert port == "51820"
-        for placement in PLACEMENTS:
-            c, s = endpoints(lab, dp, placement)
-            out = c.host.run(["ping", "-c", "3", "-i", "0.2", "-w", "10", "-M", "do", "-s", str(mtu - 28), s.addr],
-                             check=False)
-            assert " 3 received" in out.stdout and "DUP" not in out.stdout, (placement, out.stdout)
+        full_size_pings(lab, dp, PLACEMENTS, mtu)
         # One byte more than the overlay MTU does not pass with DF set.
         c, s = endpoints(lab, dp, "container-container")
         too_big = c.host.run(["ping", "-c", "1", "-W", "1", "-M", "do", "-s", str(mtu - 27), s.addr], check=False)
