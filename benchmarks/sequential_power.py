@@ -106,6 +106,13 @@ def report(out: pathlib.Path) -> None:
         chs = (f"{np.median(ch) * 100:+.1f} % ({min(ch) * 100:+.1f} … {max(ch) * 100:+.1f})" if ch else "—")
         print(f"| {kind} | {chs} | {slower}/{len(rows)} | {passed}/{len(rows)} | {undecided}/{len(rows)} | "
               f"{np.median(used):g} ({min(used)} … {max(used)}) | {mins:.1f} |")
+    print("\npairs used (the comparison's last case to stop), how often:")
+    for kind in KINDS:
+        used = sorted(max((c["pairs_used"] or 0) for c in d["cases"].values()) for d in log if d["kind"] == kind)
+        if used:
+            print(f"  {kind}: " + ", ".join(f"{n} × {used.count(n)}" for n in sorted(set(used))))
+    print(f"\nminutes per comparison, mean over every arm: {np.mean([d['seconds'] for d in log]) / 60:.1f} "
+          f"({len(log)} comparisons)")
     lat = [d["cases"].get("latency_us", {}).get("status") for d in log if d["kind"] == "aa"]
     if lat:
         print(f"\nA/A latency cases: {sum(s == 'fail' for s in lat)} slower, "
