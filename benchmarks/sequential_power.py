@@ -89,6 +89,7 @@ def report(out: pathlib.Path) -> None:
     print("| true change | paired throughput change (median; min … max) | slower | not slower | undecided "
           "| pairs used (median; min … max) | minutes (mean) |")
     print("|---|---|---|---|---|---|---|")
+    used_by: dict[str, list[int]] = {}       # the pairs each comparison used, per kind
     for kind in KINDS:
         rows = [d for d in log if d["kind"] == kind]
         if not rows:
@@ -101,16 +102,14 @@ def report(out: pathlib.Path) -> None:
             slower = sum(c.get("status") == "fail" for c in tp)
         passed = sum(c.get("status") in ("pass", "improved") for c in tp)
         undecided = sum(c.get("status") == "undecided" for c in tp)
-        used = [max((c["pairs_used"] or 0) for c in d["cases"].values()) for d in rows]
+        used = used_by[kind] = [max((c["pairs_used"] or 0) for c in d["cases"].values()) for d in rows]
         mins = np.mean([d["seconds"] for d in rows]) / 60
         chs = (f"{np.median(ch) * 100:+.1f} % ({min(ch) * 100:+.1f} … {max(ch) * 100:+.1f})" if ch else "—")
         print(f"| {kind} | {chs} | {slower}/{len(rows)} | {passed}/{len(rows)} | {undecided}/{len(rows)} | "
               f"{np.median(used):g} ({min(used)} … {max(used)}) | {mins:.1f} |")
     print("\npairs used (the comparison's last case to stop), how often:")
-    for kind in KINDS:
-        used = sorted(max((c["pairs_used"] or 0) for c in d["cases"].values()) for d in log if d["kind"] == kind)
-        if used:
-            print(f"  {kind}: " + ", ".join(f"{n} × {used.count(n)}" for n in sorted(set(used))))
+    for kind, used in used_by.items():
+        print(f"  {kind}: " + ", ".join(f"{n} × {used.count(n)}" for n in sorted(set(used))))
     print(f"\nminutes per comparison, mean over every arm: {np.mean([d['seconds'] for d in log]) / 60:.1f} "
           f"({len(log)} comparisons)")
     lat = [d["cases"].get("latency_us", {}).get("status") for d in log if d["kind"] == "aa"]
