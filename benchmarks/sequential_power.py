@@ -21,6 +21,10 @@ throughput, the figure it moves. Each line records the run's `cpu_idle` (`poll` 
 
     .venv/bin/python benchmarks/sequential_power.py --batch 5       # repeat until done
     .venv/bin/python benchmarks/sequential_power.py --report
+
+A machine may not outlive a campaign (results/ is not committed): commit OUT/log.jsonl with
+the figures it gives. BENCHMARKS.md's rounds 11–20 are benchmarks/data/sequential-power:
+--report --out benchmarks/data/sequential-power prints their table.
 """
 
 from __future__ import annotations
