@@ -17,10 +17,11 @@ import sys
 
 import numpy as np
 
+from harness import results
 from harness.analysis import stats
 from harness.core.paths import PROJECT
 from harness.modes import variants
-from harness.run import ab, results
+from harness.run import ab
 
 
 def main() -> int:

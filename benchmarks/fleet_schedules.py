@@ -19,7 +19,7 @@ import sys
 
 from harness.analysis import summary as summ
 from harness.core.paths import PROJECT
-from harness.run import results
+from harness import results
 
 
 def _run(schedule: str, a) -> pathlib.Path:

@@ -14,7 +14,7 @@ import tempfile
 import time
 
 from harness import modes
-from harness.run import results, scenario as S
+from harness import results, scenario as S
 from harness.run.runner import Runner
 from harness.testbeds.lab import Lab
 

@@ -24,7 +24,7 @@ import numpy as np
 from harness.analysis import stats
 from harness.core.paths import PROJECT
 from harness.modes.variants import BASE, HEAD
-from harness.run import results
+from harness import results
 
 KINDS = ("default", "poll-idle")
 

@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 from harness.core.paths import PROJECT
-from harness.run import results
+from harness import results
 
 KINDS = ("aa", "p5", "p10", "p20")
 

@@ -22,7 +22,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from test_ssh_backend import SshLab  # noqa: E402
 
-from harness.run import results  # noqa: E402
+from harness import results  # noqa: E402
 
 
 def run(args: list[str], env=None) -> tuple[pathlib.Path, float]:

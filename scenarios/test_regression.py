@@ -89,7 +89,7 @@ def verdict(request, regression_run):
 
 
 def test_case_against_baseline(gated_case, regression_run, verdict, request):
-    from harness.run import results
+    from harness import results
     df = results.load(regression_run)
     mine = df[(df["mode"] == gated_case["mode"]) & (df["underlay_mtu"] == gated_case["underlay_mtu"])
               & (df["overlay_mtu"] == gated_case["overlay_mtu"]) & (df["placement"] == gated_case["placement"])

@@ -17,7 +17,7 @@ import pytest
 from conftest import needs_root
 from harness.modes.native import Native
 from harness.run.endpoints import endpoints
-from harness.run.results import read_records
+from harness.results import read_records
 from harness.run.runner import wait_listening
 from harness.tools import get as get_tool
 from harness.tools.base import TestSpec

@@ -183,7 +183,7 @@ def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_pat
     thread at its "mid-test" point (the client has just been started and is not yet waited
     for), so the death lands inside that case by construction: ~0."""
     from harness.core import failpoints
-    from harness.run import results, scenario as S
+    from harness import results, scenario as S
     from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["native"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "repeats": 1,
                              "duration": 4}})
@@ -222,7 +222,7 @@ def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_pat
 
 
 def test_show_into_a_closed_pipe_is_quiet(tmp_path):
-    from harness.run import results
+    from harness import results
     store = results.RunStore.create(tmp_path, {})
     store.append([results.Measurement(case=f"c{i}", mode="native", datapath="native", underlay_mtu=1500 + i,
                                       overlay_mtu=1500 + i, placement="host-host", test="iperf3.tcp", streams=1,

@@ -22,7 +22,7 @@ from harness.cli.gates import compare_main
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
 from harness.gates import baseline as gate, compare, render, verdict
-from harness.run.results import Measurement, RunStore
+from harness.results import Measurement, RunStore
 
 CASE_TP = "sleeve underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"
 CASE_LAT = "sleeve underlay 1500 overlay 1450 container-container qperf.tcp_lat x1 latency_us"

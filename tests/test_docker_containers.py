@@ -16,7 +16,7 @@ import time
 import pytest
 
 from conftest import needs_root, stray_processes
-from harness.run import results
+from harness import results
 from harness.testbeds import lab as labmod
 
 pytestmark = [needs_root(), pytest.mark.lab]

@@ -22,7 +22,7 @@ import pytest
 
 from conftest import needs_root
 from harness.modes import flannel_config as flannel
-from harness.run.results import read_records
+from harness.results import read_records
 from test_ssh_backend import ob, ssh_lab  # noqa: F401  (ssh_lab: the fixture, a lab whose hosts run sshd)
 
 pytestmark = [needs_root(), pytest.mark.lab]

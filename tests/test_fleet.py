@@ -9,7 +9,7 @@ from report_fixtures.synth import make_records
 
 from harness.analysis import fleet, summary as summ, tablefmt
 from harness.report import fleet as report_fleet, render
-from harness.run.results import RunStore
+from harness.results import RunStore
 
 PAIRS = ["h0→h1", "h0→h2", "h1→h2", "h1→h3", "h2→h3", "h0→h3"]
 

@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from conftest import needs_root
-from harness.run import results
+from harness import results
 from harness.testbeds import lab as labmod
 
 pytestmark = [needs_root(), pytest.mark.lab]

@@ -22,7 +22,7 @@ import time
 import pytest
 
 from harness.core.errors import HarnessError
-from harness.run import results, scenario as S
+from harness import results, scenario as S
 from harness.testbeds.lab import STATE_ROOT, pid_alive
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -32,7 +32,7 @@ TIMEOUT = 30            # seconds: the most any step of these tests waits for a 
 # holds it until its stdin closes (or it is killed).
 OWNER = """\
 import sys
-from harness.run.results import RunStore
+from harness.results import RunStore
 store = RunStore.open(sys.argv[1])
 store.lock()
 print("locked", flush=True)
@@ -252,7 +252,7 @@ def test_the_run_lock_is_free_once_its_owner_is_killed(locked_run):
     finally:
         store.unlock()
     # Released: the next writer (another process) takes it.
-    p = subprocess.run([sys.executable, "-c", "import sys; from harness.run.results import RunStore; "
+    p = subprocess.run([sys.executable, "-c", "import sys; from harness.results import RunStore; "
                         "RunStore.open(sys.argv[1]).lock(); print('locked')", str(run_dir)],
                        cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT)
     assert p.returncode == 0 and p.stdout.strip() == "locked", p.stderr
@@ -346,7 +346,7 @@ def test_duplicated_lines_are_counted_and_reported_by_load(tmp_path, caplog):
     clean = _run_with_lines(tmp_path / "clean", [])
     dup = _run_with_lines(tmp_path / "dup", [0, 0, 2])      # 3 lines repeat an earlier key
 
-    caplog.set_level(logging.WARNING, logger="harness.run.results")
+    caplog.set_level(logging.WARNING, logger="harness.results")
     assert results.duplicates(results.read_records(clean)) == 0
     df = results.load(clean)
     assert df.attrs["duplicates"] == 0 and len(df) == 4

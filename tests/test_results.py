@@ -4,7 +4,7 @@ import math
 import pytest
 
 from harness.core.errors import HarnessError
-from harness.run import results
+from harness import results
 
 
 def _m(**kw):

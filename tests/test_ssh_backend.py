@@ -23,7 +23,7 @@ from test_sleeve_flood import flood_binary, flood_case  # noqa: F401 - the fixtu
 from conftest import needs_root
 from harness.hosts.local import pid_alive
 from harness.net import confine
-from harness.run import results
+from harness import results
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import lab as labmod
 

@@ -13,7 +13,7 @@ from report_fixtures.synth import make_records
 from harness.analysis import changepoint
 from harness.cli import main
 from harness.gates import trend
-from harness.run.results import Measurement, RunStore
+from harness.results import Measurement, RunStore
 
 
 def test_a_step_is_found_where_it_is_and_a_flat_series_has_none():

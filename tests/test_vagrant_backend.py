@@ -15,7 +15,7 @@ import pytest
 from test_vagrant import early_exit_vagrantfile
 
 from conftest import needs_root
-from harness.run import results
+from harness import results
 
 pytestmark = [needs_root(), pytest.mark.slow]
 ROOT = pathlib.Path(__file__).resolve().parent.parent

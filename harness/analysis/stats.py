@@ -1,6 +1,6 @@
 """Numbers from a run's measurements: medians over repeats, ratios to native, A/B pairs, CPU cost.
 
-Everything here is a pure function of the DataFrame that `harness.run.results.load` returns
+Everything here is a pure function of the DataFrame that `harness.results.load` returns
 (one row per metric). Nothing reads files, nothing prints. The significance tests are in
 `significance`, the seed-style table in `summary`, its text in `tablefmt`.
 

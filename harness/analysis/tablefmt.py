@@ -25,7 +25,7 @@ from harness.analysis.summary import (
     summary_table,
 )
 from harness.core.errors import HarnessError
-from harness.run.results import FIELDS
+from harness.results import FIELDS
 
 TABLE_HEADERS = [(c.key, c.title) for c in COLUMNS]
 # % of native columns: True where above 100 is better (throughput), False for latencies.

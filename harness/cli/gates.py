@@ -151,7 +151,7 @@ def compare_main(base: str | None, run: str | None = None, repo: str | None = No
     from harness.gates import compare, render
     from harness.modes import variants
     from harness.run import ab, scenario as scen
-    from harness.run.results import read_meta, resolve_run
+    from harness.results import read_meta, resolve_run
     from harness.testbeds.base import Options
     if alpha is not None and not 0 < alpha < 1:
         raise HarnessError(f"--alpha {alpha}: must be between 0 and 1")

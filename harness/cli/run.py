@@ -71,7 +71,7 @@ def cmd_run(a) -> int:
                         results_dir=a.results, quiet=a.quiet, options=options(a))
     # pandas comes with the table, after the run: `--help` and bad input do not wait for it.
     from harness.analysis import summary, tablefmt
-    from harness.run import results
+    from harness import results
     df = results.load(store.path)
     table = summary.summary_table(df)
     if a.format == "json":

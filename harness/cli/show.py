@@ -24,7 +24,7 @@ def add(sub) -> None:
 
 def cmd_show(a) -> int:
     from harness.analysis import tablefmt
-    from harness.run import results
+    from harness import results
     if a.raw:
         fmt = "csv" if a.format == "table" else a.format
         print(tablefmt.format_raw(results.load(a.run), fmt))

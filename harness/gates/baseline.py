@@ -65,7 +65,7 @@ from harness.gates.verdict import (
     decide,
     headline_rows,
 )
-from harness.run.results import load, read_meta
+from harness.results import load, read_meta
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from harness.gates import render as verdict_render
 from harness.gates.verdict import (AB, DEFAULT_TOLERANCES, ERROR, FAIL, HEADLINE, IMPROVED, PASS,
                                    UNDECIDED, CaseVerdict, Verdict)
 from harness.modes.variants import BASE, HEAD
-from harness.run.results import load, read_meta
+from harness.results import load, read_meta
 
 log = logging.getLogger(__name__)
 

@@ -30,7 +30,7 @@ from harness.analysis.tablefmt import json_value
 from harness.core.errors import HarnessError
 from harness.gates.baseline import case_ratios, machine_facts
 from harness.gates.verdict import CASE_FIELDS, DEFAULT_TOLERANCES, case_name
-from harness.run import results
+from harness import results
 
 MIN_RUNS = 10
 DEFAULT_ALPHA = 0.05

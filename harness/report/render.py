@@ -24,7 +24,7 @@ from harness.analysis.fleet import lines as fleet_lines
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
 from harness.report import breadth, fleet, plots, style
-from harness.run.results import load, read_meta, resolve_run
+from harness.results import load, read_meta, resolve_run
 
 log = logging.getLogger(__name__)
 

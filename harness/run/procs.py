@@ -10,7 +10,7 @@ import time
 
 from harness.hosts.base import Completed, Host
 from harness.modes.base import Datapath
-from harness.run.results import RunStore
+from harness.results import RunStore
 from harness.run.scenario import Case
 from harness.testbeds.base import Testbed
 

@@ -24,7 +24,7 @@ from harness.modes.base import Datapath, offloads
 from harness.run import together
 from harness.run.endpoints import endpoints, pair_sides
 from harness.run.procs import PORTS, daemon_death, raw_name, save, wait_listening
-from harness.run.results import Measurement, RunStore
+from harness.results import Measurement, RunStore
 from harness.run.scenario import Case, Scenario
 from harness.testbeds import cpu
 from harness.testbeds.base import Testbed

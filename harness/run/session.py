@@ -15,11 +15,11 @@ import pathlib
 import sys
 from typing import Callable
 
-from harness import modes
+from harness import modes, results
 from harness.core import pairs
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost
-from harness.run import cpuidle, results, runlock, scenario as scen
+from harness.run import cpuidle, runlock, scenario as scen
 from harness.run.runner import Progress, Runner
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import facts, registry as backends

@@ -26,7 +26,7 @@ from harness.tools.base import TestSpec
 
 if TYPE_CHECKING:
     from harness.modes.base import Datapath
-    from harness.run.results import Measurement
+    from harness.results import Measurement
     from harness.run.runner import Runner
     from harness.run.scenario import Case
 

@@ -1,7 +1,7 @@
 """Realistic synthetic runs: the numbers a two-namespace lab gives, with noise.
 
 `make_records` returns measurements.jsonl lines as dicts (the schema of
-harness.run.results); `make_run` writes them through the real RunStore so the run
+harness.results); `make_run` writes them through the real RunStore so the run
 directory is exactly what `overlaybench run` leaves behind.
 """
 
@@ -11,7 +11,7 @@ import pathlib
 import random
 from typing import Any, Iterable
 
-from harness.run.results import Measurement, RunStore
+from harness.results import Measurement, RunStore
 
 # (TCP Gbit/s, TCP latency µs) per underlay MTU and mode, roughly what a veth lab shows.
 PROFILE = {
