@@ -47,7 +47,8 @@ import pandas as pd
 from harness.core.paths import PROJECT
 from harness.gates import baseline as gate, compare
 from harness.modes import variants
-from harness import results, session
+from harness import results
+from harness.run import session
 from harness.sleeve import refs as builds
 
 KINDS = ("aa", "p5", "p10", "p20")

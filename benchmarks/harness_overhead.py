@@ -14,7 +14,8 @@ import tempfile
 import time
 
 from harness import modes
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.run.runner import Runner
 from harness.testbeds.lab import Lab
 

@@ -183,7 +183,8 @@ def test_tool_dying_mid_test_is_a_failed_row_and_the_matrix_goes_on(lab, tmp_pat
     thread at its "mid-test" point (the client has just been started and is not yet waited
     for), so the death lands inside that case by construction: ~0."""
     from harness.core import failpoints
-    from harness import results, scenario as S
+    from harness import results
+    from harness.run import scenario as S
     from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["native"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "repeats": 1,
                              "duration": 4}})

@@ -32,7 +32,8 @@ from conftest import needs_root
 from harness import modes
 from harness.hosts.ssh.host import SshHost
 from harness.modes import commands
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import cpu
 from harness.testbeds import lab as labmod

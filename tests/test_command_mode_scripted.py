@@ -20,7 +20,8 @@ from scripted_modes import (
 from harness import modes
 from harness.core.errors import HarnessError
 from harness.modes import commands
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.run.runner import Runner, daemon_death
 
 UP = ("ip link add ${dev} type vxlan id 77 dstport 4790 local ${underlay_ip} remote ${peer_underlay_ip} "

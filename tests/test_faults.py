@@ -12,7 +12,8 @@ import pytest
 
 from conftest import needs_root
 from harness.core import failpoints
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.run.runner import Runner
 from harness.testbeds import lab as labmod
 from harness.tools.iperf3 import Iperf3Tcp

@@ -9,7 +9,8 @@ from conftest import needs_root
 from harness import modes
 from harness.gates import baseline as gate, render
 from harness.modes.sleeve import Sleeve
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.run.runner import Runner
 from harness.testbeds.lab import Lab
 

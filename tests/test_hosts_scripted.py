@@ -17,7 +17,8 @@ from scripted_modes import LAB, overlay_path
 from harness import modes
 from harness.core.errors import HarnessError
 from harness.hosts.scripted import ScriptedProcess
-from harness import results, scenario as S, session
+from harness import results
+from harness.run import scenario as S, session
 from harness.run.runner import Runner
 
 OFFLOADS = "Features for dev:\ngeneric-segmentation-offload: on\n"

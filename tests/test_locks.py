@@ -22,7 +22,8 @@ import time
 import pytest
 
 from harness.core.errors import HarnessError
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.testbeds.lab import STATE_ROOT, pid_alive
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from harness.core.errors import HarnessError
 from harness.gates import baseline as gate
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.testbeds import inventory
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent

@@ -8,7 +8,8 @@ import pytest
 
 from conftest import needs_root
 from harness.core import failpoints
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.run.runner import Runner
 
 pytestmark = [needs_root(), pytest.mark.lab]

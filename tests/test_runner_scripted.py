@@ -21,7 +21,8 @@ from scripted_fixtures import any_of, forbid_sleep, lab_testbed
 
 from harness.core.errors import HarnessError, SshConnectionLost
 from harness.hosts.scripted import ScriptedProcess
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.run.runner import Runner
 
 IPERF3_SERVER = "iperf3 -s -1 -p 5201"

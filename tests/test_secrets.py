@@ -19,7 +19,8 @@ from harness.hosts import LocalHost
 from harness.hosts.ssh.host import SshHost
 from harness.modes import sleeve as sleeve_mod, wireguard as wg_mod
 from harness.report import render
-from harness import results, scenario as S
+from harness import results
+from harness.run import scenario as S
 from harness.run.runner import Runner
 
 pytestmark = [needs_root(), pytest.mark.lab]

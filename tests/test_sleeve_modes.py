@@ -143,7 +143,8 @@ def test_sleeves_with_different_forced_ciphers_refuse_each_other(lab):
 
 
 def test_run_json_names_the_cipher(lab, tmp_path):
-    from harness import results, scenario as S
+    from harness import results
+    from harness.run import scenario as S
     from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["sleeve-crypto", "sleeve-crypto-chacha"], "tests": ["qperf.tcp_lat"],
                              "placements": ["container-container"], "repeats": 1, "duration": 1}})
@@ -178,7 +179,8 @@ def test_auto_falls_back_to_the_sleeve_when_udp_4789_is_dropped(lab):
 
 
 def test_auto_records_the_datapath_in_every_measurement(lab, tmp_path):
-    from harness import results, scenario as S
+    from harness import results
+    from harness.run import scenario as S
     from harness.run.runner import Runner
     drop_vxlan(lab.sides[1].host)
     sc = S.build({"matrix": {"modes": ["auto"], "tests": ["qperf.tcp_lat"], "placements": ["container-container"],

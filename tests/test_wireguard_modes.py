@@ -174,7 +174,8 @@ def test_kernel_wireguard_deploys(lab):
 @pytest.mark.lab
 @needs_root()
 def test_wireguard_go_runs_through_the_runner(lab, tmp_path):
-    from harness import results, scenario as S
+    from harness import results
+    from harness.run import scenario as S
     from harness.run.runner import Runner
     sc = S.build({"matrix": {"modes": ["wireguard-go"], "tests": ["qperf.tcp_lat"],
                              "placements": ["host-host", "container-container"], "repeats": 1, "duration": 1}})
