@@ -29,6 +29,16 @@ def pytest_addoption(parser):
                 help="the regression scenario's seconds per test, overridden")
 
 
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/lab/ needs root and builds a lab: it carries the `lab` marker,
+    so `-m "not lab"` and `pytest tests/unit tests/scripted` leave it out."""
+    import pathlib
+    lab_dir = pathlib.Path(__file__).resolve().parent / "tests" / "lab"
+    for item in items:
+        if lab_dir in pathlib.Path(str(item.path)).resolve().parents:
+            item.add_marker(pytest.mark.lab)
+
+
 def _netns_inode(path: str) -> int | None:
     try:
         return os.stat(path).st_ino

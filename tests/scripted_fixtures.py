@@ -2,7 +2,7 @@
 
 `lab_testbed` has the lab's names (no device prefix: its hosts are namespaces of their
 own), `remote_testbed` a remote testbed's (every device carries the prefix);
-tests/test_scripted_testbed.py checks both against harness.testbeds.lab.Lab and
+tests/scripted/test_scripted_host_fake.py checks both against harness.testbeds.lab.Lab and
 harness.testbeds.remote.RemoteTestbed. Each side's host is ScriptedHost "h<i>" and its container
 ScriptedHost "c<i>".
 """

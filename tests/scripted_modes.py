@@ -1,5 +1,5 @@
 """The commands a mode's deploy and teardown send each host, as steps the scripted mode
-tests (test_modes_scripted.py, test_sleeve_scripted.py, test_wireguard_scripted.py) put
+tests (test_native_fastdp_auto_scripted.py, test_sleeve_scripted.py, test_wireguard_scripted.py) put
 together.
 
 Each such test runs twice, through the `tb` fixture: on the lab's names (devices
@@ -7,7 +7,7 @@ unprefixed: each host is a namespace of its own) and on a remote testbed's (ever
 carries the prefix ob12ab). The names are written out as literals per side (`LAB`,
 `REMOTE`), not derived as the harness derives them, so a wrong device, address or
 order, a missing or extra command fails the script. What the real commands do is
-checked on the lab by test_modes.py, test_sleeve_modes.py and test_wireguard_modes.py.
+checked on the lab by test_fastdp_lab.py, test_sleeve_lab.py and test_wireguard_modes.py.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Run chosen tests N times in a row while CPU hogs keep every CPU busy; count the runs.
 
-    .venv/bin/python tests/soak.py -n 30 tests/test_compare_lab.py
-    make soak TESTS="tests/test_gate_lab.py tests/test_killed.py" N=30
+    .venv/bin/python tests/soak.py -n 30 tests/lab/test_compare_lab.py
+    make soak TESTS="tests/lab/test_gate_lab.py tests/lab/test_killed.py" N=30
 
 A test whose outcome could depend on timing or on a measured number is proven here:
 each round is one `pytest` of the selection in a fresh process, beside one busy-loop

@@ -1,0 +1,81 @@
+"""A testbed prefix has 16 bits: a new testbed that draws one another testbed holds picks
+again, and never builds on, nor tears down, the other's objects (lab and SSH)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import socket
+
+import pytest
+from test_testbed_ssh import ssh_lab  # noqa: F401 - the fixture
+
+from conftest import needs_root
+from harness.testbeds import lab as labmod
+
+pytestmark = [needs_root(), pytest.mark.lab]
+STATE = pathlib.Path("/run/overlaybench")
+
+
+@pytest.fixture
+def taken():
+    """A prefix whose state directory another (live: this process) testbed holds."""
+    while True:
+        p = "ob" + secrets.token_hex(2)
+        try:
+            (STATE / p).mkdir(mode=0o700, parents=False)
+            break
+        except FileExistsError:
+            continue
+    (STATE / p / "state.json").write_text(json.dumps({"prefix": p, "kind": "remote", "pid": os.getpid(),
+                                                      "owner_host": socket.gethostname()}))
+    yield p
+    shutil.rmtree(STATE / p, ignore_errors=True)
+
+
+def _draw_first(monkeypatch, prefix: str) -> None:
+    """The next 2-byte token drawn is the taken prefix's; the rest are random."""
+    picks, real = [prefix[2:]], secrets.token_hex
+    monkeypatch.setattr(secrets, "token_hex", lambda n=None: picks.pop() if n == 2 and picks else real(n))
+
+
+def test_a_lab_draws_again_on_a_prefix_that_is_taken(taken, monkeypatch):
+    _draw_first(monkeypatch, taken)
+    lab = labmod.Lab.allocate()
+    try:
+        assert lab.prefix != taken and lab.state_dir.is_dir()
+        assert (lab.state_dir.stat().st_mode & 0o777) == 0o700
+    finally:
+        lab.teardown()
+    assert json.loads((STATE / taken / "state.json").read_text())["prefix"] == taken
+
+
+def test_a_remote_testbed_draws_again_and_leaves_the_other_testbeds_objects(ssh_lab, taken, monkeypatch):
+    from harness.run import scenario as S
+    from harness.testbeds import registry as backends
+    from harness.testbeds.base import Options
+    ssh_lab.bare()
+    monkeypatch.setenv("HOME", str(ssh_lab.tmp))
+    h0 = ssh_lab.lab.sides[0].host
+    h0.run(["ip", "link", "add", f"{taken}-br0", "type", "bridge"])     # the other testbed's bridge
+    try:
+        _draw_first(monkeypatch, taken)
+        sc = S.build({"matrix": {"modes": ["fastdp"]},
+                      "testbed": {"backend": "ssh", "inventory": ssh_lab.inventory()}})
+        tb = backends.open_testbed(sc, Options())
+        assert tb.prefix == taken
+        try:
+            tb.preflight(sc)
+            tb.build(1500, None)
+            assert tb.prefix != taken and all(s.bridge.startswith(tb.prefix) for s in tb.sides)
+            assert (STATE / tb.prefix).stat().st_mode & 0o777 == 0o700
+        finally:
+            tb.teardown()
+        assert h0.run(["ip", "link", "show", f"{taken}-br0"], check=False).ok, "the other testbed's bridge went"
+        assert json.loads((STATE / taken / "state.json").read_text())["pid"] == os.getpid()
+    finally:
+        h0.run(["ip", "link", "del", f"{taken}-br0"], check=False)
+    assert ssh_lab.leftovers() == []

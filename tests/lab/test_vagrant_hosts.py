@@ -1,0 +1,440 @@
+"""Vagrant hosts for real: the local images, dockerd, `vagrant up --provider=docker`, SSH in.
+
+Everything here is real: debootstrap and `docker import` build the images (cached between
+runs), a real dockerd runs the hosts, Vagrant brings them up and tears them down (the
+quick matrix on two of them, VXLAN and TAP included, is tests/lab/test_testbed_vagrant.py). Only VirtualBox and libvirt VMs
+cannot run on this machine (no nested virtualisation, no VirtualBox): for them the
+Vagrantfile is validated, not booted, and VirtualBox's VBoxManage is a stand-in that only
+reports a version.
+
+Selection: the tests that build images or bring machines up are marked `slow`;
+`pytest tests/lab/test_vagrant_hosts.py -m "not slow"` runs the parsers, the bad inputs and the
+validation in about 20 s. A dockerd that answers is used; when none does, the module starts
+one (images/dockerd.sh) and stops it at the end.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import pathlib
+import secrets
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import needs_root
+from harness.core.errors import HarnessError
+from harness.hosts import vagrant
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+IMAGES = ROOT / "images"
+LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
+
+slow = pytest.mark.slow
+needs_vagrant = pytest.mark.skipif(shutil.which("vagrant") is None,
+                                   reason="vagrant is not installed (make setup-test installs it)")
+
+
+def real(test):
+    """Root, vagrant, and a dockerd: built images and containers, so slow."""
+    return needs_root()(needs_vagrant(slow(test)))
+
+
+# ---- captured from Vagrant 2.3.4 (Debian) with the docker provider on this machine ----
+
+STATUS_RUNNING = """\
+1795392564,h1,metadata,provider,docker
+1795392564,h2,metadata,provider,docker
+1795392565,h1,provider-name,docker
+1795392565,h1,state,running
+1795392565,h1,state-human-short,running
+1795392565,h1,state-human-long,The container is created and running. You can stop it using\\n`vagrant halt`%!(VAGRANT_COMMA) see logs with `vagrant docker-logs`%!(VAGRANT_COMMA) and\\nkill/destroy it with `vagrant destroy`.
+1795392565,h2,provider-name,docker
+1795392565,h2,state,running
+1795392565,h2,state-human-short,running
+1795392565,,ui,info,Current machine states:\\n\\nh1                        running (docker)\\nh2                        running (docker)\\n
+"""
+
+STATUS_NOT_CREATED = """\
+1795392627,h1,metadata,provider,libvirt
+1795392627,h1,provider-name,libvirt
+1795392627,h1,state,not_created
+1795392627,h2,provider-name,libvirt
+1795392627,h2,state,not_created
+1795392627,h2,state-human-short,not created
+"""
+
+SSH_CONFIG = """\
+Host h1
+  HostName 127.0.0.1
+  User vagrant
+  Port 2222
+  UserKnownHostsFile /dev/null
+  StrictHostKeyChecking no
+  PasswordAuthentication no
+  IdentityFile /tmp/vdot1/machines/h1/docker/private_key
+  IdentitiesOnly yes
+  LogLevel FATAL
+
+Host h2
+  HostName 127.0.0.1
+  User vagrant
+  Port 2200
+  UserKnownHostsFile /dev/null
+  StrictHostKeyChecking no
+  PasswordAuthentication no
+  IdentityFile /tmp/vdot1/machines/h2/docker/private_key
+  IdentitiesOnly yes
+  LogLevel FATAL
+
+"""
+
+EXITED_EARLY = """\
+==> h1: Creating the container...
+    h1:   Name: vfail_h1_1795392979
+    h1: Container created: 13b1d61d034ddc57
+==> h1: Waiting for container to enter "running" state...
+The container started either never left the "stopped" state or
+very quickly reverted to the "stopped" state. This is usually
+because the container didn't execute a command that kept it running,
+and usually indicates a misconfiguration.
+
+If you meant for this container to not remain running, please
+set the Docker provider configuration "remains_running" to "false":
+"""
+
+IMAGE_MISSING = """\
+An error occurred while executing the action on the 'h2'
+machine. Please handle this error then try again:
+
+A Docker command executed by Vagrant didn't complete successfully!
+Stderr: Unable to find image 'overlaybench/nope:x' locally
+docker: Error response from daemon: Get "https://registry-1.docker.io/v2/": dial tcp: lookup registry-1.docker.io: no such host
+"""
+
+
+def test_parse_status():
+    assert vagrant.parse_status(STATUS_RUNNING) == {"h1": ("running", "docker"), "h2": ("running", "docker")}
+    assert vagrant.parse_status(STATUS_NOT_CREATED) == {"h1": ("not_created", "libvirt"),
+                                                        "h2": ("not_created", "libvirt")}
+    assert vagrant.parse_status("") == {}
+
+
+def test_parse_machine_readable_undoes_vagrants_escapes():
+    rows = vagrant.parse_machine_readable(STATUS_RUNNING)
+    long = next(d for t, k, d in rows if t == "h1" and k == "state-human-long")
+    assert "`vagrant halt`, see logs" in long[0] and "\n" in long[0]
+
+
+def test_parse_ssh_config():
+    ms = vagrant.parse_ssh_config(SSH_CONFIG, ["h1", "h2"])
+    assert ms["h1"] == vagrant.VagrantMachine("h1", "127.0.0.1", 2222, "vagrant",
+                                              "/tmp/vdot1/machines/h1/docker/private_key", False)
+    assert ms["h2"].port == 2200 and ms["h2"].identity_file.endswith("h2/docker/private_key")
+    with pytest.raises(HarnessError, match="says nothing about machine h3"):
+        vagrant.parse_ssh_config(SSH_CONFIG, ["h3"])
+    with pytest.raises(HarnessError, match="h1 lacks identityfile"):
+        vagrant.parse_ssh_config("Host h1\n  HostName 127.0.0.1\n  User v\n  Port 22\n", ["h1"])
+    checked = SSH_CONFIG.replace("StrictHostKeyChecking no", "StrictHostKeyChecking yes")
+    assert vagrant.parse_ssh_config(checked, ["h1"])["h1"].verify_host_key is True
+
+
+def test_explain_failure_is_one_line_with_the_cause():
+    assert vagrant.explain_failure("vagrant up", EXITED_EARLY.splitlines()) == (
+        'vagrant up: h1: The container started either never left the "stopped" state or very '
+        'quickly reverted to the "stopped" state. This is usually because the container didn\'t '
+        "execute a command that kept it running, and usually indicates a misconfiguration.")
+    assert vagrant.explain_failure("vagrant up", IMAGE_MISSING.splitlines()) == (
+        "vagrant up: docker image overlaybench/nope:x is missing and no registry has it "
+        "(overlaybench's host image: make vagrant-image)")
+    dead = ["Stderr: Cannot connect to the Docker daemon at unix:///tmp/dead.sock. Is the docker daemon running?"]
+    assert vagrant.explain_failure("vagrant up", dead) == (
+        "vagrant up: dockerd does not answer at unix:///tmp/dead.sock (start one: make dockerd-up)")
+    assert vagrant.explain_failure("x", []) == "x: no output"
+    # two machines up side by side (Vagrant 2.3.4's words, as it printed them here)
+    parallel = ["==> h2: Waiting for machine to boot. This may take a few minutes...", "",
+                "An error occurred while executing multiple actions in parallel.",
+                "Any errors that occurred are shown below.", "",
+                "An error occurred while executing the action on the 'h1'",
+                "machine. Please handle this error then try again:", "",
+                "Timed out while waiting for the machine to boot. This means that",
+                "Vagrant was unable to communicate with the guest machine within",
+                'the configured ("config.vm.boot_timeout" value) time period.', "",
+                "If you look above, you should be able to see the error(s) that"]
+    assert vagrant.explain_failure("vagrant up", parallel) == (
+        "vagrant up: h1: Timed out while waiting for the machine to boot. This means that Vagrant was unable "
+        'to communicate with the guest machine within the configured ("config.vm.boot_timeout" value) time period.')
+
+
+# ---- bad input, and the Vagrantfile validated ----------------------------------------
+
+def _one_line(excinfo) -> str:
+    msg = str(excinfo.value)
+    assert "\n" not in msg and msg
+    return msg
+
+
+def test_vagrant_not_installed(tmp_path):
+    env = {"PATH": str(tmp_path)}  # a PATH without vagrant
+    for call in (lambda: vagrant.status(ROOT, env), lambda: vagrant.up(ROOT, "docker", env=env),
+                 lambda: vagrant.ssh_config(ROOT, env), lambda: vagrant.destroy(ROOT, env)):
+        with pytest.raises(HarnessError) as e:
+            call()
+        assert _one_line(e) == "vagrant is not installed (apt-get install vagrant)"
+
+
+@needs_vagrant
+def test_no_vagrantfile_in_the_directory(tmp_path):
+    # A Vagrantfile in a parent does not count: Vagrant is pinned to the directory given.
+    shutil.copy(ROOT / "Vagrantfile", tmp_path / "Vagrantfile")
+    (tmp_path / "sub").mkdir()
+    for d in (tmp_path / "sub", tmp_path / "nowhere"):
+        for call in (vagrant.status, vagrant.ssh_config, vagrant.destroy):
+            with pytest.raises(HarnessError) as e:
+                call(d)
+            assert _one_line(e).startswith(f"no Vagrantfile in {d}")
+
+
+@needs_vagrant
+def test_a_bad_setting_in_the_environment_is_one_line(tmp_path):
+    env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant")}
+    for var, value, needle in [("OVERLAYBENCH_MTU", "jumbo", "OVERLAYBENCH_MTU=jumbo: expected a whole number"),
+                               ("OVERLAYBENCH_VAGRANT_NET", "10.0.0", "expected three octets inside 198.18.0.0/15")]:
+        with pytest.raises(HarnessError) as e:
+            vagrant.status(ROOT, {**env, var: value})
+        assert needle in _one_line(e)
+
+
+@needs_root()
+@needs_vagrant
+def test_ssh_config_of_machines_not_up(dockerd, tmp_path):
+    env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"), "VAGRANT_DEFAULT_PROVIDER": "docker"}
+    assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
+    with pytest.raises(HarnessError) as e:
+        vagrant.ssh_config(ROOT, env)
+    assert _one_line(e) == ("vagrant ssh-config: h1 is not running (state not_created), h2 is not running "
+                            "(state not_created); bring the machines up first")
+
+
+@needs_vagrant
+def test_dockerd_not_running(tmp_path):
+    dead = f"unix://{tmp_path}/dead.sock"
+    env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"), "DOCKER_HOST": dead}
+    with pytest.raises(HarnessError) as e:
+        vagrant.up(ROOT, provider="docker", env=env)
+    assert _one_line(e) == f"vagrant up: dockerd does not answer at {dead} (start one: make dockerd-up)"
+    assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
+
+
+@needs_root()
+@needs_vagrant
+def test_vagrantfile_validates_for_every_provider(dockerd, tmp_path):
+    """libvirt and VirtualBox VMs cannot boot here; their settings are validated, not run.
+    VirtualBox's provider asks `VBoxManage --version` before validating: a stand-in answers.
+    (The docker provider asks dockerd whether it is usable, so a dockerd runs.)"""
+    env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"), "OVERLAYBENCH_MTU": "9000"}
+    had_dotdir = (ROOT / ".vagrant").exists()
+    vagrant.validate(ROOT, "docker", env)
+    plugins = subprocess.run(["vagrant", "plugin", "list"], capture_output=True, text=True, cwd=tmp_path,
+                             env={**os.environ, "VAGRANT_CHECKPOINT_DISABLE": "1"}).stdout
+    if "vagrant-libvirt" in plugins:
+        vagrant.validate(ROOT, "libvirt", env)
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "VBoxManage").write_text("#!/bin/sh\necho 7.0.20r163906\n")
+    (fake / "VBoxManage").chmod(0o755)
+    vagrant.validate(ROOT, "virtualbox", {**env, "PATH": f"{fake}:{os.environ['PATH']}"})
+    # A setting a provider does not know fails validation, so the checks above mean something.
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "images" / "host").mkdir(parents=True)
+    shutil.copy(IMAGES / "rootfs.packages", broken / "images")
+    shutil.copy(IMAGES / "host" / "packages", broken / "images" / "host")
+    (broken / "Vagrantfile").write_text((ROOT / "Vagrantfile").read_text().replace("vb.cpus = 2", "vb.cpuz = 2"))
+    with pytest.raises(HarnessError) as e:
+        vagrant.validate(broken, "virtualbox", {**env, "PATH": f"{fake}:{os.environ['PATH']}"})
+    assert "cpuz" in _one_line(e)
+    assert (ROOT / ".vagrant").exists() == had_dotdir  # the repository's .vagrant/ untouched
+
+
+# ---- dockerd and the images ---------------------------------------------------------
+
+def _docker(*args, check=True) -> str:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=600).stdout
+
+
+def _build(kind: str, env: dict | None = None, script: pathlib.Path = IMAGES / "build.sh") -> str:
+    p = subprocess.run([str(script), kind], capture_output=True, text=True, timeout=1200,
+                       env={**os.environ, **(env or {})})
+    assert p.returncode == 0, p.stdout + p.stderr
+    return p.stdout
+
+
+def _name(kind: str) -> str:
+    return subprocess.run([str(IMAGES / "build.sh"), "name", kind], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@pytest.fixture(scope="module")
+def host_image(dockerd) -> str:
+    _build("vagrant-host")  # a no-op when the image carries the current recipe
+    return _name("vagrant-host")
+
+
+@pytest.fixture(scope="module")
+def tools_image(dockerd) -> str:
+    _build("tools")
+    return _name("tools")
+
+
+def _label(image: str) -> str:
+    return _docker("image", "inspect", "-f", '{{index .Config.Labels "org.overlaybench.recipe"}}', image).strip()
+
+
+def _key(kind: str) -> str:
+    return subprocess.run([str(IMAGES / "build.sh"), "key", kind], capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+@real
+def test_dockerd_bridge_is_in_the_benchmark_range(dockerd):
+    mine = subprocess.run([str(IMAGES / "dockerd.sh"), "status"], capture_output=True, text=True).stdout
+    if "started by this script" not in mine:
+        pytest.skip("dockerd was started elsewhere; its bridge is not ours to check")
+    subnets = json.loads(_docker("network", "inspect", "bridge", "-f", "{{json .IPAM.Config}}"))
+    assert subnets and all(ipaddress.ip_network(s["Subnet"]).subnet_of(LAB_RANGE) for s in subnets)
+
+
+@real
+def test_host_image_has_what_vagrant_and_the_harness_need(host_image):
+    assert _label(host_image) == _key("vagrant-host")
+    assert json.loads(_docker("image", "inspect", "-f", "{{json .Config.Cmd}}", host_image)) == [
+        "/usr/local/sbin/overlaybench-sshd"]
+    script = ("set -e; id vagrant; sudo -n -u vagrant sudo -n true && echo SUDO-OK; "
+              "cat /home/vagrant/.ssh/authorized_keys; ls /etc/ssh/ | grep -c ssh_host_ || true; "
+              "test -d /run/sshd && echo RUN-SSHD; "
+              "for t in sshd ip ethtool iperf3 qperf ping ps nft gcc make pkg-config; do command -v $t >/dev/null "
+              "|| { echo missing $t; exit 1; }; done; pkg-config --exists libssl libcrypto && echo LIBS-OK")
+    out = _docker("run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", host_image, "-c", script)
+    assert "uid=1000(vagrant)" in out and "SUDO-OK" in out and "RUN-SSHD" in out and "LIBS-OK" in out
+    assert "vagrant insecure public key" in out
+    assert "\n0\n" in out  # no host key baked in: each container makes its own
+
+
+@real
+def test_tools_image_runs_the_tools_and_sleeps(tools_image):
+    assert _label(tools_image) == _key("tools")
+    assert json.loads(_docker("image", "inspect", "-f", "{{json .Config.Cmd}}", tools_image)) == ["sleep", "infinity"]
+    out = _docker("run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", tools_image, "-c",
+                  "iperf3 --version; qperf --version; ping -V; ip -V; ethtool --version; ps -V")
+    assert "iperf 3." in out and "ip utility" in out and "ethtool version" in out
+
+
+@real
+def test_a_build_is_cached_and_redone_when_its_recipe_changes(tools_image, tmp_path):
+    """A copy of images/ builds a per-test tag from the same cached rootfs; built again it is a
+    no-op; after its recipe changes it is rebuilt and the image it replaced is gone."""
+    recipe = tmp_path / "images"
+    shutil.copytree(IMAGES, recipe)
+    tag = f"overlaybench/tools-test-{secrets.token_hex(3)}:t"
+    env = {"OVERLAYBENCH_TOOLS_IMAGE": tag}
+    try:
+        assert "built " + tag in _build("tools", env, recipe / "build.sh")
+        first = _docker("image", "inspect", "-f", "{{.Id}}", tag).strip()
+        assert "is up to date" in _build("tools", env, recipe / "build.sh")
+        assert _docker("image", "inspect", "-f", "{{.Id}}", tag).strip() == first
+        with open(recipe / "build.sh", "a") as f:
+            f.write("# a changed recipe\n")
+        assert "built " + tag in _build("tools", env, recipe / "build.sh")
+        second = _docker("image", "inspect", "-f", "{{.Id}}", tag).strip()
+        assert second != first and _label(tag) != _label(tools_image)
+        assert first not in _docker("images", "-q", "--no-trunc")
+    finally:
+        _docker("rmi", tag, check=False)
+    assert tag.split(":")[0] not in _docker("images", "--format", "{{.Repository}}")
+
+
+# ---- Vagrant's docker provider, for real ----------------------------------------------
+
+def _left_behind(dotfile: pathlib.Path) -> list[str]:
+    """Containers, docker networks and Vagrant machine-index entries a test could leave."""
+    out = []
+    containers = _docker("ps", "-a", "--format", "{{.Names}} {{.Image}}").splitlines()
+    out += [c for c in containers if "overlaybench/vagrant-host" in c or "overlaybench/nope" in c]
+    out += [n for n in _docker("network", "ls", "--format", "{{.Name}}").splitlines()
+            if n.startswith("vagrant_network")]
+    subprocess.run(["vagrant", "global-status", "--prune"], capture_output=True, cwd=dotfile.parent,
+                   env={**os.environ, "VAGRANT_CHECKPOINT_DISABLE": "1"})
+    index = pathlib.Path(os.environ.get("VAGRANT_HOME", pathlib.Path.home() / ".vagrant.d")) / "data/machine-index/index"
+    if index.exists():
+        machines = json.loads(index.read_text()).get("machines", {})
+        out += [f"vagrant machine {m.get('name')} in {m.get('local_data_path')}" for m in machines.values()
+                if str(m.get("local_data_path", "")).startswith(str(dotfile))]
+    return out
+
+
+def early_exit_vagrantfile(d: pathlib.Path, image: str, hosts: dict[str, str]) -> pathlib.Path:
+    """A Vagrantfile in `d` whose docker-provider hosts (name → private address) exit as
+    soon as they start, with a boot timeout of 5 s; returns `d`."""
+    d.mkdir()
+    machines = "".join(f"""
+  config.vm.define "{name}" do |h|
+    h.vm.provider "docker" do |docker|
+      docker.image = "{image}"
+      docker.cmd = ["/bin/sh", "-c", "echo exiting early >&2; exit 3"]
+      docker.has_ssh = true
+      docker.remains_running = true
+    end
+    h.vm.network :private_network, ip: "{ip}", netmask: "24"
+  end""" for name, ip in hosts.items())
+    (d / "Vagrantfile").write_text(f"""
+Vagrant.configure("2") do |config|
+  config.vm.synced_folder ".", "/vagrant", disabled: true
+  config.vm.boot_timeout = 5{machines}
+end
+""")
+    return d
+
+
+@real
+def test_a_machine_that_does_not_come_up_is_destroyed_again(host_image, tmp_path):
+    """A host whose container exits at once: Vagrant waits for SSH until its boot timeout
+    (the container joins a network, so Vagrant starts it without watching it run), then
+    one line naming the machine, and nothing left: container, network, machine."""
+    d = early_exit_vagrantfile(tmp_path / "early", host_image, {"h1": "198.19.253.21"})
+    dotfile = tmp_path / ".vagrant"
+    env = {"VAGRANT_DOTFILE_PATH": str(dotfile)}
+    with pytest.raises(HarnessError) as e:
+        vagrant.up(d, provider="docker", env=env)
+    # Which of its two messages Vagrant gives depends on whether it saw the container stop
+    # before or after joining the network: either names the machine and what went wrong.
+    line = _one_line(e)
+    assert line.startswith(("vagrant up: h1: Timed out while waiting for the machine to boot.",
+                            'vagrant up: h1: The container started either never left the "stopped" state')), line
+    assert vagrant.status(d, env) == {"h1": "not_created"}
+    assert _left_behind(dotfile) == []
+
+
+@real
+def test_an_interrupted_up_stops_vagrant_and_destroys_what_it_made(host_image, tmp_path):
+    """Ctrl-C in the middle of `up` (here: from the progress callback, once a container
+    exists): Vagrant is stopped, the machines it was creating are destroyed, the interrupt
+    goes on to the caller."""
+    dotfile = tmp_path / ".vagrant"
+    env = {"VAGRANT_DOTFILE_PATH": str(dotfile)}
+    seen: list[str] = []
+
+    def progress(line: str) -> None:
+        seen.append(line)
+        if "Container created" in line:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        vagrant.up(ROOT, provider="docker", progress=progress, env=env)
+    assert any("Container created" in ln for ln in seen)
+    assert any("Deleting the container" in ln for ln in seen), seen[-10:]
+    assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
+    assert _left_behind(dotfile) == []
