@@ -20,7 +20,7 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from test_ssh_backend import SshLab  # noqa: E402
+from test_testbed_ssh import SshLab  # noqa: E402
 
 from harness import results  # noqa: E402
 
@@ -50,7 +50,7 @@ def main() -> None:
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="obsshlab-"))
     sl = SshLab(tmp)
     # Both "machines" share this kernel's scheduler: without autogroups for both runs, as
-    # tests/test_ssh_backend.py explains (over SSH a host's processes share a session).
+    # tests/lab/test_testbed_ssh.py explains (over SSH a host's processes share a session).
     knob = pathlib.Path("/proc/sys/kernel/sched_autogroup_enabled")
     was = knob.read_text().strip() if knob.exists() else None
     if was is not None:

@@ -46,7 +46,7 @@ DEFAULT_ALPHA = 0.05      # the chance an unchanged build fails the comparison, 
 DEFAULT_BETA = 0.05       # the chance a slowdown of the tolerance or more passes a case
 # The slowdown each metric's case is built to catch: smaller ones may pass. Throughput's 8 %
 # with a budget of 48 pairs catches a 10 % slowdown 98 times in 100 and a 5 % one about
-# half the time at the lab's σ 0.15 a pair (simulated; BENCHMARKS.md, tests/test_sequential.py).
+# half the time at the lab's σ 0.15 a pair (simulated; BENCHMARKS.md, tests/unit/test_sequential.py).
 AB_TOLERANCES = {**DEFAULT_TOLERANCES, "throughput_bps": 0.08}
 NO_PAIR = "no pair"
 NEVER = "could never show it slower"   # an undecided case whose pairs were too few to fail

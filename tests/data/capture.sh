@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Capture real iperf3 / qperf / ping / sockperf output for the parser tests
-# (tests/test_tools_*.py).
+# (tests/unit/test_tools_*.py).
 #
 # Makes two namespaces (obt-cap-a = client 198.18.0.1, obt-cap-b = server 198.18.0.2)
 # joined by a veth pair, runs every tool for ~2 s, and deletes everything on exit.
