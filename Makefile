@@ -132,7 +132,7 @@ test: setup-test
 # "N passed, M failed" (rounds). Every round runs: a failure is reported, never retried.
 N ?= 30
 soak: setup-test
-	@[ -n "$(TESTS)" ] || { echo 'make soak needs TESTS="tests/test_x.py ..." (and N=rounds, default 30)'; exit 2; }
+	@[ -n "$(TESTS)" ] || { echo 'make soak needs TESTS="tests/lab/test_x.py ..." (and N=rounds, default 30)'; exit 2; }
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(MAKE) -s images && $(PY) tests/soak.py -n $(N) $(TESTS)
