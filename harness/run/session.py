@@ -1,6 +1,6 @@
 """One `overlaybench run`: check everything, bring the testbed up, run, keep what was measured.
 
-Order matters (STYLE.md, point 3): the scenario, the matrix's MTUs, the testbed's hosts
+Order matters (ARCHITECTURE.md, "Check everything before starting anything"): the scenario, the matrix's MTUs, the testbed's hosts
 (reachable, root, tools, kernel features, the underlay) are all checked before anything
 is made on them and before the first measurement, so a typo fails in a second rather
 than after ten minutes. The testbed comes from the backend registry; nothing here asks
