@@ -1,5 +1,5 @@
 """What several commands share: exit codes, list arguments, the matrix and testbed flags
-and how they become scenario overrides and testbed options."""
+and how they become scenario overrides, testbed options and the run's settings."""
 
 from __future__ import annotations
 
@@ -75,8 +75,12 @@ def options(a: argparse.Namespace):
     from harness.testbeds.base import Options  # the testbeds' contract: not for `--help`
     vdir = getattr(a, "vagrant_dir", None)
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
-                   concurrent=getattr(a, "concurrent", False),
-                   poll_idle=getattr(a, "poll_idle", False),
                    vagrant_dir=os.path.abspath(vdir) if vdir else None,
                    vagrant_destroy=getattr(a, "vagrant_destroy", False),
                    vagrant_provider=getattr(a, "vagrant_provider", None))
+
+
+def settings(a: argparse.Namespace):
+    """The run's own settings (harness.run.session's RunSettings) from the flags given."""
+    from harness.run.session import RunSettings  # the whole harness: not for `--help`
+    return RunSettings(concurrent=getattr(a, "concurrent", False), poll_idle=getattr(a, "poll_idle", False))

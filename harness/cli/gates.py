@@ -1,13 +1,10 @@
-"""`overlaybench gate`, `baseline`, `compare` and `trend`: the regression gates on the command line."""
+"""`overlaybench gate`, `baseline`, `compare` and `trend`: the regression gates on the command line.
+`compare` parses its flags into an A/B request and hands it, with the judgement
+(harness/gates/compare.py's Gate), to harness/run/ab.py's workflow."""
 
 from __future__ import annotations
 
-import json
-import re
-
 from harness.cli.args import add_poll_idle, csv, matrix_overrides
-from harness.core.errors import HarnessError
-from harness.core.paths import PROJECT
 
 
 def add(sub) -> None:
@@ -111,90 +108,10 @@ def cmd_trend(a) -> int:
 
 def cmd_compare(a) -> int:
     from harness.gates import compare
-    return compare_main(a.base, run=a.run, repo=a.repo, head=a.head, scenario_path=a.scenario,
-                        overrides=matrix_overrides(a), inject_ns=a.inject_ns, alpha=a.alpha,
-                        tolerances=compare.parse_tolerances(a.tolerance, base={}) if a.tolerance else None,
-                        results_dir=a.results,
-                        junit=a.junit, summary=a.summary, fmt=a.format, quiet=a.quiet,
-                        measure_unchanged=a.measure_unchanged, poll_idle=a.poll_idle)
-
-
-def check_budget(sc, alpha: float, tolerances: dict[str, float]) -> None:
-    """Refuse, before anything is built, a budget of pairs (the scenario's repeats) too small
-    for any case to be shown slower at α shared by its cases: such a comparison could only
-    pass or be undecided. `sc`: the scenario (harness.run.scenario), its modes plain."""
-    from harness.analysis.sequential import fewest_blocks
-    from harness.gates.verdict import HEADLINE
-    from harness.run import scenario as scen
-    if "auto" in sc.underlay_mtus:
-        return                          # the cases are known once the testbed is reached
-    n = len({c.config for c in scen.expand(sc)
-             if HEADLINE.get(c.test) in tolerances})
-    need = 2 * fewest_blocks(alpha / n) if n else 0
-    if sc.repeats < need:
-        raise HarnessError(f"--repeats {sc.repeats}: too few pairs to ever show a case slower at α {alpha:g} over "
-                           f"{n} cases; at least {need}")
-
-
-LABEL_FREE = re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./~^@{}-]*$")
-
-
-def compare_main(base: str | None, run: str | None = None, repo: str | None = None, head: str | None = None,
-                 scenario_path: str | None = None, overrides: dict | None = None, inject_ns: int | None = None,
-                 alpha: float | None = None, tolerances: dict[str, float] | None = None,
-                 results_dir: str = "results", junit: str | None = None, summary: str | None = None,
-                 fmt: str = "text", quiet: bool = False, measure_unchanged: bool = False,
-                 poll_idle: bool = False) -> int:
-    """`overlaybench compare --base REF [...]`, or `--run RUN` to judge a finished A/B run again.
-    When both arms have the same source and flags nothing is measured (unless
-    `measure_unchanged`): the verdict could only be a false alarm."""
-    from harness.gates import compare, render
-    from harness.modes import variants
-    from harness.run import ab, scenario as scen
-    from harness.results import read_meta, resolve_run
-    from harness.testbeds.base import Options
-    if alpha is not None and not 0 < alpha < 1:
-        raise HarnessError(f"--alpha {alpha}: must be between 0 and 1")
-    if run is not None:
-        if base or head or overrides or inject_ns is not None or poll_idle:
-            raise HarnessError("--run judges a finished A/B run: give no --base, --head, --inject-ns, --poll-idle "
-                               "or matrix flags")
-        run_dir = resolve_run(run, results_dir)
-        # by default, the rule the run was measured (and maybe stopped) under
-        rule = (read_meta(run_dir).get("compare") or {}).get("rule") or {}
-        alpha = rule.get("alpha", compare.DEFAULT_ALPHA) if alpha is None else alpha
-        tolerances = {**(rule.get("tolerances") or compare.AB_TOLERANCES), **(tolerances or {})}
-    else:
-        alpha = compare.DEFAULT_ALPHA if alpha is None else alpha
-        tolerances = {**compare.AB_TOLERANCES, **(tolerances or {})}
-        if not base:
-            raise HarnessError("compare needs --base REF (the build to compare against) or --run RUN")
-        for ref in (base, head):
-            if ref is not None and not LABEL_FREE.match(ref):
-                raise HarnessError(f"{ref!r}: not a git ref")
-        if inject_ns is not None and not 0 < inject_ns <= 10_000_000:
-            raise HarnessError(f"--inject-ns {inject_ns}: expected 1..10000000 (ns per frame)")
-        if scenario_path is None and ab.DEFAULT_SCENARIO.exists():
-            scenario_path = str(ab.DEFAULT_SCENARIO)
-        sc = scen.from_command_line(scenario_path, overrides)
-        for m in sc.modes:                                   # bad input fails before any build
-            variants.require_sleeve(m)
-        check_budget(sc, alpha, tolerances)
-        with ab.prepare(repo or PROJECT, base, head,
-                        head_flags=("--calibrate-ns", str(inject_ns)) if inject_ns else ()) as arms:
-            same = arms.base.source_hash == arms.head.source_hash and arms.base.flags == arms.head.flags
-            if same and not measure_unchanged:
-                # Both arms would run one binary: a measurement could only raise a false alarm.
-                msg = (f"compare passed: nothing to compare, overlay/sleeve is the same at {arms.base.origin} "
-                       f"and {arms.head.origin} (source {arms.base.source_hash}); --measure-unchanged measures "
-                       f"anyway")
-                print(json.dumps({"ok": True, "status": "pass", "kind": "compare", "headline": msg, "cases": []},
-                                 indent=2) if fmt == "json" else msg)
-                return 0
-            run_dir = ab.measure(arms, scenario_path, overrides, results_dir=results_dir, quiet=quiet,
-                                 options=Options(poll_idle=poll_idle), until=compare.stop_rule(alpha, tolerances),
-                                 rule={"alpha": alpha, "beta": compare.DEFAULT_BETA, "tolerances": tolerances})
-    v = compare.judge(run_dir, alpha, tolerances)
-    if fmt != "json":
-        print(run_dir)
-    return render.publish(v, junit=junit, summary=summary, fmt=fmt, extra={"run_dir": str(run_dir)})
+    from harness.run import ab
+    req = ab.Request(base=a.base, head=a.head, repo=a.repo, run=a.run, scenario=a.scenario,
+                     overrides=matrix_overrides(a), inject_ns=a.inject_ns, alpha=a.alpha,
+                     tolerances=compare.parse_tolerances(a.tolerance, base={}) if a.tolerance else None,
+                     measure_unchanged=a.measure_unchanged, poll_idle=a.poll_idle, results_dir=a.results,
+                     quiet=a.quiet, junit=a.junit, summary=a.summary, fmt=a.format)
+    return ab.compare(req, compare.Gate())

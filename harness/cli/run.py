@@ -6,7 +6,8 @@ import argparse
 import json
 import sys
 
-from harness.cli.args import EXIT_FAILED_CASES, add_backend, add_host_keys, add_poll_idle, csv, options, overrides
+from harness.cli.args import (EXIT_FAILED_CASES, add_backend, add_host_keys, add_poll_idle, csv, options, overrides,
+                              settings)
 from harness.core.pairs import SCHEDULES
 
 
@@ -68,7 +69,7 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
 def cmd_run(a) -> int:
     from harness.run import session  # the whole harness: not for `--help`
     store = session.run(scenario_path=a.scenario, overrides=overrides(a), resume=a.resume,
-                        results_dir=a.results, quiet=a.quiet, options=options(a))
+                        results_dir=a.results, quiet=a.quiet, options=options(a), settings=settings(a))
     # pandas comes with the table, after the run: `--help` and bad input do not wait for it.
     from harness.analysis import summary, tablefmt
     from harness import results

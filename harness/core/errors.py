@@ -1,4 +1,6 @@
-"""The one exception family the CLI catches (STYLE.md, point 5)."""
+"""The one exception family the CLI catches (ARCHITECTURE.md, "One exception family"):
+bad input or an environment that cannot run what was asked becomes one line on stderr and
+exit 2, never a traceback."""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ What is compared
     underlay MTU, test and streams (stats.repeat_ratios). A faster or slower machine moves
     native and the mode alike, so the ratio is what a code change can move.
 
-When a case fails (STYLE.md, point 7: significance before threshold)
+When a case fails (significance before threshold: harness/gates/verdict.py's rule)
     Both must hold:
     1. the change is significant: one-sided Mann–Whitney U of the run's ratios against
        the baseline's ("less" for throughput, higher-is-better; "greater" for latency),

@@ -1,7 +1,9 @@
 """The A/B gate's judgement: head judged against base, pair by pair, in one run of both arms.
 
 The arms are measured by harness/run/ab.py: each scenario mode M becomes M@base and
-M@head, deployed one after the other in every repeat of one run.
+M@head, deployed one after the other in every repeat of one run. Its workflow asks this
+module through `Gate` (its `Judge`): the rule, the budget of pairs, when to stop, the
+verdict and where it goes.
 
 The judgement (per case: mode, MTUs, placement, test, streams and the test's headline metric)
     Repeat r of head is paired with repeat r of base: d_r = log(head_r / base_r). The
@@ -232,3 +234,39 @@ def parse_tolerances(items: Sequence[str] | None, base: dict[str, float] | None 
                                f"{', '.join(AB_TOLERANCES)} and 0 < FRACTION < 1 (e.g. throughput_bps=0.05)")
         tol[metric] = x
     return tol
+
+
+class Gate:
+    """The A/B judgement as harness/run/ab.py's `compare` asks for it (its `Judge`): run/
+    sits below the gates and imports none, so the command hands this in."""
+
+    beta = DEFAULT_BETA
+
+    def rule(self, alpha: float | None, tolerances: dict[str, float] | None,
+             recorded: dict | None = None) -> tuple[float, dict[str, float]]:
+        """α and the tolerances: those given, over `recorded` (the rule a finished run was
+        measured under, run.json's compare.rule) or else over the defaults."""
+        recorded = recorded or {}
+        alpha = recorded.get("alpha", DEFAULT_ALPHA) if alpha is None else alpha
+        return alpha, {**(recorded.get("tolerances") or AB_TOLERANCES), **(tolerances or {})}
+
+    def check_budget(self, tests: Sequence[str], repeats: int, alpha: float, tolerances: dict[str, float]) -> None:
+        """HarnessError if `repeats` pairs could never show one of the cases slower at α
+        shared by the gated ones (`tests`: each case's test; gated: its headline metric
+        has a tolerance)."""
+        n = sum(HEADLINE.get(t) in tolerances for t in tests)
+        need = 2 * seq.fewest_blocks(alpha / n) if n else 0
+        if repeats < need:
+            raise HarnessError(f"--repeats {repeats}: too few pairs to ever show a case slower at α {alpha:g} over "
+                               f"{n} cases; at least {need}")
+
+    def until(self, alpha: float, tolerances: dict[str, float]) -> Callable[[pathlib.Path, int], bool]:
+        return stop_rule(alpha, tolerances)
+
+    def verdict(self, run_dir: pathlib.Path, alpha: float, tolerances: dict[str, float]) -> Verdict:
+        return judge(run_dir, alpha, tolerances)
+
+    def publish(self, verdict: Verdict, run_dir: pathlib.Path, junit: str | None, summary: str | None,
+                fmt: str) -> int:
+        return verdict_render.publish(verdict, junit=junit, summary=summary, fmt=fmt,
+                                      extra={"run_dir": str(run_dir)})

@@ -2,8 +2,8 @@
 
 Two gates produce these: `gate` (a run's ratios to native against a stored baseline,
 harness/gates/baseline.py) and `compare` (a head build against a base build measured side by side
-in one run, harness/gates/compare.py). Both decide a case the same way (STYLE.md, point 7:
-significance before threshold):
+in one run, harness/gates/compare.py). Both decide a case the same way, significance
+before threshold (ARCHITECTURE.md, "A gate tests significance before the threshold"):
 
 1. the change is significant: a one-sided test in the bad direction gives p ≤ alpha;
 2. the estimated change is beyond the metric's tolerance in the bad direction.

@@ -11,7 +11,8 @@ import abc
 import dataclasses
 import logging
 import signal
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Callable
 
 from harness.core.errors import HarnessError
 from harness.core.placements import NAMES as PLACEMENTS
@@ -115,6 +116,23 @@ def stop_daemon(side: Side, dp: Datapath | None, what: str) -> None:
     out = proc.stop()
     if out.returncode not in (0, -signal.SIGTERM, None):
         log.warning("%s: %s exited %s: %s", side.host.name, what, out.returncode, out.stderr.strip()[-300:])
+
+
+def wait_ready(side: Side, proc: Process, ready: Callable[[], bool], what: str, timeout: float,
+               exited: str = "exited before ready") -> None:
+    """Poll a daemon just started until `ready()` (its device up, its socket there), every
+    50 ms. HarnessError "<host>: <what> <exited>: <its last line of output>" if the daemon
+    exits first, "<host>: <what> not ready after <timeout>s" if `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            out = proc.wait(0)
+            why = (out.stderr.strip() or out.stdout.strip() or f"exit {out.returncode}").splitlines()[-1]
+            raise HarnessError(f"{side.host.name}: {what} {exited}: {why}")
+        if ready():
+            return
+        time.sleep(0.05)
+    raise HarnessError(f"{side.host.name}: {what} not ready after {timeout:.0f}s")
 
 
 def reset_overlay_path(side: Side, mtu: int, tunnel_dev: str | None) -> None:

@@ -36,9 +36,10 @@ Decisions, and why:
   pid file's daemon if it outlived `down`, deletes `${dev}` if it is still there and
   resets the overlay path; nothing in it raises for what is gone.
 - **CPU**: the runner accounts one daemon per side (Datapath.processes), so a definition
-  names at most one, by a pid file `up` writes. PidFileDaemon gives the runner what it
-  reads of a Process (pid, poll, wait, stop), by its pid and start time (a reused pid is
-  not it), as duck typing: modes import no host classes at run time.
+  names at most one, by a pid file `up` writes. PidFileDaemon (harness/modes/pidfile.py)
+  gives the runner what it reads of a Process (pid, poll, wait, stop), by its pid and
+  start time (a reused pid is not it), as duck typing: modes import no host classes at
+  run time.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ from typing import TYPE_CHECKING
 from harness.core import schema
 from harness.core.errors import CommandError, HarnessError, ScenarioError
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
+from harness.modes.pidfile import PidFileDaemon
 
 if TYPE_CHECKING:
-    from harness.hosts.base import Host
     from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,6 @@ LAYERS = ("l2", "l3")
 MIN_MTU = 576                       # IPv4's minimum datagram every host must take
 NAME_RE = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 DEVICE_RE = re.compile(r"^[a-z][a-z0-9]{0,7}$")   # "ob12ab-" + 8 characters: IFNAMSIZ - 1
-STOP_WAIT = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,87 +321,3 @@ class CommandMode(Mode):
                 reset_overlay_path(s, 1500, None)
             except CommandError as e:
                 log.warning("%s teardown on %s: %s", self.name, s.host.name, e)
-
-
-# ------------------------------------------------------------------ the daemon
-
-# The start time (field 22 of /proc/PID/stat) of a live process, nothing for a gone or
-# zombie one; fields counted after the command name's closing parenthesis.
-ALIVE = 'set -- $(sed "s/^.*) //" "/proc/$1/stat" 2>/dev/null); [ "$#" -ge 20 ] && [ "$1" != Z ] && echo "${20}"'
-STOP = ('same() { set -- $(sed "s/^.*) //" "/proc/$1/stat" 2>/dev/null); [ "$#" -ge 20 ] && [ "$1" != Z ] '
-        '&& [ "${20}" = "$START" ]; }; START=$2; same "$1" || exit 0; kill -TERM "$1"; i=0; '
-        'while [ $i -lt $3 ]; do same "$1" || exit 0; sleep 0.1; i=$((i + 1)); done; kill -KILL "$1"; echo killed')
-
-
-@dataclasses.dataclass(frozen=True)
-class Exited:
-    """What the runner reads of a finished process (as hosts.base.Completed)."""
-
-    argv: list
-    returncode: int | None
-    stdout: str = ""
-    stderr: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.returncode == 0
-
-
-class PidFileDaemon:
-    """A daemon known by the pid `up` wrote, as the runner uses a Process: its pid for
-    the CPU it used, poll() for whether it died. Its exit status is its parent's, so a
-    gone daemon reports exit 1 and says so."""
-
-    GONE = 1
-    cpu_seconds = None
-    pgid = None
-
-    def __init__(self, host: Host, pid: int, start: str, path: str):
-        self.host, self._pid, self.start, self.path = host, pid, start, path
-        self.argv = ["pid_file", path]
-        self.gone = False           # seen gone once: it stays gone
-
-    @classmethod
-    def read(cls, host: Host, path: str) -> PidFileDaemon:
-        done = host.run(["cat", path], check=False, timeout=10)
-        text = done.stdout.strip()
-        if not done.ok or not text.isdigit():
-            raise HarnessError(f"{host.name}: pid_file {path}: "
-                               + (f"holds {text[:40]!r}, not a pid" if done.ok else "not written by `up`"))
-        start = host.run(["sh", "-c", ALIVE, "sh", text], check=False, timeout=10).stdout.strip()
-        if not start:
-            raise HarnessError(f"{host.name}: pid_file {path}: process {text} is not running")
-        return cls(host, int(text), start, path)
-
-    @property
-    def pid(self) -> int:
-        return self._pid
-
-    def _gone(self) -> Exited:
-        return Exited(self.argv, self.GONE, "", f"pid {self._pid} from {self.path} is gone (its exit status is not "
-                                                f"the harness's to know)")
-
-    def poll(self) -> int | None:
-        if not self.gone:
-            now = self.host.run(["sh", "-c", ALIVE, "sh", str(self._pid)], check=False, timeout=10).stdout.strip()
-            self.gone = now != self.start
-        return self.GONE if self.gone else None
-
-    def wait(self, timeout: float | None = None) -> Exited:
-        """What it left, once gone; TimeoutError at once while it runs (nothing here waits)."""
-        if self.poll() is None:
-            raise TimeoutError(f"{self.host.name}: pid {self._pid} still runs")
-        return self._gone()
-
-    def stop(self, timeout: float = STOP_WAIT) -> Exited:
-        """SIGTERM, SIGKILL after `timeout`: one round trip; nothing for a process already gone."""
-        if not self.gone:
-            self.host.run(["sh", "-c", STOP, "sh", str(self._pid), self.start, str(int(timeout * 10))],
-                          check=False, timeout=timeout + 20)
-            self.gone = True
-        return self._gone()
-
-    def signal(self, sig: int) -> None:
-        if self.poll() is not None:
-            raise ProcessLookupError(self._pid)
-        self.host.run(["kill", f"-{int(sig)}", str(self._pid)], check=False, timeout=10)

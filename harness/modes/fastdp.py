@@ -3,8 +3,9 @@
 dstport 4789 (iproute2 otherwise warns and the kernel uses 8472), nolearning, and one
 all-zeros FDB entry per peer (`bridge fdb append … dst PEER`): a frame for a MAC the
 device has no entry for floods to every peer, and the overlay bridges above learn where
-each container is. Another entry for the same peer would double every flooded frame
-(LAB-NOTES), so deploy checks there is exactly one per peer.
+each container is. Another entry for the same peer would double every flooded frame (a
+device made with `remote PEER` already has one; appending another on top makes ping show
+duplicates and halves throughput), so deploy checks there is exactly one per peer.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from harness.core import failpoints
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
-from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3
+from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3, wait_ready
 from harness.modes.fastdp import FastDP
 
 if TYPE_CHECKING:
@@ -183,17 +183,10 @@ class Sleeve(Mode):
         return f"{s.workdir}/sleeve-stats.json"
 
     def _wait_ready(self, s: Side, proc: Process) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                out = proc.wait(0)
-                why = (out.stderr.strip() or out.stdout.strip() or f"exit {out.returncode}").splitlines()[-1]
-                raise HarnessError(f"{s.host.name}: sleeve exited before ready: {why}")
+        def up() -> bool:
             link = s.host.run(["ip", "-o", "link", "show", s.dev(DEV)], check=False)
-            if link.ok and ",UP" in link.stdout:
-                return
-            time.sleep(0.05)
-        raise HarnessError(f"{s.host.name}: sleeve not ready after {READY_TIMEOUT:.0f}s")
+            return link.ok and ",UP" in link.stdout
+        wait_ready(s, proc, up, "sleeve", READY_TIMEOUT)
 
     def _wire(self, testbed: Testbed, s: Side, mtu: int) -> None:
         h, dev = s.host, s.dev(DEV)

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
 from harness.core.paths import PROJECT
-from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3
+from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3, wait_ready
 
 if TYPE_CHECKING:
     from harness.hosts.base import Process
@@ -325,16 +325,8 @@ class WireGuardGo(WireGuard):
         self._wait_ready(s, dp.processes[s.index])
 
     def _wait_ready(self, s: Side, proc: Process) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                out = proc.wait(0)
-                why = (out.stderr.strip() or out.stdout.strip() or f"exit {out.returncode}").splitlines()[-1]
-                raise HarnessError(f"{s.host.name}: wireguard-go exited before its device was up: {why}")
-            if s.host.run(["test", "-S", self.socket(s)], check=False).ok:
-                return
-            time.sleep(0.05)
-        raise HarnessError(f"{s.host.name}: wireguard-go not ready after {READY_TIMEOUT:.0f}s")
+        wait_ready(s, proc, lambda: s.host.run(["test", "-S", self.socket(s)], check=False).ok, "wireguard-go",
+                   READY_TIMEOUT, exited="exited before its device was up")
 
     def versions(self, testbed: Testbed) -> dict:
         wg = testbed.sides[0].host.run(["wg", "--version"], check=False).stdout.split()

@@ -1,6 +1,6 @@
 """One `overlaybench run`: check everything, bring the testbed up, run, keep what was measured.
 
-Order matters (STYLE.md, point 3): the scenario, the matrix's MTUs, the testbed's hosts
+Order matters (ARCHITECTURE.md, "Check everything before starting anything"): the scenario, the matrix's MTUs, the testbed's hosts
 (reachable, root, tools, kernel features, the underlay) are all checked before anything
 is made on them and before the first measurement, so a typo fails in a second rather
 than after ten minutes. The testbed comes from the backend registry; nothing here asks
@@ -35,14 +35,26 @@ def _expand_early(sc: scen.Scenario) -> list[scen.Case] | None:
     return None if "auto" in sc.underlay_mtus else scen.expand(sc)
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSettings:
+    """How the run itself behaves on this machine (from command-line flags); what the
+    backend needs is the testbed's Options."""
+
+    concurrent: bool = False        # measure even while another run measures on this machine
+    poll_idle: bool = False         # this machine's idle CPUs poll instead of halting (run/cpuidle.py)
+
+
 def run(scenario_path: str | None = None, overrides: dict | None = None, resume: str | None = None,
         results_dir: str = "results", quiet: bool = False, options: Options | None = None,
-        until: Callable[[pathlib.Path, int], bool] | None = None, meta: dict | None = None) -> results.RunStore:
-    """One run of a scenario (or `resume` one). `until(run_dir, underlay_mtu)`, asked after
-    every repeat, ends that underlay's repeats early when it returns True; run.json then
-    records the repeats measured under `stopped_early`. `meta`: more for run.json, written
-    when the run directory is made (so a run cut short has it too)."""
+        settings: RunSettings | None = None, until: Callable[[pathlib.Path, int], bool] | None = None,
+        meta: dict | None = None) -> results.RunStore:
+    """One run of a scenario (or `resume` one). `options`: the backend's, `settings`: the
+    run's. `until(run_dir, underlay_mtu)`, asked after every repeat, ends that underlay's
+    repeats early when it returns True; run.json then records the repeats measured under
+    `stopped_early`. `meta`: more for run.json, written when the run directory is made (so
+    a run cut short has it too)."""
     opts = options or Options()
+    settings = settings or RunSettings()
     if resume:
         if scenario_path or overrides:
             raise HarnessError("--resume takes the scenario from the run; give no scenario file or matrix flags")
@@ -63,20 +75,20 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
     tb = backends.open_testbed(sc, opts)
     machine = idle = None
     try:
-        if opts.poll_idle and not tb.measures_here:
+        if settings.poll_idle and not tb.measures_here:
             raise HarnessError(f"--poll-idle holds this machine's CPUs out of halting: the {tb.backend} backend "
                                f"measures elsewhere")
         pair_list = host_pairs(sc, tb)
         tb.preflight(sc)
-        if tb.measures_here and not opts.concurrent:
+        if tb.measures_here and not settings.concurrent:
             machine = runlock.hold_machine(opts.run_id, quiet=quiet)
-        if opts.poll_idle:
+        if settings.poll_idle:
             idle = cpuidle.hold()
         sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
         cases = scen.expand(sc, pair_list)
         if store is None:
             store = _create_store(results_dir, opts.run_id, sc, tb, cases)
-        store.update_meta(cpu_idle="poll" if opts.poll_idle else "default", **(meta or {}))
+        store.update_meta(cpu_idle="poll" if settings.poll_idle else "default", **(meta or {}))
         status = "interrupted"
         todo = len([c for c in cases if (c.key, c.repeat) not in skip])
         if not quiet:

@@ -52,15 +52,14 @@ class Side:
 
 @dataclasses.dataclass(frozen=True)
 class Options:
-    """What a backend may need beyond the scenario (from command-line flags)."""
+    """What a backend may need beyond the scenario (from command-line flags). The run's
+    own settings are the session's (harness/run/session.py's RunSettings)."""
 
     accept_new_host_keys: bool = False
     vagrant_dir: str | None = None
     vagrant_destroy: bool = False
     vagrant_provider: str | None = None   # None: $VAGRANT_DEFAULT_PROVIDER, else docker
-    run_id: str = ""
-    concurrent: bool = False        # measure even while another run measures on this machine
-    poll_idle: bool = False         # this machine's idle CPUs poll instead of halting (run/cpuidle.py)
+    run_id: str = ""                # the run the testbed is for: its labels and state file name it
 
 
 class CpuMeter(abc.ABC):

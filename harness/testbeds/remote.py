@@ -31,9 +31,9 @@ import socket
 import time
 
 from harness.core import failpoints
-from harness.core.errors import CommandError, HarnessError
+from harness.core.errors import HarnessError
 from harness.hosts import NetnsHost
-from harness.hosts.base import Completed, Host, Process
+from harness.hosts.base import Host
 from harness.hosts.local import owned_tempdir
 from harness.net import confine
 from harness.net.underlay import apply_underlay
@@ -43,46 +43,13 @@ from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.containers import base as containers_mod
 from harness.testbeds.cpu import PerHostMeter
 from harness.testbeds.inventory import HostSpec
-from harness.testbeds.remote_down import MARK, STATE_ROOT, claim_state_dir, release_state_dir, remove_remote
+from harness.testbeds.remote_down import STATE_ROOT, claim_state_dir, release_state_dir, remove_remote
+from harness.testbeds.tagged import Tagged
 
 log = logging.getLogger(__name__)
 
 OVERLAY_NET = "198.18.64"
 CLAIM_TRIES = 8
-
-
-class Tagged(Host):
-    """A host whose every command carries OVERLAYBENCH_PREFIX=<P> in its environment."""
-
-    def __init__(self, inner: Host, prefix: str):
-        self.inner, self.prefix, self.name = inner, prefix, inner.name
-
-    def _wrap(self, argv: list[str]) -> list[str]:
-        return ["env", f"{MARK}={self.prefix}", *argv]
-
-    def run(self, argv, *, timeout=60, check=True, input=None) -> Completed:
-        done = self.inner.run(self._wrap(argv), timeout=timeout, check=False, input=input)
-        done = Completed(list(argv), done.returncode, done.stdout, done.stderr)
-        if check and not done.ok:
-            raise CommandError(self.name, list(argv), done.returncode, done.stdout, done.stderr)
-        return done
-
-    def start(self, argv) -> Process:
-        proc = self.inner.start(self._wrap(argv))
-        proc.argv = list(argv)
-        return proc
-
-    def put(self, local_path, remote_path, mode=0o644) -> None:
-        self.inner.put(local_path, remote_path, mode)
-
-    def get(self, remote_path, local_path) -> None:
-        self.inner.get(remote_path, local_path)
-
-    def stream(self, argv):
-        return self.inner.stream(argv)    # not marked: it ends with the connection
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 class RemoteTestbed(Testbed):

@@ -1,4 +1,5 @@
-"""The measurement tools by test name (DESIGN.md: iperf3.tcp … ping.flood)."""
+"""The measurement tools by test name (TOOLS: iperf3.tcp, iperf3.udp, the iperf3 packet-rate tests,
+qperf's bandwidth and latency, sockperf's ping-pong, ping.flood)."""
 
 from __future__ import annotations
 

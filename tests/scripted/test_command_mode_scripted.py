@@ -19,7 +19,7 @@ from scripted_modes import (
 
 from harness import modes
 from harness.core.errors import HarnessError
-from harness.modes import commands
+from harness.modes import commands, pidfile
 from harness import results
 from harness.run import scenario as S
 from harness.run.runner import Runner, daemon_death
@@ -173,19 +173,19 @@ def test_the_pid_files_daemon_is_the_datapaths_process_until_it_is_gone(tb):
     for s, n in sides(tb):
         wired_l2(s, n, 1450)
         s.host.expect(f"cat {n.dir}/keeper.pid", stdout=f"{4321 + s.index}\n")
-        s.host.expect(["sh", "-c", commands.ALIVE, "sh", str(4321 + s.index)], stdout="7700\n")
+        s.host.expect(["sh", "-c", pidfile.ALIVE, "sh", str(4321 + s.index)], stdout="7700\n")
     dp = m.deploy(tb, 1450)
     assert {i: p.pid for i, p in dp.processes.items()} == {0: 4321, 1: 4322}
     (s0, _), (s1, _) = sides(tb)
-    s0.host.expect(["sh", "-c", commands.ALIVE, "sh", "4321"], stdout="7700\n")
-    s1.host.expect(["sh", "-c", commands.ALIVE, "sh", "4322"], stdout="9100\n")   # another process now
+    s0.host.expect(["sh", "-c", pidfile.ALIVE, "sh", "4321"], stdout="7700\n")
+    s1.host.expect(["sh", "-c", pidfile.ALIVE, "sh", "4322"], stdout="9100\n")   # another process now
     assert daemon_death(tb, dp) == ("vx77 on h1 died (exit 1): pid 4322 from /run/overlaybench/ob12ab/h1/keeper.pid "
                                     "is gone (its exit status is not the harness's to know)")
     tb.assert_all_used()
     for s, n in sides(tb):
         s.host.expect(f"ip link del {dev(n)}")
         if s.index == 0:                    # h1's is gone already
-            s.host.expect(["sh", "-c", commands.STOP, "sh", "4321", "7700", "50"])
+            s.host.expect(["sh", "-c", pidfile.STOP, "sh", "4321", "7700", "50"])
         s.host.expect(f"ip link del {dev(n)}", returncode=1)
         overlay_path(s, n, 1500)
     m.teardown(tb, dp)
@@ -206,7 +206,7 @@ def test_a_pid_file_without_a_live_daemon_fails_the_deploy(tb, cat, alive, needl
     wired_l2(s0, n0, 1450)
     s0.host.expect(f"cat {n0.dir}/k.pid", **cat)
     if alive is not None:
-        s0.host.expect(["sh", "-c", commands.ALIVE, "sh", "4321"], stdout=alive)
+        s0.host.expect(["sh", "-c", pidfile.ALIVE, "sh", "4321"], stdout=alive)
     for s, n in sides(tb):
         removed(s, n)
     with pytest.raises(HarnessError, match=re.escape("h0: " + needle.format(d=n0.dir))):

@@ -18,11 +18,16 @@ import sys
 import pandas as pd
 import pytest
 
-from harness.cli.gates import compare_main
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
 from harness.gates import baseline as gate, compare, render, verdict
 from harness.results import Measurement, RunStore
+from harness.run import ab
+
+
+def compare_main(**request) -> int:
+    """`overlaybench compare` as its command runs it: one request, judged by the A/B gate."""
+    return ab.compare(ab.Request(**request), compare.Gate())
 
 CASE_TP = "sleeve underlay 1500 overlay 1450 container-container iperf3.tcp x1 throughput_bps"
 CASE_LAT = "sleeve underlay 1500 overlay 1450 container-container qperf.tcp_lat x1 latency_us"
@@ -126,7 +131,7 @@ def test_pairs_that_never_settle_are_undecided_exit_4(tmp_path, capsys, monkeypa
     assert render.text(v).startswith("compare undecided: no case slower, 1 of 2 cases undecided")
     store = RunStore.create(tmp_path, {"scenario": {}})
     store.append(Measurement(**{k: x for k, x in r.items() if k != "run_id"}) for r in df.to_dict("records"))
-    assert compare_main(None, run=str(store.path), fmt="json", summary=str(tmp_path / "s.md")) == 4
+    assert compare_main(run=str(store.path), fmt="json", summary=str(tmp_path / "s.md")) == 4
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] is True and out["status"] == "undecided"
     assert "❔ undecided" in (tmp_path / "s.md").read_text()
@@ -170,13 +175,13 @@ def test_compare_run_judges_by_the_rule_the_run_recorded(tmp_path, capsys):
     store = RunStore.create(tmp_path, {"scenario": {}, "compare": {"rule": {"alpha": 0.001, "beta": 0.05,
                                                                             "tolerances": {"throughput_bps": 0.3}}}})
     store.append(Measurement(**{k: x for k, x in r.items() if k != "run_id"}) for r in df.to_dict("records"))
-    assert compare_main(None, run=str(store.path), fmt="json") == 4           # 18 pairs cannot decide at 0.001
+    assert compare_main(run=str(store.path), fmt="json") == 4           # 18 pairs cannot decide at 0.001
     out = json.loads(capsys.readouterr().out)
     assert out["alpha"] == 0.001 and [c["tolerance"] for c in out["cases"]] == [0.3]
-    assert compare_main(None, run=str(store.path), alpha=0.05, tolerances={"throughput_bps": 0.1}) == 1
+    assert compare_main(run=str(store.path), alpha=0.05, tolerances={"throughput_bps": 0.1}) == 1
     capsys.readouterr()
     # a tolerance given goes over the recorded ones, not over the defaults
-    assert compare_main(None, run=str(store.path), alpha=0.05, fmt="json", tolerances={"latency_us": 0.2}) == 1
+    assert compare_main(run=str(store.path), alpha=0.05, fmt="json", tolerances={"latency_us": 0.2}) == 1
     assert [c["tolerance"] for c in json.loads(capsys.readouterr().out)["cases"]] == [0.3, 0.2]
 
 
@@ -195,8 +200,11 @@ def test_a_planned_case_never_measured_is_undecided_not_missing(tmp_path):
 
 
 def test_a_budget_too_small_to_show_a_slowdown_is_refused_before_anything_is_built():
-    from harness.cli.gates import check_budget
     from harness.run import scenario as S
+
+    def check_budget(sc, alpha, tolerances):
+        ab.check_budget(sc, alpha, tolerances, compare.Gate())
+
     m = {"modes": ["sleeve"], "tests": ["iperf3.tcp", "qperf.tcp_lat"], "placements": ["container-container"]}
     with pytest.raises(HarnessError, match=r"^--repeats 13: too few pairs to ever show a case slower at α 0.05 "
                                            r"over 2 cases; at least 14$"):
@@ -269,7 +277,7 @@ def test_outputs_say_head_against_base(tmp_path, capsys, monkeypatch):
     tp = next(c for c in d["cases"] if c["metric"] == "throughput_bps")
     assert tp["failed"] and tp["n_base"] == tp["n_head"] == 24 and tp["pairs_used"] == 18 and tp["head"] < tp["base"]
 
-    assert compare_main(None, run=str(store.path), fmt="json", junit=str(tmp_path / "j.xml")) == 1
+    assert compare_main(run=str(store.path), fmt="json", junit=str(tmp_path / "j.xml")) == 1
     out = json.loads(capsys.readouterr().out)
     assert out["run_dir"] == str(store.path) and [c["status"] for c in out["cases"]] == ["fail", "pass"]
     assert 'name="overlaybench.compare"' in (tmp_path / "j.xml").read_text()
