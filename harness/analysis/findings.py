@@ -347,13 +347,13 @@ def findings(summary: pd.DataFrame, df: pd.DataFrame,
     out += _mtu_sentences(rows_by, judged, _tcp_ratios(df, summary))
     if judged:
         nd = sum(1 for j in judged.values() if not j.distinguishable)
-        n = min(j.n for j in judged.values())
+        ns = [j.n for j in judged.values() if j.n >= 2]
         text = (f"{nd} of {len(judged)} comparisons with native are not distinguishable in this run: "
                 "the repeats' ranges overlap (or a side has a single repeat); the tables mark them ≈. ")
-        p = chance_separation(n, n)
-        if p:
+        if ns:
+            n = min(ns)
             text += (f"With {n} repeats a side, two configurations that do not differ still show separated "
-                     f"ranges {_fraction(p)} times, so the ratios quoted are what this run measured, "
-                     "not a significance test.")
+                     f"ranges {_fraction(chance_separation(n, n))} times, so the ratios quoted are what this "
+                     "run measured, not a significance test.")
         out.append(Finding("noise", (Part(text.strip()),)))
     return out

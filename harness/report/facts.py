@@ -58,8 +58,9 @@ def command_line(argv: Any) -> str | None:
         args = args[args.index("harness.cli") + 1:]
     else:
         p = pathlib.PurePosixPath(args[0])
-        cli = p.name in ("overlaybench", "__main__.py", "cli.py") or p.parts[-2:] == ("harness", "cli")
-        args = args[1:] if cli else args
+        if p.name not in ("overlaybench", "__main__.py", "cli.py"):
+            return shlex.join(args)                     # not the CLI's own argv: as recorded
+        args = args[1:]
     return shlex.join(["overlaybench", *args])
 
 
