@@ -204,14 +204,19 @@ def _quote(col: Column, j: Judgement, rid: tuple) -> Part:
 
 def _aspects(cols_present: set[str]) -> list[Column]:
     """The columns a cost sentence speaks of, in order: throughput, latency, tail, packet rate, CPU."""
-    keys = ["tcp", "lat"] + (["ping"] if "lat" not in cols_present else []) + ["p99"]
+    keys = ["tcp"] + (["udp_bw"] if "tcp" not in cols_present else []) + ["lat"]
+    keys += (["udp_lat"] if "lat" not in cols_present else [])
+    keys += (["ping"] if not {"lat", "udp_lat"} & cols_present else []) + ["p99"]
     pps = [c.key for c in JUDGED if c.key.startswith("pps") and c.key in cols_present]
     keys += pps[:1] + ["cpu"]
     return [BY_KEY[k] for k in keys if k in cols_present]
 
 
+_WHAT = {"cpu": "CPU per Gbit/s", "ping": "ping round-trip time"}
+
+
 def _what(col: Column) -> str:
-    return "CPU per Gbit/s" if col.kind == "cpu" else col.what
+    return _WHAT.get(col.key, col.what)
 
 
 def _cost_sentence(mode: str, mtu: Any, rows: list[dict], judged: dict[tuple, Judgement]) -> Finding | None:

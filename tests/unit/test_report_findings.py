@@ -68,6 +68,16 @@ def test_known_answers_quoted_or_called_indistinguishable():
     assert "separated ranges 1 in 10 times" in text[2]
 
 
+def test_without_tcp_the_findings_speak_of_udp_and_ping():
+    df = pd.DataFrame(_records("native", "iperf3.udp", "throughput_bps", [4e9, 4.2e9])
+                      + _records("sleeve", "iperf3.udp", "throughput_bps", [1e9, 1.1e9])
+                      + _records("native", "ping.flood", "latency_us", [20, 22])
+                      + _records("sleeve", "ping.flood", "latency_us", [60, 66]))
+    text = [f.text for f in fnd.findings(summ.summary_table(df), df)]
+    assert text[0] == ("sleeve at underlay MTU 1500: UDP throughput at 26 % of native; "
+                       "ping round-trip time 3.0× native's.")
+
+
 @pytest.fixture(scope="module")
 def quick_html() -> str:
     return render_html([DATA])
