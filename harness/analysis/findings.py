@@ -219,46 +219,50 @@ def _what(col: Column) -> str:
     return _WHAT.get(col.key, col.what)
 
 
+def _clause(col: Column, cells: list[tuple[dict, Judgement]], variants: bool) -> list[Part]:
+    """One aspect of a cost sentence: its figure per placement, or that none can be told from native."""
+    named = len(cells) > 1 or variants or cells[0][0].get("pair") is not None
+
+    def cell(r: dict) -> tuple:
+        return (_rid(r), PCT_OF.get(col.key, col.key))
+
+    if not any(j.distinguishable for _, j in cells):
+        if not named:
+            return [Part(f"{_what(col)} "), Part(NOT_DISTINGUISHABLE, cell(cells[0][0]))]
+        parts = [Part(f"{_what(col)} {NOT_DISTINGUISHABLE} (")]
+        for i, (r, _) in enumerate(cells):
+            parts += [Part(", " if i else ""), Part(_label(r, variants), cell(r))]
+        return parts + [Part(")")]
+    higher = stats.higher_is_better(_metric(col))
+    suffix = " of native" if higher else " native's"
+    mixed = not all(j.distinguishable for _, j in cells)
+    parts = [Part(f"{_what(col)} " + ("at " if higher and not mixed else ""))]
+    for i, (r, j) in enumerate(cells):
+        parts.append(Part("" if i == 0 else (" and " if i == len(cells) - 1 else ", ")))
+        parts.append(_quote(col, j, _rid(r)) if j.distinguishable else Part(NOT_DISTINGUISHABLE, cell(r)))
+        if mixed and j.distinguishable:
+            parts.append(Part(suffix))
+        if named:
+            parts.append(Part(f" ({_label(r, variants)})"))
+    return parts + ([] if mixed else [Part(suffix)])
+
+
 def _cost_sentence(mode: str, mtu: Any, rows: list[dict], judged: dict[tuple, Judgement]) -> Finding | None:
+    """"MODE at underlay MTU U: throughput …; latency …; CPU per Gbit/s …." from the rows' judged cells."""
     variants = len({(r["overlay_mtu"], r["placement"], r.get("pair")) for r in rows}) > len(
         {(r["placement"], r.get("pair")) for r in rows})
-    present = {col for (rid, col) in judged if any(rid == _rid(r) for r in rows)}
-    parts: list[Part] = [Part(mode, strong=True), Part(f" at underlay MTU {mtu}: ")]
-    clauses = 0
+    rids = {_rid(r) for r in rows}
+    present = {col for (rid, col) in judged if rid in rids}
+    clauses = []
     for col in _aspects(present):
         cells = [(r, judged[(_rid(r), col.key)]) for r in rows if (_rid(r), col.key) in judged]
-        if not cells:
-            continue
-        parts.append(Part("; " if clauses else ""))
-        clauses += 1
-        many = len(cells) > 1
-        if not any(j.distinguishable for _, j in cells):
-            parts.append(Part(f"{_what(col)} {NOT_DISTINGUISHABLE}"))
-            if many or variants or cells[0][0].get("pair") is not None:
-                parts.append(Part(" ("))
-                for i, (r, j) in enumerate(cells):
-                    parts += [Part(", " if i else ""), Part(_label(r, variants), (_rid(r), PCT_OF.get(col.key, col.key)))]
-                parts.append(Part(")"))
-            else:
-                parts[-1] = Part(f"{_what(col)} ", None)
-                parts.append(Part(NOT_DISTINGUISHABLE, (_rid(cells[0][0]), PCT_OF.get(col.key, col.key))))
-            continue
-        higher = stats.higher_is_better(_metric(col))
-        suffix = " of native" if higher else " native's"
-        mixed = not all(j.distinguishable for _, j in cells)
-        parts.append(Part(f"{_what(col)} " + ("at " if higher and not mixed else "")))
-        for i, (r, j) in enumerate(cells):
-            sep = "" if i == 0 else (" and " if i == len(cells) - 1 else ", ")
-            q = _quote(col, j, _rid(r))
-            parts += [Part(sep), Part(NOT_DISTINGUISHABLE, q.cell) if not j.distinguishable else q]
-            if mixed and j.distinguishable:
-                parts.append(Part(suffix))
-            if many or variants or r.get("pair") is not None:
-                parts.append(Part(f" ({_label(r, variants)})"))
-        if not mixed:
-            parts.append(Part(suffix))
+        if cells:
+            clauses.append(_clause(col, cells, variants))
     if not clauses:
         return None
+    parts: list[Part] = [Part(mode, strong=True), Part(f" at underlay MTU {mtu}: ")]
+    for i, clause in enumerate(clauses):
+        parts += ([Part("; ")] if i else []) + clause
     parts.append(Part("."))
     return Finding("cost", tuple(p for p in parts if p.text))
 

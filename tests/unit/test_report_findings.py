@@ -68,6 +68,16 @@ def test_known_answers_quoted_or_called_indistinguishable():
     assert "separated ranges 1 in 10 times" in text[2]
 
 
+def test_placements_told_apart_one_by_one():
+    cc = [dict(r, placement="container-container")
+          for r in _records("sleeve", "iperf3.tcp", "throughput_bps", [10.5e9, 11.5e9, 12.5e9])]
+    df = pd.DataFrame(_records("native", "iperf3.tcp", "throughput_bps", [10e9, 11e9, 12e9])
+                      + _records("sleeve", "iperf3.tcp", "throughput_bps", [5e9, 5.5e9, 6e9]) + cc)
+    text = [f.text for f in fnd.findings(summ.summary_table(df), df)]
+    assert text[0] == ("sleeve at underlay MTU 1500: TCP throughput 50 % of native (host-host) and "
+                       "not distinguishable from native in this run (container-container).")
+
+
 def test_without_tcp_the_findings_speak_of_udp_and_ping():
     df = pd.DataFrame(_records("native", "iperf3.udp", "throughput_bps", [4e9, 4.2e9])
                       + _records("sleeve", "iperf3.udp", "throughput_bps", [1e9, 1.1e9])
