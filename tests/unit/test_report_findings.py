@@ -173,3 +173,23 @@ def test_a_run_without_native_has_no_findings_and_says_why(tmp_path):
     store.append([results.Measurement(**r) for r in df[df["mode"] != "native"].to_dict("records")])
     text = render([store.path], tmp_path / "r.html").read_text()
     assert "No findings: No native measurements" in text
+
+
+def test_a_section_is_a_partial_and_a_line(tmp_path, monkeypatch):
+    """How a new block joins the page: a partial in templates/sections/ and a Section in
+    SECTIONS, whose builder's result the partial reads as run.sections[name]."""
+    import shutil
+
+    from harness.report import render as rmod
+    templates = tmp_path / "templates"
+    shutil.copytree(rmod.TEMPLATES, templates)
+    (templates / "sections" / "extra.html.j2").write_text(
+        '<h3 id="run{{ rid }}-extra">Extra</h3><p class="extra">{{ run.sections.extra }}</p>\n')
+    sections = list(rmod.SECTIONS)
+    sections.insert(2, rmod.Section("extra", "Extra", build=lambda view: f"{view.n_ok} measurements seen"))
+    monkeypatch.setattr(rmod, "TEMPLATES", templates)
+    monkeypatch.setattr(rmod, "SECTIONS", sections)
+    page = render_html([DATA])
+    assert '<a href="#run1-extra">Extra</a>' in page                      # in the header's list
+    assert '<p class="extra">156 measurements seen</p>' in page
+    assert page.index('id="run1-plots"') < page.index('id="run1-extra"') < page.index('id="run1-tables"')
