@@ -64,14 +64,17 @@ def command_line(argv: Any) -> str | None:
     return shlex.join(["overlaybench", *args])
 
 
-def planned(meta: dict[str, Any]) -> list[list[Any]]:
-    """run.json's configs_planned as table rows (PLANNED_COLUMNS), "—" for an absent pair."""
+def planned(meta: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    """run.json's configs_planned as (columns, rows) of PLANNED_COLUMNS; the pair column only
+    where some configuration has a pair."""
     rows = []
     for c in meta.get("configs_planned") or ():
         if isinstance(c, (list, tuple)):
             row = list(c) + [None] * (len(PLANNED_COLUMNS) - len(c))
             rows.append(["—" if v is None else v for v in row[:len(PLANNED_COLUMNS)]])
-    return rows
+    if all(r[-1] == "—" for r in rows):
+        return PLANNED_COLUMNS[:-1], [r[:-1] for r in rows]
+    return PLANNED_COLUMNS, rows
 
 
 def _datapath_facts(datapaths: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:

@@ -57,6 +57,7 @@ class RunView:
     index: int = 1                                                # its place in the report: ids run<index>-…
     command: str | None = None                                    # as the user typed it
     planned: list[list[Any]] = dataclasses.field(default_factory=list)   # configs_planned rows
+    planned_columns: list[str] = dataclasses.field(default_factory=list)
     findings: list[list[dict[str, Any]]] = dataclasses.field(default_factory=list)   # sentences as parts
     heatmap: style.Plot | None = None
     sections: dict[str, Any] = dataclasses.field(default_factory=dict)   # builders' results by section
@@ -211,6 +212,7 @@ def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
         figs, plot_notes = plots.all_plots(summary, df)
         heatmap = next((p for p in figs if p.title == plots.HEATMAP_TITLE), None)
         figs = [p for p in figs if p is not heatmap] + breadth.figures(summary, df) + fleet.figures(summary, df)
+    planned_columns, planned = facts.planned(meta)
     value_cols = [f for c in summ.COLUMNS for f in c.fields]
     has_numbers = not summary.empty and summary[value_cols].notna().any().any()
     judged = fnd.cell_judgements(summary, df) if has_numbers else {}
@@ -219,7 +221,8 @@ def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
                    tables=_tables(summary, judged, index) if has_numbers else [], notes=notes,
                    failures=_failures(df), plots=figs, plot_notes=plot_notes, n_rows=len(df), n_ok=len(ok),
                    pairs=fleet_lines(df, meta) if not ok.empty else [], index=index,
-                   command=facts.command_line(meta.get("command")), planned=facts.planned(meta),
+                   command=facts.command_line(meta.get("command")), planned=planned,
+                   planned_columns=planned_columns,
                    findings=_sentences(fnd.findings(summary, df, judged), index) if has_numbers else [],
                    heatmap=heatmap)
     for s in SECTIONS:
@@ -281,7 +284,7 @@ def render_html(run_dirs: Sequence[pathlib.Path | str]) -> str:
     title = (f"overlaybench — {runs[0].run_id}" if len(runs) == 1
              else f"overlaybench — {len(runs)} runs compared")
     return _env().get_template("report.html.j2").render(
-        title=title, runs=runs, sections=SECTIONS, planned_columns=facts.PLANNED_COLUMNS, nd_title=ND_TITLE,
+        title=title, runs=runs, sections=SECTIONS, nd_title=ND_TITLE,
         comparisons=_comparisons(runs) if len(runs) > 1 else [],
         mode_colors={m: style.mode_color(m) for m in _modes_shown(runs)},
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
