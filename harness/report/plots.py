@@ -227,6 +227,9 @@ def one_stream_count(summary: pd.DataFrame, keep: set[str] = frozenset()) -> pd.
     return d
 
 
+HEATMAP_TITLE = "% of native by mode and MTU"
+
+
 @styled
 def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
     """Mode × (underlay MTU, placement) heatmap of each % of native the run has (HEAT_PANELS)."""
@@ -255,7 +258,7 @@ def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
         ax.set_visible(False)
     for ax, (col, title, cmap) in zip(axes, panels):
         _heat_panel(fig, ax, d, col, title, cmap, rows, cols)
-    return Plot("% of native by mode and MTU", to_uri(fig),
+    return Plot(HEATMAP_TITLE, to_uri(fig),
                 "Ratio of medians to native at the same underlay MTU (host-host native where the placement has "
                 "none). Throughput and packet rate: higher is better; latency, P99 and ping: lower is better; — no data.",
                 alt="heatmap of percent of native")

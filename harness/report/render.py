@@ -1,9 +1,14 @@
 """One self-contained HTML report from one or more run directories.
 
 `render(run_dirs, out_path)` loads each run (run.json + measurements.jsonl), builds the
-seed-style tables (harness.analysis.stats) and the figures (plots.py, PNG as data: URIs), and
-fills templates/report.html.j2. The file needs nothing else: no external CSS, JS, fonts
-or images, so it opens offline and can be attached to a CI run as is.
+findings (harness.analysis.findings), the seed-style tables (harness.analysis.summary) and
+the figures (plots.py, PNG as data: URIs), and fills templates/report.html.j2. The file
+needs nothing else: no external CSS, JS, fonts or images, so it opens offline and can be
+attached to a CI run as is.
+
+A run's page is SECTIONS in order, each a partial templates/sections/NAME.html.j2 under
+the heading id `run<N>-NAME`. A section that needs data of its own names a builder:
+`build(view)` runs once per run and its result is `run.sections[NAME]` in the partial.
 """
 
 from __future__ import annotations
@@ -13,33 +18,22 @@ import datetime as _dt
 import logging
 import math
 import pathlib
-from typing import Any, Sequence
+import re
+from typing import Any, Callable, Sequence
 
 import jinja2
 import pandas as pd
 
 from harness import __version__
-from harness.analysis import stats, summary as summ, tablefmt
+from harness.analysis import findings as fnd, stats, summary as summ, tablefmt
 from harness.analysis.fleet import lines as fleet_lines
 from harness.core.errors import HarnessError
-from harness.core.placements import rank as placement_rank
-from harness.report import breadth, fleet, plots, style
+from harness.report import breadth, facts, fleet, plots, style
 from harness.results import load, read_meta, resolve_run
 
 log = logging.getLogger(__name__)
 
 TEMPLATES = pathlib.Path(__file__).with_name("templates")
-
-# run.json keys shown first, with their labels; everything else follows under its own name.
-KNOWN_FACTS = [
-    ("run_id", "Run"), ("start", "Started"), ("end", "Finished"), ("git", "Commit"),
-    ("git_commit", "Commit"), ("commit", "Commit"), ("hostname", "Host"), ("host", "Host"),
-    ("kernel", "Kernel"), ("cpu", "CPU"), ("tools", "Tool versions"),
-    ("tool_versions", "Tool versions"), ("offloads", "Offloads"), ("underlay", "Underlay"),
-    ("rate", "Underlay rate"), ("scenario", "Scenario"), ("cpu_accounting", "CPU accounting"),
-    ("sleeve", "Sleeve"), ("backend", "Backend"), ("schema_version", "Schema version"),
-]
-
 
 @dataclasses.dataclass
 class RunView:
@@ -60,100 +54,33 @@ class RunView:
     n_rows: int
     n_ok: int
     pairs: list[str] = dataclasses.field(default_factory=list)   # what its host pairs say (analysis/fleet.py)
+    index: int = 1                                                # its place in the report: ids run<index>-…
+    command: str | None = None                                    # as the user typed it
+    planned: list[list[Any]] = dataclasses.field(default_factory=list)   # configs_planned rows
+    planned_columns: list[str] = dataclasses.field(default_factory=list)
+    findings: list[list[dict[str, Any]]] = dataclasses.field(default_factory=list)   # sentences as parts
+    heatmap: style.Plot | None = None
+    sections: dict[str, Any] = dataclasses.field(default_factory=dict)   # builders' results by section
 
 
-# ethtool -k names → short labels for the offload summary.
-_OFFLOAD_SHORT = {"tcp-segmentation-offload": "tso", "generic-segmentation-offload": "gso",
-                  "generic-receive-offload": "gro", "tx-checksumming": "tx-csum", "rx-checksumming": "rx-csum",
-                  "scatter-gather": "sg", "large-receive-offload": "lro", "tx-udp_tnl-segmentation": "udp-tnl",
-                  "tx-udp-segmentation": "uso", "rx-udp-gro-forwarding": "udp-gro-fwd"}
+@dataclasses.dataclass(frozen=True)
+class Section:
+    """One block of a run's page: templates/sections/NAME.html.j2, headed `title`."""
+
+    name: str
+    title: str
+    build: Callable[[RunView], Any] | None = None
 
 
-def _datapath_facts(datapaths: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
-    """run.json's per-deployment list → one line per deployment and one per device's offloads."""
-    deployments: dict[str, str] = {}
-    offloads: dict[str, str] = {}
-    for d in datapaths:
-        label = f"{d.get('mode')} · u{d.get('underlay_mtu')} o{d.get('overlay_mtu')}"
-        info = d.get("info") or {}
-        parts = [f"via {d.get('datapath')}"]
-        for k, v in info.items():
-            if v not in (None, "", [], {}):
-                parts.append(f"{k} {' '.join(map(str, v)) if isinstance(v, list) else v}")
-        deployments.setdefault(label, " · ".join(parts))
-        for host, devs in (d.get("offloads") or {}).items():
-            for dev, feats in (devs or {}).items():
-                if not isinstance(feats, dict):
-                    continue
-                on = [_OFFLOAD_SHORT.get(k, k) for k, v in feats.items() if str(v).startswith("on")]
-                key = f"{d.get('mode')} u{d.get('underlay_mtu')} {host} {dev}"
-                offloads.setdefault(key, feats.get("error") or ("on: " + ", ".join(on) if on else "all off"))
-    return deployments, offloads
-
-
-def _facts(meta: dict[str, Any]) -> list[tuple[str, Any]]:
-    meta = dict(meta)
-    if isinstance(meta.get("datapaths"), list):
-        deployments, offloads = _datapath_facts(meta.pop("datapaths"))
-        meta["deployments"], meta["offloads"] = deployments, offloads
-    out, used = [], set()
-    for key, label in KNOWN_FACTS:
-        if key in meta and key not in used and meta[key] not in (None, "", {}, []):
-            v = meta[key]
-            if key == "git" and isinstance(v, dict):
-                c = str(v.get("commit") or "")
-                v = (c[:12] + (" (dirty)" if v.get("dirty") else "")) if c else v
-            out.append((label, v))
-        used.add(key)
-    for key, v in meta.items():
-        if key not in used and v not in (None, "", {}, []):
-            out.append((key.replace("_", " ").capitalize(), v))
-    return out
-
-
-def _duration(meta: dict[str, Any]) -> str | None:
-    try:
-        a = _dt.datetime.fromisoformat(str(meta["start"]))
-        b = _dt.datetime.fromisoformat(str(meta["end"]))
-    except (KeyError, ValueError, TypeError):
-        return None
-    secs = int((b - a).total_seconds())
-    if secs < 0:
-        return None
-    h, rem = divmod(secs, 3600)
-    return f"{h}h {rem // 60:02d}m" if h else f"{rem // 60}m {rem % 60:02d}s"
-
-
-def _derived(df: pd.DataFrame, meta: dict[str, Any]) -> list[tuple[str, str]]:
-    """Facts read off the measurements themselves."""
-    out = []
-    d = _duration(meta)
-    if d:
-        out.append(("Duration", d))
-    if df.empty:
-        return out
-
-    def uniq(col: str) -> list:
-        if col not in df.columns:
-            return []
-        vals = {stats.key_value(v) for v in df[col] if stats.key_value(v) is not None}
-        return sorted(vals, key=lambda v: (stats.mode_rank(v) if col == "mode"
-                                           else placement_rank(v) if col == "placement" else (0, v)))
-
-    mtus = uniq("underlay_mtu")
-    if mtus:
-        out.append(("Underlay MTU", ", ".join(map(str, mtus))))
-    rates = uniq("rate")
-    out.append(("Underlay rate", ", ".join(map(str, rates)) if rates else "uncapped"))
-    for col, label in (("mode", "Modes"), ("datapath", "Datapaths"), ("placement", "Placements"),
-                       ("test", "Tests")):
-        v = uniq(col)
-        if v:
-            out.append((label, ", ".join(map(str, v))))
-    reps = uniq("repeat")
-    if reps:
-        out.append(("Repeats", str(len(reps))))
-    return out
+# A run's page, in reading order: the answer first, the facts last.
+SECTIONS = [
+    Section("findings", "Findings"),
+    Section("plots", "Plots"),
+    Section("tables", "Tables"),
+    Section("failed", "Failed cases"),
+    Section("facts", "Run facts"),
+]
+ND_TITLE = "not distinguishable from native in this run: the repeats' ranges overlap"
 
 
 # Cells that show a median with its min–max below: summary column, digits, number format.
@@ -161,12 +88,28 @@ _RANGE_CELLS = {c.key: (c.field, c.digits, tablefmt.number_format(c)) for c in s
 _CELL_CLASS = {"mode": "mode", "datapath": "nw", "placement": "nw"}
 
 
-def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, str]]) -> list[dict[str, Any]]:
+# A judged cell (findings.JUDGED) is marked in its % of native column, or in itself (CPU per Gbit/s).
+_MARKED = {fnd.PCT_OF.get(c.key, c.key): c.key for c in fnd.JUDGED}
+
+
+def cell_id(index: int, rid: tuple, key: str) -> str:
+    """The HTML id of one table cell: run index, row id (findings.ROW_ID) and column key."""
+    raw = "-".join("x" if v is None else str(v) for v in rid)
+    return f"run{index}-" + re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{raw}-{key}")
+
+
+def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, str]],
+               judged: dict[tuple, fnd.Judgement], index: int) -> list[dict[str, Any]]:
     """One summary row as the template's cells, in the order of `columns`."""
     cells = []
+    rid = tuple(stats.key_value(r[k]) for k in fnd.ROW_ID)
     for key, title in columns:
         cell: dict[str, Any] = {"key": key, "cls": _CELL_CLASS.get(key, "num"), "text": c[key], "range": "",
-                                "meter": None, "meter_title": "", "pill": key == "failed"}
+                                "meter": None, "meter_title": "", "pill": key == "failed", "id": "", "nd": False}
+        if key in _MARKED:
+            cell["id"] = cell_id(index, rid, key)
+            j = judged.get((rid, _MARKED[key]))
+            cell["nd"] = j is not None and not j.distinguishable
         if key in _RANGE_CELLS:
             col, digits, fmt = _RANGE_CELLS[key]
             v = _cell(r, col, digits, fmt)
@@ -182,7 +125,7 @@ def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, st
     return cells
 
 
-def _tables(summary: pd.DataFrame) -> list[dict[str, Any]]:
+def _tables(summary: pd.DataFrame, judged: dict[tuple, fnd.Judgement], index: int) -> list[dict[str, Any]]:
     if summary.empty:
         return []
     show_streams = tablefmt.streams_vary(summary)
@@ -194,7 +137,7 @@ def _tables(summary: pd.DataFrame) -> list[dict[str, Any]]:
         for r, c in zip(part.to_dict("records"), tablefmt.table_cells(part)):
             color = style.mode_color(r["mode"])
             rows.append({"r": r, "c": c, "color": color, "tint": style.tint(color),
-                         "cells": _row_cells(r, c, columns)})
+                         "cells": _row_cells(r, c, columns, judged, index)})
         rate = stats.join_unique(part["rate"])
         pcts = [t for k, t in columns if k in tablefmt.PCT_CELLS]
         tables.append({"mtu": stats.key_value(mtu), "rate": rate or "uncapped", "rows": rows,
@@ -202,7 +145,8 @@ def _tables(summary: pd.DataFrame) -> list[dict[str, Any]]:
                                    for k, t in columns],
                        "pct_titles": " and ".join([", ".join(pcts[:-1]), pcts[-1]] if len(pcts) > 1 else pcts),
                        "ping_rtt": "ping_rtt" in keys,
-                       "qperf_marked": "tcp" in keys and any(row["c"]["tcp"].endswith("*") for row in rows)})
+                       "qperf_marked": "tcp" in keys and any(row["c"]["tcp"].endswith("*") for row in rows),
+                       "nd_marked": any(cell["nd"] for row in rows for cell in row["cells"])})
     return tables
 
 
@@ -237,7 +181,13 @@ def _failures(df: pd.DataFrame) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def load_run(run_dir: pathlib.Path | str) -> RunView:
+def _sentences(found: list[fnd.Finding], index: int) -> list[list[dict[str, Any]]]:
+    """Findings as the template's parts: text, and the id of the cell a number quotes."""
+    return [[{"text": p.text, "strong": p.strong, "href": cell_id(index, *p.cell) if p.cell else ""}
+             for p in f.parts] for f in found]
+
+
+def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
     path = resolve_run(run_dir)
     meta = read_meta(path)
     df = load(path)
@@ -255,18 +205,30 @@ def load_run(run_dir: pathlib.Path | str) -> RunView:
         if set(ok["mode"]) == {stats.NATIVE}:
             notes.append("Only native was measured: there is no overlay mode to compare with it.")
         notes += [f"Column without data — {n}." for n in summ.missing_columns(summary)]
+    heatmap = None
     if ok.empty:
         figs, plot_notes = [], (["No plots: nothing was measured successfully."] if not df.empty else [])
     else:
         figs, plot_notes = plots.all_plots(summary, df)
-        figs += breadth.figures(summary, df) + fleet.figures(summary, df)
+        heatmap = next((p for p in figs if p.title == plots.HEATMAP_TITLE), None)
+        figs = [p for p in figs if p is not heatmap] + breadth.figures(summary, df) + fleet.figures(summary, df)
+    planned_columns, planned = facts.planned(meta)
     value_cols = [f for c in summ.COLUMNS for f in c.fields]
     has_numbers = not summary.empty and summary[value_cols].notna().any().any()
-    return RunView(path=path, run_id=str(meta.get("run_id") or path.name), meta=meta, df=df, summary=summary,
-                   facts=_facts(meta), derived=_derived(df, meta),
-                   tables=_tables(summary) if has_numbers else [], notes=notes,
+    judged = fnd.cell_judgements(summary, df) if has_numbers else {}
+    view = RunView(path=path, run_id=str(meta.get("run_id") or path.name), meta=meta, df=df, summary=summary,
+                   facts=facts.facts(meta), derived=facts.derived(df, meta),
+                   tables=_tables(summary, judged, index) if has_numbers else [], notes=notes,
                    failures=_failures(df), plots=figs, plot_notes=plot_notes, n_rows=len(df), n_ok=len(ok),
-                   pairs=fleet_lines(df, meta) if not ok.empty else [])
+                   pairs=fleet_lines(df, meta) if not ok.empty else [], index=index,
+                   command=facts.command_line(meta.get("command")), planned=planned,
+                   planned_columns=planned_columns,
+                   findings=_sentences(fnd.findings(summary, df, judged), index) if has_numbers else [],
+                   heatmap=heatmap)
+    for s in SECTIONS:
+        if s.build is not None:
+            view.sections[s.name] = s.build(view)
+    return view
 
 
 def _unit_value(metric: str, v: Any) -> str:
@@ -318,11 +280,12 @@ def _env() -> jinja2.Environment:
 def render_html(run_dirs: Sequence[pathlib.Path | str]) -> str:
     if not run_dirs:
         raise HarnessError("report: no run given")
-    runs = [load_run(d) for d in run_dirs]
+    runs = [load_run(d, i) for i, d in enumerate(run_dirs, start=1)]
     title = (f"overlaybench — {runs[0].run_id}" if len(runs) == 1
              else f"overlaybench — {len(runs)} runs compared")
     return _env().get_template("report.html.j2").render(
-        title=title, runs=runs, comparisons=_comparisons(runs) if len(runs) > 1 else [],
+        title=title, runs=runs, sections=SECTIONS, nd_title=ND_TITLE,
+        comparisons=_comparisons(runs) if len(runs) > 1 else [],
         mode_colors={m: style.mode_color(m) for m in _modes_shown(runs)},
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=_version())

@@ -1,0 +1,45 @@
+"""`overlaybench export`: a run in a format CI and monitoring read (harness/export)."""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+
+from harness.export import FORMATS
+
+
+def add(sub) -> None:
+    e = sub.add_parser(
+        "export", help="write a run as OpenMetrics, Prometheus text, Bencher BMF, github-action-benchmark or "
+                       "OpenSearch bulk NDJSON",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="One value per case and metric: the median over repeats, with their min and max where\n"
+                    "the format has room. The README's 'Export formats' lists the names, labels and units.\n\n"
+                    "formats:\n" + "\n".join(f"  {f.name:<15} {f.what}" for f in FORMATS.values()))
+    e.add_argument("run", metavar="RUN", help="run directory or id")
+    e.add_argument("--format", required=True, choices=list(FORMATS), metavar="F",
+                   help="one of: " + ", ".join(FORMATS))
+    e.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+    e.add_argument("--index", default="overlaybench", metavar="NAME",
+                   help="opensearch: the index the action lines name (default overlaybench)")
+    e.set_defaults(func=cmd_export)
+
+
+def cmd_export(a) -> int:
+    from harness.core.errors import HarnessError
+    from harness.export import export
+
+    options = {"index": a.index} if a.format == "opensearch" else {}
+    text = export(a.run, a.format, **options)
+    if a.output in (None, "-"):
+        sys.stdout.write(text)
+        return 0
+    out = pathlib.Path(a.output)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise HarnessError(f"{out}: cannot write the export ({e.strerror})") from e
+    print(out)
+    return 0

@@ -1,0 +1,98 @@
+"""Newline-delimited JSON for the OpenSearch / Elasticsearch `_bulk` API: per case an action
+line `{"index": {"_index": …, "_id": …}}` and a document.
+
+The document carries k8s-netperf's field names where they mean the same thing (K8S_NETPERF
+says which: its throughput in Mb/s, latency in usec, retransmits, UDP loss, run uuid and
+time, parallelism, driver and profile), so dashboards built on its index can read ours,
+beside overlaybench's own fields: the case's configuration and, under `metrics`, every
+metric's median, min, max, repeats, unit and % of native.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from harness.export.metrics import Case, Export, Value
+
+DEFAULT_INDEX = "overlaybench"
+
+# overlaybench test → k8s-netperf's profile (netperf's test names).
+PROFILES = {"iperf3.tcp": "TCP_STREAM", "qperf.tcp_bw": "TCP_STREAM", "iperf3.udp": "UDP_STREAM",
+            "qperf.udp_bw": "UDP_STREAM", "qperf.tcp_lat": "TCP_RR", "sockperf.pingpong_tcp": "TCP_RR",
+            "qperf.udp_lat": "UDP_RR", "sockperf.pingpong": "UDP_RR"}
+# k8s-netperf field ← how it is filled here (the README's mapping table says the same).
+K8S_NETPERF = {
+    "uuid": "the run id",
+    "timestamp": "the run's start (ISO 8601)",
+    "driver": "the tool (iperf3, qperf, sockperf, ping)",
+    "profile": "TCP_STREAM, UDP_STREAM, TCP_RR or UDP_RR from the test (PROFILES); other tests: the test's name",
+    "hostNetwork": "placement host-host",
+    "parallelism": "streams",
+    "duration": "the scenario's duration per case, seconds",
+    "samples": "repeats measured",
+    "messageSize": "the packet-rate tests' UDP payload, bytes",
+    "throughput": "median throughput_bps over repeats, in Mb/s (tputMetric)",
+    "tputMetric": "\"Mb/s\"",
+    "latency": "median latency_p99_us where the test measures percentiles, else median latency_us, in usec",
+    "ltcyMetric": "\"usec\"",
+    "tcpRetransmits": "median retransmits",
+    "udpLossPercent": "median loss_pct",
+}
+
+
+def _by_metric(case: Case) -> dict[str, Value]:
+    return {v.metric.name: v for v in case.values}
+
+
+def _k8s_netperf(case: Case, export: Export) -> dict[str, Any]:
+    c, vals = case.config, _by_metric(case)
+    test = str(c["test"])
+    doc: dict[str, Any] = {"uuid": export.run_id, "timestamp": export.meta.get("start"),
+                           "driver": test.split(".")[0], "profile": PROFILES.get(test, test),
+                           "hostNetwork": c["placement"] == "host-host",
+                           "parallelism": int(c["streams"]) if c.get("streams") is not None else 1,
+                           "samples": max(v.n for v in case.values)}
+    duration = (export.meta.get("scenario") or {}).get("duration")
+    if isinstance(duration, (int, float)):
+        doc["duration"] = int(round(duration))
+    size = re.fullmatch(r"iperf3\.pps(\d+)", test)
+    if size:
+        doc["messageSize"] = int(size.group(1))
+    if "throughput_bps" in vals:
+        doc["throughput"], doc["tputMetric"] = vals["throughput_bps"].median / 1e6, "Mb/s"
+    lat = vals.get("latency_p99_us") or vals.get("latency_us")
+    if lat is not None:
+        doc["latency"], doc["ltcyMetric"] = lat.median, "usec"
+    if "retransmits" in vals:
+        doc["tcpRetransmits"] = vals["retransmits"].median
+    if "loss_pct" in vals:
+        doc["udpLossPercent"] = vals["loss_pct"].median
+    return doc
+
+
+def _own(case: Case, export: Export) -> dict[str, Any]:
+    meta = export.meta
+    machine = meta.get("machine") if isinstance(meta.get("machine"), dict) else {}
+    doc: dict[str, Any] = {"run_id": export.run_id, "scenario": (meta.get("scenario") or {}).get("name"),
+                           "git_commit": meta.get("git_commit"), "kernel": machine.get("kernel"),
+                           "hostname": machine.get("hostname"), "case": case.name}
+    doc.update({k: v for k, v in case.config.items()})
+    doc["metrics"] = {v.metric.name: {"median": v.median, "min": v.lo, "max": v.hi, "n": v.n,
+                                      "unit": v.unit or None,
+                                      "pct_of_native": v.pct_of_native}
+                      for v in case.values}
+    return doc
+
+
+def documents(export: Export) -> list[dict[str, Any]]:
+    return [{**_k8s_netperf(case, export), **_own(case, export)} for case in export.cases]
+
+
+def ndjson(export: Export, index: str = DEFAULT_INDEX, **_: object) -> str:
+    lines = []
+    for case, doc in zip(export.cases, documents(export)):
+        lines.append(json.dumps({"index": {"_index": index, "_id": f"{export.run_id}/{case.name}"}}))
+        lines.append(json.dumps(doc, ensure_ascii=False))
+    return "\n".join(lines) + "\n"
