@@ -29,6 +29,14 @@ def pytest_addoption(parser):
                 help="the regression scenario's seconds per test, overridden")
 
 
+def pytest_configure(config):
+    """The standard modes are loaded once, first: a test that sorts or colours modes in
+    this process then sees their declared places, whatever ran before it (a run read from
+    disk brings its own, from its run.json)."""
+    from harness import modes
+    modes.standard()
+
+
 def pytest_collection_modifyitems(config, items):
     """Every test under tests/lab/ needs root and builds a lab: it carries the `lab` marker,
     so `-m "not lab"` and `pytest tests/unit tests/scripted` leave it out."""
@@ -168,20 +176,6 @@ def stray_tempdirs() -> list[str]:
     socket) whose owner is gone or is this process."""
     from harness.hosts.local import owned_tempdirs, pid_alive
     return sorted(str(d) for d, pid in owned_tempdirs().items() if pid == os.getpid() or not pid_alive(pid))
-
-
-@pytest.fixture(autouse=True)
-def modes_as_they_were():
-    """The mode registry after each test as before it. A scenario's `[modes.NAME]` registers
-    for the rest of the process, so a fuzzed scenario that parses could otherwise leave a
-    mode of a shipped scenario's name defined another way, and a later test that loads the
-    shipped one would fail by the fuzzer's chance."""
-    from harness import modes
-    before = dict(modes.MODES)
-    yield
-    if modes.MODES != before:
-        modes.MODES.clear()
-        modes.MODES.update(before)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,5 +1,5 @@
 """A/B: does the harness cost throughput? fastdp container→container iperf3 TCP, hand-run
-vs through Runner.run_case, interleaved on one lab. Prints medians and their ratio.
+vs through the harness's case routine (run/case.py), interleaved on one lab. Prints medians and their ratio.
 
     .venv/bin/python benchmarks/harness_overhead.py [--pairs 7] [--duration 3] [--underlay-mtu 1500]
 """
@@ -13,10 +13,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import modes
 from harness import results
-from harness.run import scenario as S
-from harness.run.runner import Runner
+from harness.run import case as case_mod, scenario as S
 from harness.testbeds.lab import Lab
 
 
@@ -43,8 +41,8 @@ def main() -> None:
     hand, harness = [], []
     with Lab.create(a.underlay_mtu) as lab, tempfile.TemporaryDirectory() as tmp:
         store = results.RunStore.create(tmp, {"scenario": sc.to_dict()})
-        runner = Runner(sc, lab, store)
-        mode = modes.get("fastdp")
+        rec = case_mod.Recorder(lab, sc.rate)
+        mode = sc.mode("fastdp")
         dp = mode.deploy(lab, case.overlay_mtu)
         try:
             for i in range(a.pairs):
@@ -53,7 +51,7 @@ def main() -> None:
                     if who == "hand":
                         hand.append(hand_run(lab, a.duration))
                     else:
-                        ms = runner.run_case(case, dp)
+                        ms = case_mod.measure(lab, store, rec, sc.duration, mode, [case], dp).rows[0]
                         harness.append(next(m.value for m in ms if m.metric == "throughput_bps"))
         finally:
             mode.teardown(lab, dp)

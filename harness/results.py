@@ -25,7 +25,7 @@ import pathlib
 import secrets
 from typing import Any, Iterable
 
-from harness.core import failpoints
+from harness.core import failpoints, looks
 from harness.core.errors import HarnessError, read_text
 from harness.tools.base import PER_STREAM_METRIC
 
@@ -277,6 +277,7 @@ def read_meta(run_dir: pathlib.Path | str) -> dict[str, Any]:
                            f"this one reads {SCHEMA_VERSION}: upgrade overlaybench")
     if v != SCHEMA_VERSION:
         raise HarnessError(f"{p}: schema_version {v!r}, this overlaybench reads {SCHEMA_VERSION}")
+    looks.record(meta.get("modes"))    # its modes' places and colours, for whatever shows them
     return meta
 
 

@@ -32,10 +32,10 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from harness import modes
 from harness.analysis.significance import mann_whitney
+from harness.core import looks
+from harness.core.arms import ARM_SEP
 from harness.core.placements import REFERENCE, rank as placement_rank
-from harness.modes.variants import ARM_SEP
 from harness.tools.base import PER_STREAM_METRIC
 
 log = logging.getLogger(__name__)
@@ -123,11 +123,9 @@ def key_value(v: Any) -> Any:
 
 
 def mode_rank(mode: Any) -> tuple:
-    """Sort key: the mode's own place in tables (harness/modes), then modes this build does
-    not know (older runs, A/B arms) by name."""
-    m = str(mode)
-    known = modes.MODES.get(m)
-    return (0, known.order, m) if known else (1, 0, m)
+    """Sort key: the mode's own place in tables (harness/core/looks.py: what its registry or
+    its run's run.json says), then modes nobody described by name."""
+    return looks.rank(mode)
 
 
 def sort_configs(df: pd.DataFrame) -> pd.DataFrame:

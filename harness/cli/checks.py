@@ -74,7 +74,7 @@ def kernel_checks() -> list[Check]:
     out = [Check("kernel", "netns", True, "network namespaces")]
     try:
         for name, what, argv, required in KERNEL_PROBES:
-            needers = modes.needing(name)
+            needers = modes.standard().needing(name)
             what = f"{what} ({', '.join(needers)})" if needers else what
             p = _run(["ip", "netns", "exec", ns, *argv])
             detail = what if p.returncode == 0 else f"{what}: unsupported here ({(p.stderr.strip().splitlines() or ['failed'])[-1]})"

@@ -14,7 +14,7 @@ def add(sub) -> None:
 def cmd_modes(a) -> int:
     from harness import modes  # every mode module: not for `--help`
     rows = [{"name": m.name, "overhead": m.overhead, "features": list(m.features), "placements": list(m.placements),
-             "description": m.description} for m in modes.MODES.values()]
+             "description": m.description} for m in modes.standard().values()]
     if a.format == "json":
         print(json.dumps(rows, indent=2))
         return 0

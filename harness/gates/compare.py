@@ -34,12 +34,12 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import sequential as seq, stats
+from harness.core.arms import BASE, HEAD
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
 from harness.gates import render as verdict_render
 from harness.gates.verdict import (AB, DEFAULT_TOLERANCES, ERROR, FAIL, HEADLINE, IMPROVED, PASS,
                                    UNDECIDED, CaseVerdict, Verdict)
-from harness.modes.variants import BASE, HEAD
 from harness.results import load, read_meta
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ import time
 from typing import TYPE_CHECKING
 
 from harness.core import failpoints
-from harness.core.errors import CommandError, HarnessError, UnsupportedError
+from harness.core.errors import CommandError, UnsupportedError
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3, wait_ready
 from harness.modes.fastdp import FastDP
 

@@ -12,11 +12,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from harness import modes
+from harness.core import looks
 
-# Each mode's colour is its own (harness/modes: Okabe–Ito and Tol, colour-blind safe), the
-# same in every plot and table; a mode this build does not know gets one of these by name.
-_EXTRA = ["#8c6d31", "#393b79", "#7b4173", "#637939", "#843c39", "#3182bd"]
+# Each mode's colour is its own (declared by the mode: Okabe–Ito and Tol, colour-blind
+# safe), the same in every plot and table; harness/core/looks.py derives one for a mode
+# nobody described.
 HATCHES = ["", "//", "..", "xx", "\\\\", "oo"]
 
 INK, MUTED, GRID = "#1f2328", "#656d76", "#e6e8eb"
@@ -43,10 +43,7 @@ DPI = 144
 
 
 def mode_color(mode: str) -> str:
-    known = modes.MODES.get(str(mode))
-    if known is not None and known.colour:
-        return known.colour
-    return _EXTRA[sum(map(ord, str(mode))) % len(_EXTRA)]
+    return looks.colour(mode)
 
 
 @dataclasses.dataclass(frozen=True)

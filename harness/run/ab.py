@@ -144,13 +144,12 @@ def measure(arms: Arms, scenario_path: str | None = None, overrides: dict | None
     sc = scen.from_command_line(scenario_path, overrides)
     made = []
     for m in sc.modes:
-        made += [variants.variant(m, arms.base), variants.variant(m, arms.head)]
+        made += [variants.variant(m, arms.base, sc.known), variants.variant(m, arms.head, sc.known)]
     matrix = {**overrides.get("matrix", {}), "modes": [v.name for v in made]}
-    with variants.registered(made):
-        info = {BASE: arms.base.describe(), HEAD: arms.head.describe()}
-        store = session.run(scenario_path=scenario_path, overrides={**overrides, "matrix": matrix},
-                            results_dir=results_dir, quiet=quiet, settings=settings, until=until,
-                            meta={"compare": {**info, "rule": rule} if rule else info})
+    info = {BASE: arms.base.describe(), HEAD: arms.head.describe()}
+    store = session.run(scenario_path=scenario_path, overrides={**overrides, "matrix": matrix},
+                        results_dir=results_dir, quiet=quiet, settings=settings, until=until,
+                        meta={"compare": {**info, "rule": rule} if rule else info}, extra_modes=tuple(made))
     return store.path
 
 
@@ -181,7 +180,7 @@ def compare(req: Request, judge: Judge) -> int:
             scenario_path = str(DEFAULT_SCENARIO)
         sc = scen.from_command_line(scenario_path, req.overrides)
         for m in sc.modes:                                   # bad input fails before any build
-            variants.require_sleeve(m)
+            variants.require_sleeve(m, sc.known)
         check_budget(sc, alpha, tolerances, judge)
         with prepare(req.repo or PROJECT, req.base, req.head,
                      head_flags=("--calibrate-ns", str(req.inject_ns)) if req.inject_ns else ()) as arms:

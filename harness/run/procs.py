@@ -1,6 +1,6 @@
 """A case's processes on its hosts: fixed ports, waiting for a server, keeping what a tool
-printed, and noticing a data path's daemon gone. Shared by the runner (one case at a time)
-and run/together.py (several pairs at once)."""
+printed, and noticing a data path's daemon gone: the pieces of run/case.py's routine that
+the runner also needs (a daemon gone between sets)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from harness.results import RunStore
 from harness.run.scenario import Case
 from harness.testbeds.base import Testbed
 
-# Fixed ports (DESIGN.md): reproducible, and what a firewall rule would name.
+# Fixed ports: reproducible, and what a firewall rule would name (iperf3's and qperf's
+# defaults, sockperf's documented example port).
 PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None)}
 # Deadlines catch a hang, never judge speed: a server listens within milliseconds, and 30 s
 # holds on a machine whose CPUs something else keeps busy.

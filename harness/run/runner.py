@@ -6,30 +6,20 @@ matrix goes on. A mode that fails to deploy fails its group's cases the same way
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import json
 import logging
-import math
 import sys
 import time
 from typing import Callable, TextIO
 
-from harness import modes
-from harness.core import failpoints
 from harness.core.errors import HarnessError
 from harness.core.pairs import rounds as pair_rounds
-from harness.hosts.base import Completed
 from harness.modes.base import Datapath, offloads
-from harness.run import together
-from harness.run.endpoints import endpoints, pair_sides
-from harness.run.procs import PORTS, daemon_death, raw_name, save, wait_listening
 from harness.results import Measurement, RunStore
+from harness.run import case as case_mod, together
+from harness.run.procs import daemon_death
 from harness.run.scenario import Case, Scenario
-from harness.testbeds import cpu
 from harness.testbeds.base import Testbed
-from harness.tools import get as get_tool
-from harness.tools.base import Sample, TestSpec, ToolResult
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +73,8 @@ class Runner:
         self.tb = testbed
         self.store = store
         self.progress = progress
+        self.known = scenario.known      # the run's modes: the standard ones and the scenario's
+        self.recorder = case_mod.Recorder(testbed, scenario.rate)
         self.datapaths: list[dict] = []
         self._broken: list[str] = []
         self.stopped: dict[int, int] = {}    # underlay MTU → repeats measured, where `enough` stopped it
@@ -119,9 +111,9 @@ class Runner:
                     log.warning("underlay MTU %s: %s", u, e)
                     unusable = f"underlay MTU {u}: {e}"
             if unusable:
-                self._fail(group, modes.get(mode_name).kind, unusable)
+                self._fail(group, self.known.get(mode_name).kind, unusable)
                 continue
-            self._run_group(modes.get(mode_name), o, group)
+            self._run_group(self.known.get(mode_name), o, group)
 
     def _deploy(self, mode, overlay_mtu: int, cases: list[Case], label: str) -> Datapath | None:
         if self.progress:
@@ -152,10 +144,8 @@ class Runner:
                 if self.progress:
                     self.progress.show(f"{batch[0].key} r{batch[0].repeat}"
                                        + (f" and {len(batch) - 1} more pairs at once" if len(batch) > 1 else ""))
-                if len(batch) == 1:
-                    self.store.append(self._guarded_case(batch[0], dp))
-                else:                    # one batch: a kill keeps all of the set or none of it
-                    self.store.append([m for rows in self._guarded_set(batch, dp) for m in rows])
+                # one batch: a kill keeps all of a set or none of it
+                self.store.append([m for rows in self._guarded(mode, batch, dp) for m in rows])
                 if self.progress:
                     for _ in batch:
                         self.progress.step()
@@ -167,41 +157,30 @@ class Runner:
             if dp is not None:
                 mode.teardown(self.tb, dp)
 
-    def _guarded_case(self, case: Case, dp: Datapath) -> list[Measurement]:
-        """run_case, with a host that fails under it (a dropped connection, a command that
-        cannot run) recorded as the case's failure; too many in a row stop the run."""
+    def _guarded(self, mode, batch: list[Case], dp: Datapath) -> list[list[Measurement]]:
+        """run/case.py's measure, with a host that fails under the set (a dropped connection,
+        a command that cannot run) recorded as each of its cases' failure; so many sets in a
+        row that stop the run."""
         try:
-            rows = self.run_case(case, dp)
+            outcome = case_mod.measure(self.tb, self.store, self.recorder, self.sc.duration, mode, batch, dp)
+            why = outcome.host_failed
         except HarnessError as e:
-            log.warning("%s r%d: %s", case.key, case.repeat, e)
-            self._broken.append(str(e))
-            if len(self._broken) >= MAX_BROKEN_IN_A_ROW:
-                self.store.append([self._failed(case, dp.kind, str(e))])
-                raise HarnessError(f"stopping: {len(self._broken)} cases in a row could not run; "
-                                   f"the last: {e}") from e
-            return [self._failed(case, dp.kind, str(e))]
-        self._broken.clear()
-        return rows
-
-    def _guarded_set(self, batch: list[Case], dp: Datapath) -> list[list[Measurement]]:
-        """together.measure, with a host that fails under the set recorded as the failure of
-        each of its cases, counted as one, as _guarded_case counts."""
-        try:
-            rows = together.measure(self, batch, dp)
-        except HarnessError as e:
-            log.warning("%s r%d and %d more pairs: %s", batch[0].key, batch[0].repeat, len(batch) - 1, e)
-            self._broken.append(str(e))
-            failed = [[self._failed(c, dp.kind, str(e))] for c in batch]
-            if len(self._broken) >= MAX_BROKEN_IN_A_ROW:
-                self.store.append([m for rows in failed for m in rows])
-                raise HarnessError(f"stopping: {len(self._broken)} cases in a row could not run; "
-                                   f"the last: {e}") from e
-            return failed
-        self._broken.clear()
-        return rows
+            outcome, why = None, str(e)
+        if why is None:
+            self._broken.clear()
+            return outcome.rows
+        more = f" and {len(batch) - 1} more pairs" if len(batch) > 1 else ""
+        log.warning("%s r%d%s: %s", batch[0].key, batch[0].repeat, more, why)
+        self._broken.append(why)
+        failed = outcome.rows if outcome is not None else [[self._failed(c, dp.kind, why)] for c in batch]
+        if len(self._broken) >= MAX_BROKEN_IN_A_ROW:
+            self.store.append([m for rows in failed for m in rows])
+            raise HarnessError(f"stopping: {len(self._broken)} cases in a row could not run; "
+                               f"the last: {why}")
+        return failed
 
     def _failed(self, case: Case, datapath: str, reason: str) -> Measurement:
-        return self._measurement(case, datapath, Sample("failed", math.nan, ""), ok=False, error=reason)
+        return self.recorder.failed(case, datapath, reason)
 
     def _fail(self, cases: list[Case], datapath: str, reason: str) -> None:
         """One failed line for each of `cases`, in one batch (a set is never written in part)."""
@@ -218,88 +197,3 @@ class Runner:
                                  for s in self.tb.sides}
         self.datapaths.append(entry)
         self.store.update_meta(datapaths=self.datapaths)
-
-    def _measurement(self, case: Case, datapath: str, s: Sample, ok: bool = True,
-                     error: str | None = None, intervals=None) -> Measurement:
-        src, dst = pair_sides(self.tb, case.src, case.dst)
-        return Measurement(case=case.key, mode=case.mode, datapath=datapath,
-                           underlay_mtu=case.underlay_mtu, overlay_mtu=case.overlay_mtu,
-                           placement=case.placement, test=case.test, streams=case.streams,
-                           repeat=case.repeat, metric=s.metric, value=s.value, unit=s.unit, ok=ok,
-                           error=error, rate=self.sc.rate, intervals=intervals,
-                           src_host=src.name, dst_host=dst.name, pair=case.pair)
-
-    # -------------------------------------------------------------------- case
-    def run_case(self, case: Case, dp: Datapath) -> list[Measurement]:
-        tool = get_tool(case.test)
-        client, server = endpoints(self.tb, dp, case.placement, case.src, case.dst)
-        port, data_port = PORTS.get(tool.binary, (None, None))
-        spec = TestSpec(server_addr=server.addr, duration=self.sc.duration, streams=case.streams,
-                        overlay_mtu=dp.overlay_mtu, port=port, data_port=data_port)
-        raw = raw_name(case)
-        srv = cli = None
-        srv_out: Completed | None = None
-        try:
-            server_argv = tool.server_argv(spec)
-            if server_argv:
-                srv = server.host.start(server_argv)
-                why = wait_listening(server.host, port, srv, proto=tool.listen) if port else None
-                if why:
-                    srv_out = srv.stop()
-                    save(self.store, f"{raw}.server", srv_out)
-                    return [self._failed(case, dp.kind, why)]
-            begun = self.tb.meter.begin(client.host, server.host)
-            sleeve_a = self._daemon_seconds(dp)
-            t0 = time.monotonic()
-            cli = client.host.start(tool.client_argv(spec))
-            failpoints.reached("mid-test")
-            try:
-                out = cli.wait(tool.timeout(spec))
-            except TimeoutError:
-                out = dataclasses.replace(cli.stop(), returncode=None)
-            wall = time.monotonic() - t0
-            cpu_samples = self.tb.meter.end(begun, cli, srv, wall)
-            sleeve_b = self._daemon_seconds(dp)
-            died = daemon_death(self.tb, dp)
-            if srv is not None:
-                srv_out = srv.stop()
-        finally:
-            for proc in (cli, srv):
-                if proc is not None and proc.poll() is None:
-                    proc.stop()
-        save(self.store, f"{raw}.client", out)
-        if srv_out is not None:
-            save(self.store, f"{raw}.server", srv_out)
-        snap = modes.get(dp.mode).counters(self.tb, dp)
-        if snap:
-            self.store.save_raw(f"{raw}.counters.json", json.dumps(snap, indent=1))
-        if died:
-            return [self._failed(case, dp.kind, died)]
-
-        res: ToolResult = tool.parse(out.stdout, out.stderr, out.returncode)
-        if not res.ok:
-            reason = res.error or "tool failed"
-            if srv_out is not None and srv_out.returncode not in (0, None, -15) and srv_out.stderr.strip():
-                reason += f" (server: {srv_out.stderr.strip().splitlines()[-1]})"
-            return [self._failed(case, dp.kind, reason)]
-
-        samples = [s for s in res.samples if not s.metric.startswith("cpu_")] + cpu_samples
-        if sleeve_a is not None and sleeve_b is not None and wall > 0:
-            samples.append(Sample("cpu_sleeve_pct", round(100 * (sleeve_b - sleeve_a) / wall, 2), "pct"))
-        return [self._measurement(case, dp.kind, s,
-                                  intervals=res.intervals if s.metric == "throughput_bps" and res.intervals else None)
-                for s in samples]
-
-    def _daemon_seconds(self, dp: Datapath) -> float | None:
-        """CPU seconds all of the data path's daemons have used so far (None: no daemons)."""
-        if not dp.processes:
-            return None
-        total = 0.0
-        for side_index, proc in dp.processes.items():
-            if proc.pid is None:
-                return None
-            secs = cpu.process_seconds(self.tb.sides[side_index].host, proc.pid)
-            if secs is None:
-                return None
-            total += secs
-        return total

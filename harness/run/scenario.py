@@ -7,11 +7,13 @@
     [underlay]  rate
     [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts
 
-Every key is checked before anything runs (harness/core/schema.py's field tables); an error
-names the file and the key. Modes defined by commands, in the scenario's own [modes.X]
+Every key is checked before anything runs (the tables of harness/run/scenario_tables.py);
+an error names the file and the key. Modes defined by commands, in the scenario's own [modes.X]
 tables or in the files `mode_files` names (relative to the scenario; each holds only
-[modes.X] tables), are registered before [matrix] modes is checked, and the Scenario
-keeps their definitions (`mode_defs`), so run.json has them and --resume defines them again.
+[modes.X] tables), are read before [matrix] modes is checked. The Scenario keeps their
+definitions (`mode_defs`), so run.json has them and --resume makes them again, and its
+registry (`known`): the standard modes, those definitions and any the caller adds (an A/B
+run's arms). Reading a scenario registers nothing anywhere else.
 """
 
 from __future__ import annotations
@@ -22,22 +24,14 @@ import pathlib
 import tomllib
 from typing import Any
 
-from harness import modes as modes_mod
-from harness.modes.variants import ARM_SEP
 from harness.core import pairs as pairs_mod, schema
+from harness.core.arms import ARM_SEP
 from harness.core.errors import HarnessError, ScenarioError, read_text
-from harness.core.placements import NAMES as PLACEMENTS
-from harness.core.units import parse_rate
+from harness.modes import Mode, Registry, standard
 from harness.run import mode_tables
-from harness.testbeds import registry
-from harness.testbeds.containers.base import KINDS
+from harness.run.scenario_tables import _KNOWN, TABLES, TESTS  # noqa: F401 (TABLES, TESTS: read as scenario.X)
 from harness.tools import TOOLS
 from harness.tools.common import IPV4_UDP_HEADERS
-
-TESTS = tuple(TOOLS)            # the registries' names, as the schema's choices
-MAX_LAB_HOSTS = 8               # the lab's hosts share this machine's CPUs
-BACKENDS = tuple(registry.BACKENDS)
-CONTAINERS = tuple(KINDS)
 
 log = logging.getLogger(__name__)
 
@@ -74,13 +68,26 @@ class Scenario:
     # modes defined by commands: {"name", "source" (the file), "definition" (its table)}
     mode_defs: tuple[dict, ...] = ()
     source: str = "<defaults>"
+    # the modes this scenario may name (None: the standard ones): made from the standard
+    # modes, mode_defs and a caller's additions; never written out
+    registry: Registry | None = dataclasses.field(default=None, compare=False, repr=False)
+
+    @property
+    def known(self) -> Registry:
+        return self.registry if self.registry is not None else standard()
+
+    def mode(self, name: str) -> Mode:
+        return self.known.get(name)
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(dataclasses.replace(self, registry=None))
+        del d["registry"]
+        return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Scenario":
-        """The inverse of to_dict (run.json keeps the scenario this way; --resume reads it)."""
+    def from_dict(cls, d: dict[str, Any], extra: tuple[Mode, ...] = ()) -> "Scenario":
+        """The inverse of to_dict (run.json keeps the scenario this way; --resume reads it),
+        its registry holding its definitions' modes and `extra`."""
         names = {f.name for f in dataclasses.fields(cls)}
         out: dict[str, Any] = {}
         for k, v in d.items():
@@ -93,9 +100,8 @@ class Scenario:
             elif isinstance(v, dict):
                 v = {kk: tuple(vv) for kk, vv in v.items()}
             out[k] = v
-        for d in out.get("mode_defs", ()):
-            mode_tables.define_mode(d["name"], d["definition"], d["source"])
-        return cls(**out)
+        known = mode_tables.define_into(standard(), list(out.get("mode_defs", ()))).extended(extra)
+        return cls(**out, registry=known)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,107 +138,33 @@ class Case:
         return (self.underlay_mtu, self.mode, self.overlay_mtu)
 
 
-def _mode_names():
-    return modes_mod.MODES
-
-
-def _rate(v: str) -> str:
-    try:
-        parse_rate(v)
-    except HarnessError as e:
-        raise ValueError(str(e)) from e
-    return v
-
-
-def _overlay_mtus(v):
-    if isinstance(v, dict):
-        return v    # checked against the underlay MTUs in build(), which knows them
-    return schema.int_list(576, 65535, allow_auto=True)(v)
-
-
-def _file_list(v) -> tuple[str, ...]:
-    if not all(isinstance(x, str) and x.strip() for x in v):
-        raise ValueError(f"{v!r}: expected a list of file names")
-    return tuple(v)
-
-
-F = schema.Field
-TABLES: dict[str, dict[str, schema.Field]] = {
-    "scenario": {
-        "name": F(str, schema.non_empty),
-        "description": F(str),
-        "mode_files": F(list, _file_list),
-    },
-    "matrix": {
-        "modes": F(list, schema.choice_list(_mode_names, "mode")),
-        "underlay_mtu": F(list, schema.int_list(1280, 65535, allow_auto=True), "underlay_mtus"),
-        "overlay_mtu": F((list, dict), _overlay_mtus, "overlay_mtus"),
-        "placements": F(list, schema.choice_list(PLACEMENTS, "placement")),
-        "tests": F(list, schema.choice_list(TESTS, "test")),
-        "streams": F(list, schema.int_list(1, 128)),
-        "repeats": F(int, schema.int_range(1, 1000)),
-        "pairs": F((str, list), lambda v: _pairs_spec(v)),
-        "schedule": F(str, schema.one_of(*pairs_mod.SCHEDULES)),
-        "duration": F((int, float), lambda v: float(schema.int_range(1, 3600, " s")(v))),
-        "unfit": F(str, schema.one_of("error", "skip")),
-    },
-    "underlay": {
-        "rate": F(str, _rate),
-    },
-    "testbed": {
-        "backend": F(str, schema.one_of(*BACKENDS)),
-        "inventory": F(str, schema.non_empty),
-        "hosts": F(list, doc="the inventory's [[hosts]], inline"),
-        "pair": F(list, lambda v: _pair(v)),
-        "containers": F(str, schema.one_of(*CONTAINERS)),
-        "lab_hosts": F(int, schema.int_range(2, MAX_LAB_HOSTS)),
-    },
-}
-
-
-def _pairs_spec(v) -> tuple[str, ...]:
-    """The pair selection as written ("all", "ring", "star:HOST", or pairs "A-B"); checked
-    against the hosts' names once the testbed names them (harness/core/pairs.py)."""
-    items = [v] if isinstance(v, str) else v
-    if not items or not all(isinstance(x, str) and x.strip() for x in items):
-        raise ValueError(f"{v!r}: expected \"all\", \"ring\", \"star:HOST\" or a list of pairs \"A-B\"")
-    return tuple(x.strip() for x in items)
-
-
-def _pair(v) -> tuple[str, ...]:
-    if list(v) == ["all"]:
-        return ("all",)
-    if len(v) < 2 or not all(isinstance(x, str) and x for x in v) or len(set(v)) != len(v):
-        raise ValueError(f"{v!r}: expected two or more different host names, or [\"all\"]")
-    return tuple(v)
-
-
 def build(raw: dict[str, Any], source: str = "<flags>", base: Scenario | None = None,
-          here: pathlib.Path | None = None) -> Scenario:
+          here: pathlib.Path | None = None, extra: tuple[Mode, ...] = ()) -> Scenario:
     """Validate a parsed TOML document (or flag overrides in the same shape) onto `base`;
-    `here`: the directory mode_files are relative to (default: the current one). A
-    scenario refused defines no mode."""
-    had = set(modes_mod.MODES)
-    try:
-        return _build(dict(raw), source, base or Scenario(), here or pathlib.Path.cwd())
-    except HarnessError:
-        for name in set(modes_mod.MODES) - had:
-            del modes_mod.MODES[name]
-        raise
-
-
-def _build(raw: dict[str, Any], source: str, base: Scenario, here: pathlib.Path) -> Scenario:
-    defs = list(base.mode_defs)
+    `here`: the directory mode_files are relative to (default: the current one); `extra`:
+    modes the caller defines for this scenario (an A/B run's arms)."""
+    raw = dict(raw)
+    base = base or Scenario()
+    new: list[dict] = []
     head = raw.get("scenario")
     files = head.get("mode_files") if isinstance(head, dict) else None
     if files is not None:       # read first: [matrix] modes may name their modes
         files = schema.check_table({"mode_files": files}, TABLES["scenario"], source, "[scenario]")["mode_files"]
         for f in files:
-            defs += mode_tables.mode_file(here / f, source)
+            new += mode_tables.mode_file((here or pathlib.Path.cwd()) / f, source)
     if "modes" in raw:
-        defs += mode_tables.define_modes(raw.pop("modes"), source)
+        new += mode_tables.read_modes(raw.pop("modes"), source)
+    known = mode_tables.define_into(base.known, new).extended(extra)
+    token = _KNOWN.set(known)
+    try:
+        return _build(raw, source, base, list(base.mode_defs) + new, known)
+    finally:
+        _KNOWN.reset(token)
+
+
+def _build(raw: dict[str, Any], source: str, base: Scenario, defs: list[dict], known: Registry) -> Scenario:
     got = schema.check(raw, TABLES, source)
-    ch: dict[str, Any] = {"source": source, "mode_defs": tuple(defs)}
+    ch: dict[str, Any] = {"source": source, "mode_defs": tuple(defs), "registry": known}
     for table in got.values():
         ch.update(table)
     o = ch.get("overlay_mtus")
@@ -241,9 +173,9 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, here: pathlib.Path)
         per = {}
         for k, v in o.items():
             key = f"[matrix.overlay_mtu] {k}"
-            if not k.isdigit() and k not in modes_mod.MODES:
+            if not k.isdigit() and k not in known:
                 raise schema.error(source, key, f"neither one of the underlay MTUs ({', '.join(map(str, unders))}) "
-                                   f"nor a mode{schema.suggest(k, modes_mod.MODES)}")
+                                   f"nor a mode{schema.suggest(k, list(known))}")
             if k.isdigit() and int(k) not in unders:
                 raise schema.error(source, key, f"not one of the underlay MTUs ({', '.join(map(str, unders))})")
             if not isinstance(v, list):
@@ -297,10 +229,13 @@ def resolve_underlay(sc: Scenario, auto_mtu: int) -> Scenario:
     return dataclasses.replace(sc, underlay_mtus=mtus, overlay_mtus=o)
 
 
-def from_command_line(path: str | None, overrides: dict | None = None) -> Scenario:
-    """The scenario file (or the built-in default) with the command line's flags over it."""
+def from_command_line(path: str | None, overrides: dict | None = None, extra: tuple[Mode, ...] = ()) -> Scenario:
+    """The scenario file (or the built-in default) with the command line's flags over it;
+    `extra`: modes the caller defines for it (an A/B run's arms), which the flags may name."""
     sc = load(path) if path else Scenario()
-    return build(overrides, source="command line", base=sc) if overrides else sc
+    if overrides or extra:
+        return build(overrides or {}, source="command line" if overrides else sc.source, base=sc, extra=extra)
+    return sc
 
 
 def _parallel(test: str) -> bool:
@@ -359,7 +294,7 @@ def expand(sc: Scenario, pairs: list[tuple[str, str]] | None = None) -> list[Cas
         resolved: list[tuple[str, int]] = []
         fitting: dict[tuple[str, int], tuple[str, ...]] = {}
         for mode_name, o in groups:
-            mode = modes_mod.get(mode_name)
+            mode = sc.mode(mode_name)
             if mode.kind == "native":
                 pair = (mode_name, u)   # native has no overlay MTU: it is the underlay's
             else:
@@ -384,7 +319,7 @@ def expand(sc: Scenario, pairs: list[tuple[str, str]] | None = None) -> list[Cas
             k = r % len(order)
             turn = [g for unit in order[k:] + order[:k] for g in (unit[::-1] if r % 2 else unit)]
             for mode_name, o in turn:
-                mode = modes_mod.get(mode_name)
+                mode = sc.mode(mode_name)
                 placements = [p for p in sc.placements if p in mode.placements] or list(mode.placements)
                 for src, dst in pairs or [("", "")]:
                     for pl in placements:

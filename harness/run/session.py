@@ -15,7 +15,7 @@ import pathlib
 import sys
 from typing import Callable
 
-from harness import modes, results
+from harness import results
 from harness.core import pairs
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost
@@ -47,12 +47,14 @@ class RunSettings:
 def run(scenario_path: str | None = None, overrides: dict | None = None, resume: str | None = None,
         results_dir: str = "results", quiet: bool = False, options: Options | None = None,
         settings: RunSettings | None = None, until: Callable[[pathlib.Path, int], bool] | None = None,
-        meta: dict | None = None) -> results.RunStore:
+        meta: dict | None = None, extra_modes: tuple = ()) -> results.RunStore:
     """One run of a scenario (or `resume` one). `options`: the backend's, `settings`: the
     run's. `until(run_dir, underlay_mtu)`, asked after every repeat, ends that underlay's
     repeats early when it returns True; run.json then records the repeats measured under
     `stopped_early`. `meta`: more for run.json, written when the run directory is made (so
-    a run cut short has it too)."""
+    a run cut short has it too). `extra_modes`: modes this run defines beside the standard
+    ones and the scenario's (an A/B run's arms); the scenario's registry holds them for
+    this run alone."""
     opts = options or Options()
     settings = settings or RunSettings()
     if resume:
@@ -62,16 +64,16 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         store.lock()                 # one writer per run: refused while its owner lives
         store.repair()
         stored = store.read_meta()
-        sc = scen.Scenario.from_dict(stored["scenario"])
+        sc = scen.Scenario.from_dict(stored["scenario"], extra=tuple(extra_modes))
         skip = {(r["case"], r["repeat"]) for r in store.records()}
         opts = dataclasses.replace(opts, run_id=store.run_id)
     else:
-        sc = scen.from_command_line(scenario_path, overrides)
+        sc = scen.from_command_line(scenario_path, overrides, extra=tuple(extra_modes))
         store, skip = None, set()
         opts = dataclasses.replace(opts, run_id=results.new_run_id())
     cases = _expand_early(sc)            # resolves and checks every overlay MTU
     for name in sc.modes:
-        modes.get(name).local_check()    # binaries this machine ships, before any host is reached
+        sc.mode(name).local_check()    # binaries this machine ships, before any host is reached
     tb = backends.open_testbed(sc, opts)
     machine = idle = None
     try:
@@ -98,7 +100,7 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         try:
             tb.build(sc.underlay_mtus[0], sc.rate)
             for name in sc.modes:
-                modes.get(name).check(tb)
+                sc.mode(name).check(tb)
             store.update_meta(testbed=tb.facts(), hosts=tb.host_facts())
             runner = Runner(sc, tb, store, progress)
             runner.run(cases, skip, enough=None if until is None else (lambda u: until(store.path, u)))
@@ -130,9 +132,9 @@ def host_pairs(sc: scen.Scenario, tb) -> list[tuple[str, str]] | None:
     between two hosts only is refused on a testbed of more."""
     names = [s.name for s in tb.sides]
     if len(names) > 2:
-        two = [m for m in sc.modes if not modes.get(m).multi_host]
+        two = [m for m in sc.modes if not sc.mode(m).multi_host]
         if two:
-            many = ", ".join(m.name for m in modes.MODES.values() if m.multi_host)
+            many = ", ".join(m.name for m in sc.known.values() if m.multi_host)
             raise HarnessError(f"mode {two[0]} runs between two hosts only; this testbed has {len(names)} "
                                f"(modes across more: {many})")
     where = "--pairs" if sc.source == "command line" else f"{sc.source}: [matrix] pairs"
@@ -157,6 +159,8 @@ def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, cases: l
         "cpu_accounting": tb.meter.description,
         "sleeve_source": sleeve_hash,
         "cases_planned": len(cases),
+        # how each mode looks in tables and plots, so readers need none of the modes' code
+        "modes": {n: {"order": sc.mode(n).order, "colour": sc.mode(n).colour} for n in sc.modes},
         # every configuration the run will measure (mode, underlay and overlay MTU, placement,
         # test, streams, pair), in run order: what a judgement of a run stopped early counts
         "configs_planned": list(dict.fromkeys(c.config for c in cases)),

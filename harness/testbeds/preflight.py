@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import platform
 
-from harness import modes, tools
+from harness import tools
 from harness.core.errors import HarnessError
 from harness.hosts.base import Host
 from harness.sleeve import build as sleeve_build
@@ -51,7 +51,7 @@ fi
 def needed_binaries(sc, base: list[str] = BASE_BINARIES, without: tuple[str, ...] = ()) -> list[str]:
     """The commands every host needs for `sc`: `base`, its tests' tools, its modes' binaries."""
     need = list(base)
-    for b in [tools.get(t).binary for t in sc.tests] + [b for m in sc.modes for b in modes.get(m).binaries]:
+    for b in [tools.get(t).binary for t in sc.tests] + [b for m in sc.modes for b in sc.mode(m).binaries]:
         if b not in need and b not in without:
             need.append(b)
     return need
@@ -60,7 +60,7 @@ def needed_binaries(sc, base: list[str] = BASE_BINARIES, without: tuple[str, ...
 def needed_features(sc) -> list[str]:
     out: list[str] = []
     for name in sc.modes:
-        mode = modes.get(name)
+        mode = sc.mode(name)
         for f in mode.features:
             if f not in FEATURES:
                 raise HarnessError(f"mode {mode.name}: kernel feature {f!r} has no probe "
@@ -72,7 +72,7 @@ def needed_features(sc) -> list[str]:
 
 def sleeve_modes(sc) -> list:
     """The modes of `sc` that may deploy the sleeve."""
-    return [m for m in map(modes.get, sc.modes) if m.ships_sleeve]
+    return [m for m in map(sc.mode, sc.modes) if m.ships_sleeve]
 
 
 def sleeve_problem(name: str, arch: str, missing: list[str]) -> str | None:

@@ -18,7 +18,7 @@ from conftest import needs_root
 from harness.modes.native import Native
 from harness.run.endpoints import endpoints
 from harness.results import read_records
-from harness.run.runner import wait_listening
+from harness.run.procs import wait_listening
 from harness.tools import get as get_tool
 from harness.tools.base import TestSpec
 from test_compare_lab import Calibrated

@@ -69,11 +69,6 @@ ARGS = ["--tests", "iperf3.tcp", "--placements", "host-host,container-container"
         "--duration", "1", "-q"]
 
 
-@pytest.fixture(autouse=True)
-def registry(monkeypatch):
-    monkeypatch.setattr(modes, "MODES", dict(modes.MODES))
-
-
 @pytest.fixture(scope="module")
 def scenario_file(tmp_path_factory) -> pathlib.Path:
     """The definitions in a mode file, named by a scenario beside it."""

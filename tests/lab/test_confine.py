@@ -26,7 +26,7 @@ from conftest import needs_root
 from harness import modes
 from harness.net import confine
 from harness.run.endpoints import endpoints
-from harness.run.runner import wait_listening
+from harness.run.procs import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
 FAR_NET, FAR_GW, FAR = "198.18.210.0/24", "198.18.210.1", "198.18.210.2"

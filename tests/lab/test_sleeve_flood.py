@@ -49,7 +49,7 @@ from harness import modes
 from harness.core.paths import PROJECT
 from harness.modes.sleeve import PORT
 from harness.run.endpoints import endpoints
-from harness.run.runner import wait_listening
+from harness.run.procs import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
 SLEEVE_DIR = PROJECT / "overlay" / "sleeve"

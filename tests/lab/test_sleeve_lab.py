@@ -11,7 +11,7 @@ from harness import modes
 from harness.modes import sleeve as sleeve_mode
 from harness.modes.sleeve import SleeveCrypto
 from harness.run.endpoints import endpoints
-from harness.run.runner import wait_listening
+from harness.run.procs import wait_listening
 
 pytestmark = [needs_root(), pytest.mark.lab]
 

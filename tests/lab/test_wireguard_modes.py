@@ -18,7 +18,7 @@ from harness import modes
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.modes import wireguard as wg
 from harness.run.endpoints import endpoints
-from harness.run.runner import wait_listening
+from harness.run.procs import wait_listening
 from harness.testbeds.base import Side, Testbed
 
 PLACEMENTS = ("container-container", "host-container", "host-host")

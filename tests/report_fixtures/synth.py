@@ -11,6 +11,7 @@ import pathlib
 import random
 from typing import Any, Iterable
 
+from harness.modes import standard
 from harness.results import Measurement, RunStore
 
 # (TCP Gbit/s, TCP latency µs) per underlay MTU and mode, roughly what a veth lab shows.
@@ -192,5 +193,9 @@ def make_run(root: pathlib.Path | str, meta: dict[str, Any] | None = None,
             r["value"] = float("nan")
         items.append(Measurement(**r))
     store.append(items)
-    store.update_meta(end="2026-11-22T03:30:00+00:00")
+    # each mode's place and colour, as a session records them
+    known = standard()
+    names = dict.fromkeys(str(r.get("mode")) for r in records)
+    looks = {n: {"order": known.get(n).order, "colour": known.get(n).colour} for n in names if n in known}
+    store.update_meta(end="2026-11-22T03:30:00+00:00", **({"modes": looks} if "modes" not in m else {}))
     return store.path

@@ -29,11 +29,6 @@ UP = ("ip link add ${dev} type vxlan id 77 dstport 4790 local ${underlay_ip} rem
 OFFLOADS = "Features for dev:\ngeneric-segmentation-offload: on\n"
 
 
-@pytest.fixture(autouse=True)
-def registry(monkeypatch):
-    monkeypatch.setattr(modes, "MODES", dict(modes.MODES))
-
-
 def mode(**kw) -> commands.CommandMode:
     d = {"layer": "l2", "overhead": 50, "device": "vx77", "up": [UP], "down": ["ip link del ${dev}"], **kw}
     return commands.CommandMode("vx77", d, "s.toml")

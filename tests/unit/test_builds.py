@@ -12,6 +12,7 @@ import pytest
 from harness import modes
 from harness.core.errors import HarnessError
 from harness.modes import variants
+from harness.run import scenario as S
 from harness.sleeve import build as sleeve_build, refs as builds
 
 MAKEFILE = """\
@@ -112,9 +113,9 @@ def test_variants_are_sleeve_modes_under_their_own_name_for_a_while(repo, snaps)
     assert v.name == "sleeve-crypto@head" and v.crypto and v.sleeve_build is b and v.source() is b.source
     assert v.argv_flags()[-2:] == ("--calibrate-ns", "7")
     assert modes.get("sleeve-crypto").sleeve_build is None            # the registered mode is untouched
-    with variants.registered([v]):
-        assert modes.get("sleeve-crypto@head") is v
-    assert "sleeve-crypto@head" not in modes.MODES
+    sc = S.build({"matrix": {"modes": ["sleeve-crypto@head"]}}, extra=(v,))
+    assert sc.mode("sleeve-crypto@head") is v                         # known to the run it is made for,
+    assert "sleeve-crypto@head" not in modes.standard()               # and to nothing else
     with pytest.raises(HarnessError, match="mode fastdp: does not run the sleeve"):
         variants.variant("fastdp", b)
 

@@ -27,11 +27,6 @@ UP = ("ip link add ${dev} type vxlan id 77 dstport 4790 local ${underlay_ip} rem
       "dev ${underlay_dev} nolearning")
 
 
-@pytest.fixture(autouse=True)
-def registry(monkeypatch):
-    monkeypatch.setattr(modes, "MODES", dict(modes.MODES))
-
-
 def definition(**kw) -> dict:
     d = {"layer": "l2", "overhead": 50, "device": "vx77", "up": [UP], "down": ["ip link del ${dev}"]}
     d.update(kw)
@@ -54,19 +49,19 @@ def refused(raw: dict, source: str = "s.toml") -> str:
 
 def test_a_scenario_defines_a_mode_its_matrix_measures():
     sc = S.build(scenario(), source="s.toml")
-    mode = modes.get("vx77")
+    mode = sc.mode("vx77")
     assert isinstance(mode, commands.CommandMode)
     assert (mode.kind, mode.layer, mode.overhead, mode.source) == ("vx77", "l2", 50, "s.toml")
     assert {(c.mode, c.overlay_mtu) for c in S.expand(sc)} == {("vx77", 1450)}
     assert sc.mode_defs == ({"name": "vx77", "source": "s.toml", "definition": definition()},)
 
 
-def test_a_resumed_run_defines_its_modes_again_from_run_json(monkeypatch):
+def test_a_resumed_run_defines_its_modes_again_from_run_json():
     kept = S.build(scenario(), source="s.toml").to_dict()
-    monkeypatch.setattr(modes, "MODES", {n: m for n, m in modes.MODES.items() if n != "vx77"})
+    assert "registry" not in kept
     again = S.Scenario.from_dict(kept)
-    assert again.modes == ("vx77",) and modes.get("vx77").definition == definition()
-    S.Scenario.from_dict(kept)          # the same definition again is the same mode
+    assert again.modes == ("vx77",) and again.mode("vx77").definition == definition()
+    assert "vx77" not in modes.standard()                   # the run's, nobody else's
 
 
 def test_mode_files_are_read_relative_to_the_scenario(tmp_path):
@@ -78,7 +73,7 @@ def test_mode_files_are_read_relative_to_the_scenario(tmp_path):
     s.write_text('[scenario]\nname = "x"\nmode_files = ["defs/byo.toml"]\n[matrix]\nmodes = ["vx77"]\n')
     sc = S.load(s)
     assert sc.mode_files == ("defs/byo.toml",)
-    assert modes.get("vx77").source == str(tmp_path / "defs" / "byo.toml")
+    assert sc.mode("vx77").source == str(tmp_path / "defs" / "byo.toml")
 
 
 def test_a_mode_file_holds_only_mode_tables(tmp_path):
@@ -114,7 +109,7 @@ def test_a_mode_file_holds_only_mode_tables(tmp_path):
         "negative-overhead", "unknown-feature", "features-not-names", "unknown-key", "no-layer"])
 def test_a_bad_definition_is_one_line_naming_file_mode_and_key(kw, needle):
     assert needle in refused(scenario(**kw))
-    assert "vx77" not in modes.MODES, "a scenario refused defines nothing"
+    assert "vx77" not in modes.standard(), "a scenario refused defines nothing"
 
 
 def test_an_overhead_that_leaves_no_room_in_the_mtu_is_refused_before_anything_runs():
@@ -132,19 +127,23 @@ def test_an_overhead_that_leaves_no_room_in_the_mtu_is_refused_before_anything_r
 ])
 def test_a_name_that_is_taken_or_malformed_is_refused(name, needle):
     assert needle in refused(scenario(name))
-    assert modes.MODES["fastdp"].__class__.__name__ == "FastDP"
+    assert modes.get("fastdp").__class__.__name__ == "FastDP"
 
 
 def test_two_definitions_of_one_name_clash_and_the_same_one_twice_does_not():
-    S.build(scenario(), source="a.toml")
-    S.build(scenario(), source="a.toml")
-    msg = refused(scenario(overhead=60), source="b.toml")
-    assert msg == "b.toml: [modes.vx77]: mode vx77: the name is taken by the mode of a.toml"
+    """Within one scenario (a file, then the flags over it): the same definition again is
+    the same mode, another is refused. Another scenario's definition is its own."""
+    a = S.build(scenario(), source="a.toml")
+    S.build(scenario(), source="a.toml", base=a)
+    with pytest.raises(ScenarioError) as e:
+        S.build(scenario(overhead=60), source="b.toml", base=a)
+    assert str(e.value) == "b.toml: [modes.vx77]: mode vx77: the name is taken by the mode of a.toml"
+    assert S.build(scenario(overhead=60), source="b.toml").mode("vx77").overhead == 60
 
 
 def test_the_shipped_example_measures_its_vxlan_beside_fastdp():
     sc = S.load(ROOT / "scenarios" / "bring-your-own.toml")
-    mode = modes.get("vxlan77")
+    mode = sc.mode("vxlan77")
     assert sc.modes == ("native", "fastdp", "vxlan77") and mode.features == ("vxlan",)
     groups = {(c.mode, c.overlay_mtu) for c in S.expand(sc)}
     assert groups == {("native", 1500), ("fastdp", 1450), ("vxlan77", 1450)}
@@ -296,4 +295,4 @@ def test_define_refuses_a_mode_without_a_name():
     m = Nameless("x", definition(), "here")
     m.name = ""
     with pytest.raises(HarnessError, match="here: a mode needs a name"):
-        modes.define(m)
+        modes.Registry().define(m)

@@ -53,7 +53,7 @@ print(make_run(sys.argv[1], modes=["fastdp", "throwaway", "native"], underlay_mt
 
 
 def test_every_bundled_mode_declares_what_the_report_and_preflight_read():
-    bundled = {n: m for n, m in modes.MODES.items() if not isinstance(m, CommandMode)}   # not a scenario's
+    bundled = {m.name: m for m in modes.standard().values()}
     for m in bundled.values():
         assert m.colour.startswith("#") and len(m.colour) == 7, m.name
         assert set(m.features) <= set(preflight.FEATURES), m.name
@@ -82,7 +82,7 @@ def _py(site: pathlib.Path, *argv: str) -> str:
 
 def test_a_mode_added_as_one_file_reaches_the_cli_the_table_and_the_report(copy_with_throwaway, tmp_path):
     site = copy_with_throwaway
-    assert "throwaway" not in modes.MODES                    # the checkout's registry is untouched
+    assert "throwaway" not in modes.standard()               # the checkout's registry is untouched
 
     listed = _py(site, "-m", "harness.cli", "modes").splitlines()
     assert [ln.split()[0] for ln in listed][:3] == ["native", "throwaway", "fastdp"], listed
@@ -106,17 +106,25 @@ def test_a_mode_added_as_one_file_reaches_the_cli_the_table_and_the_report(copy_
 SHIPPED_BYO = pathlib.Path(__file__).resolve().parents[2] / "scenarios" / "bring-your-own.toml"
 
 
-def test_a_mode_one_test_defines_is_gone_for_the_next_part_1(tmp_path):
-    """With the next test: what a test registers (a fuzzed scenario's vxlan77, defined
-    otherwise than the shipped one) does not outlive it (conftest.py, modes_as_they_were)."""
+def test_a_scenario_read_defines_its_modes_for_itself_alone(tmp_path):
+    """A scenario's [modes.NAME] (here the shipped vxlan77, defined otherwise) lives in
+    that scenario's registry only: the shipped scenario read next defines its own."""
     from harness.run import scenario as S
     other = tmp_path / "other.toml"
     other.write_text(SHIPPED_BYO.read_text().replace("dstport 4790", "dstport 4791"))
-    S.load(other)
-    assert "vxlan77" in modes.MODES
+    mine = S.load(other)
+    assert "vxlan77" in mine.known and "vxlan77" not in modes.standard()
+    shipped = S.load(SHIPPED_BYO)
+    assert shipped.modes[-1] == "vxlan77"
+    assert "4790" in str(shipped.mode("vxlan77").definition) and "4791" in str(mine.mode("vxlan77").definition)
 
 
-def test_a_mode_one_test_defines_is_gone_for_the_next_part_2():
-    from harness.run import scenario as S
-    assert "vxlan77" not in modes.MODES
-    assert S.load(SHIPPED_BYO).modes[-1] == "vxlan77"
+def test_reading_results_imports_no_mode():
+    """analysis, gates and report read a mode's place and colour from core/looks.py (filled
+    from run.json), never from the modes' code: importing them loads no mode module."""
+    code = ("import sys, harness.analysis.summary, harness.analysis.tablefmt, harness.report.render, "
+            "harness.gates.baseline, harness.gates.compare, harness.gates.trend, harness.export\n"
+            "print(sorted(m for m in sys.modules if m.startswith('harness.modes') or m.startswith('harness.run')))")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "[]"

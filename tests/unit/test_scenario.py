@@ -31,10 +31,9 @@ def test_the_arms_of_a_mode_swap_who_goes_first_every_repeat():
     of two repeats assume; the modes still rotate."""
     arms = [variants.variant(m, SimpleNamespace(label=label)) for m in ("sleeve", "sleeve-seg")
             for label in (variants.BASE, variants.HEAD)]
-    with variants.registered(arms):
-        sc = S.build({"matrix": {"modes": [a.name for a in arms], "repeats": 6, "tests": ["iperf3.tcp"],
-                                 "placements": ["container-container"]}})
-        cases = S.expand(sc)
+    sc = S.build({"matrix": {"modes": [a.name for a in arms], "repeats": 6, "tests": ["iperf3.tcp"],
+                             "placements": ["container-container"]}}, extra=tuple(arms))
+    cases = S.expand(sc)
     order = [[c.mode for c in cases if c.repeat == r] for r in range(6)]
     assert order[0] == ["sleeve@base", "sleeve@head", "sleeve-seg@base", "sleeve-seg@head"]
     assert order[1] == ["sleeve-seg@head", "sleeve-seg@base", "sleeve@head", "sleeve@base"]

@@ -1,0 +1,199 @@
+"""One case routine for every schedule: a set of cases measured at once on one deployment.
+
+A sequential case is a set of one. The cases of a set differ only in their pair; each gets
+its own ports (the tool's fixed ports plus 2 × its place in the set), so two servers on one
+host never collide. The steps, for every set:
+
+  1. start each case's server and wait until it listens (a server that never does fails
+     its case alone, with what it printed);
+  2. start every client at once, each waited for within its own deadline (a hang is
+     stopped at the tool's hard timeout);
+  3. keep what each tool printed (raw/), note a data path daemon that died under the set
+     (every case of the set fails with why), the deployment's counters;
+  4. parse each case alone into its rows; a tool's failure is a failed row with its reason
+     and the server's last words.
+
+CPU is recorded for a set of one only: a set shares the machine, and no share of it is
+one pair's. A host that fails under one case's own step (its endpoints, its server, its
+client) fails that case; `Outcome.host_failed` says whether every case of the set failed
+so, which the runner counts toward stopping a run whose hosts stopped answering.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+
+from harness.core import failpoints
+from harness.core.errors import HarnessError
+from harness.hosts.base import Completed
+from harness.modes.base import Datapath, Mode
+from harness.results import Measurement, RunStore
+from harness.run.endpoints import endpoints, pair_sides
+from harness.run.procs import PORTS, daemon_death, raw_name, save, wait_listening
+from harness.run.scenario import Case
+from harness.testbeds import cpu
+from harness.testbeds.base import Testbed
+from harness.tools import get as get_tool
+from harness.tools.base import Sample, TestSpec
+
+
+class Recorder:
+    """A case's result lines: its samples, or its failure, with the case's fields."""
+
+    def __init__(self, testbed: Testbed, rate: str | None):
+        self.tb, self.rate = testbed, rate
+
+    def row(self, case: Case, datapath: str, s: Sample, ok: bool = True, error: str | None = None,
+            intervals=None) -> Measurement:
+        src, dst = pair_sides(self.tb, case.src, case.dst)
+        return Measurement(case=case.key, mode=case.mode, datapath=datapath,
+                           underlay_mtu=case.underlay_mtu, overlay_mtu=case.overlay_mtu,
+                           placement=case.placement, test=case.test, streams=case.streams,
+                           repeat=case.repeat, metric=s.metric, value=s.value, unit=s.unit, ok=ok,
+                           error=error, rate=self.rate, intervals=intervals,
+                           src_host=src.name, dst_host=dst.name, pair=case.pair)
+
+    def failed(self, case: Case, datapath: str, reason: str) -> Measurement:
+        return self.row(case, datapath, Sample("failed", math.nan, ""), ok=False, error=reason)
+
+
+@dataclasses.dataclass
+class Outcome:
+    rows: list[list[Measurement]]     # per case, in the set's order
+    host_failed: str | None = None    # why, where a host failed under every case of the set
+
+
+@dataclasses.dataclass
+class _Started:
+    index: int
+    tool: object
+    spec: TestSpec
+    client: object                    # the client Endpoint
+    server_host: object
+    server: object | None             # the server Process (None: the tool has no server)
+
+
+def measure(tb: Testbed, store: RunStore, rec: Recorder, duration: float, mode: Mode,
+            cases: list[Case], dp: Datapath) -> Outcome:
+    """Measure `cases` at once on deployment `dp` of `mode` (module doc)."""
+    rows: list[list[Measurement] | None] = [None] * len(cases)
+    host_errors: list[str] = []
+
+    def fail(i: int, why: str, host: bool = False) -> None:
+        rows[i] = [rec.failed(cases[i], dp.kind, why)]
+        if host:
+            host_errors.append(why)
+
+    started: list[_Started] = []
+    clients: list[tuple[_Started, object, float]] = []
+    meter = begun = sleeve_a = None
+    try:
+        for i, case in enumerate(cases):
+            tool = get_tool(case.test)
+            try:
+                client, server = endpoints(tb, dp, case.placement, case.src, case.dst)
+                base, data = PORTS.get(tool.binary, (None, None))
+                spec = TestSpec(server_addr=server.addr, duration=duration, streams=case.streams,
+                                overlay_mtu=dp.overlay_mtu, port=None if base is None else base + 2 * i,
+                                data_port=None if data is None else data + 2 * i)
+                argv = tool.server_argv(spec)
+                srv = server.host.start(argv) if argv else None
+            except HarnessError as e:
+                fail(i, str(e), host=True)
+                continue
+            started.append(_Started(i, tool, spec, client, server.host, srv))
+        for s in list(started):
+            why = (wait_listening(s.server_host, s.spec.port, s.server, proto=s.tool.listen)
+                   if s.server is not None and s.spec.port else None)
+            if why:
+                save(store, f"{raw_name(cases[s.index])}.server", s.server.stop())
+                fail(s.index, why)
+                started.remove(s)
+        if len(cases) == 1 and started:
+            meter = tb.meter
+            begun = meter.begin(started[0].client.host, started[0].server_host)
+            sleeve_a = daemon_seconds(tb, dp)
+        t0 = time.monotonic()
+        for s in started:
+            try:
+                clients.append((s, s.client.host.start(s.tool.client_argv(s.spec)),
+                                time.monotonic() + s.tool.timeout(s.spec)))
+            except HarnessError as e:
+                fail(s.index, str(e), host=True)
+        failpoints.reached("mid-test")
+        outs: dict[int, Completed] = {}
+        for k, (s, cli, deadline) in enumerate(clients):
+            try:        # the first waits its whole timeout; the rest what is left of theirs
+                outs[s.index] = cli.wait(s.tool.timeout(s.spec) if k == 0 else max(0.0, deadline - time.monotonic()))
+            except TimeoutError:
+                outs[s.index] = dataclasses.replace(cli.stop(), returncode=None)
+        wall = time.monotonic() - t0
+        cpu_samples: list[Sample] = []
+        if meter is not None and clients:
+            s, cli, _deadline = clients[0]
+            cpu_samples = meter.end(begun, cli, s.server, wall)
+            sleeve_b = daemon_seconds(tb, dp)
+            if sleeve_a is not None and sleeve_b is not None and wall > 0:
+                cpu_samples.append(Sample("cpu_sleeve_pct", round(100 * (sleeve_b - sleeve_a) / wall, 2), "pct"))
+        died = daemon_death(tb, dp)
+        srv_outs: dict[int, Completed] = {}
+        for s in started:
+            if s.index not in outs:
+                continue
+            raw = raw_name(cases[s.index])
+            save(store, f"{raw}.client", outs[s.index])
+            if s.server is not None:
+                srv_outs[s.index] = s.server.stop()
+                save(store, f"{raw}.server", srv_outs[s.index])
+        if clients:
+            snap = mode.counters(tb, dp)
+            if snap:
+                for s, _cli, _deadline in clients:
+                    store.save_raw(f"{raw_name(cases[s.index])}.counters.json", json.dumps(snap, indent=1))
+        for s in started:
+            if s.index not in outs:
+                continue
+            if died:
+                fail(s.index, died)
+                continue
+            rows[s.index] = _parse(rec, cases[s.index], dp, s.tool, outs[s.index], srv_outs.get(s.index),
+                                   cpu_samples)
+    finally:
+        for proc in [c for _s, c, _d in clients] + [s.server for s in started]:
+            if proc is not None and proc.poll() is None:
+                proc.stop()
+    out = [r if r is not None else [rec.failed(c, dp.kind, "not measured")] for r, c in zip(rows, cases)]
+    every = len(host_errors) == len(cases)
+    return Outcome(out, host_errors[-1] if every and host_errors else None)
+
+
+def _parse(rec: Recorder, case: Case, dp: Datapath, tool, out: Completed, srv_out: Completed | None,
+           cpu_samples: list[Sample]) -> list[Measurement]:
+    res = tool.parse(out.stdout, out.stderr, out.returncode)
+    if not res.ok:
+        reason = res.error or "tool failed"
+        if srv_out is not None and srv_out.returncode not in (0, None, -15) and srv_out.stderr.strip():
+            reason += f" (server: {srv_out.stderr.strip().splitlines()[-1]})"
+        return [rec.failed(case, dp.kind, reason)]
+    samples = [s for s in res.samples if not s.metric.startswith("cpu_")] + cpu_samples
+    return [rec.row(case, dp.kind, s, intervals=res.intervals if s.metric == "throughput_bps" and res.intervals
+                    else None)
+            for s in samples]
+
+
+def daemon_seconds(tb: Testbed, dp: Datapath) -> float | None:
+    """CPU seconds all of the data path's daemons have used so far (None: no daemons)."""
+    if not dp.processes:
+        return None
+    total = 0.0
+    for side_index, proc in dp.processes.items():
+        if proc.pid is None:
+            return None
+        secs = cpu.process_seconds(tb.sides[side_index].host, proc.pid)
+        if secs is None:
+            return None
+        total += secs
+    return total
