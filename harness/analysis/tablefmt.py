@@ -234,6 +234,25 @@ def format_table(df: pd.DataFrame) -> str:
     return text
 
 
+def run_notes(meta: dict) -> list[str]:
+    """What the figures were measured under, for the table's footer: where the lab's hosts
+    ran (run.json's testbed `cpus`) and how idle CPUs waited (`cpu_idle`)."""
+    notes = []
+    cpus = (meta.get("testbed") or {}).get("cpus")
+    if isinstance(cpus, dict) and cpus.get("policy") == "scheduler":
+        notes.append("CPUs: the lab's hosts shared this machine's CPUs as the scheduler put them.")
+    elif isinstance(cpus, dict) and cpus.get("policy") == "own":
+        where = ", ".join(f"{h} on CPU {c}" for h, c in (cpus.get("hosts") or {}).items())
+        notes.append(f"CPUs: more lab hosts than CPUs, shared round-robin ({where})." if cpus.get("shared")
+                     else f"CPUs: each lab host on CPUs of its own ({where}).")
+    idle = meta.get("cpu_idle")
+    if idle == "poll":
+        notes.append("Idle CPUs polled (--poll-idle): no wake-up from a halted CPU in any mode's latency.")
+    elif idle == "default":
+        notes.append("Idle CPUs halted (the default): a latency includes waking the receiver's CPU.")
+    return notes
+
+
 def json_value(v: Any) -> Any:
     """A value as JSON wants it: NaN and pandas' missing markers → None, numpy → Python."""
     if isinstance(v, (float, np.floating)):

@@ -63,7 +63,7 @@ def overrides(a: argparse.Namespace) -> dict:
     raw = matrix_overrides(a)
     backend = a.backend or ("ssh" if a.inventory else None)
     tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
-                            ("lab_hosts", a.hosts),
+                            ("lab_hosts", a.hosts), ("lab_cpus", getattr(a, "lab_cpus", None)),
                             ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
     if tb:
         raw["testbed"] = tb

@@ -26,6 +26,8 @@ def add(sub) -> None:
                    help="which inventory hosts, two or more, or all (default: the first two)")
     r.add_argument("--hosts", type=int, metavar="N", help="the lab's hosts, 2 (default) to 8: more than two share "
                                                           "a switch, and --pairs picks the pairs measured")
+    r.add_argument("--lab-cpus", choices=["own", "scheduler"],
+                   help="the lab's hosts each on CPUs of their own (default), or where the scheduler puts them")
     r.add_argument("--containers", choices=["netns", "docker"],
                    help="container endpoints: network namespaces (default) or real Docker containers")
     add_host_keys(r, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
@@ -84,6 +86,8 @@ def cmd_run(a) -> int:
     else:
         print(store.path)
         print(tablefmt.format_table(table))
+        for line in tablefmt.run_notes(store.read_meta()):
+            print(line)
     failed = df[df["metric"] == "failed"][["case", "repeat"]].drop_duplicates()
     if len(failed):
         total = len(df[["case", "repeat"]].drop_duplicates())

@@ -33,7 +33,10 @@ def cmd_show(a) -> int:
         print(tablefmt.format_summary(df, a.format))
         if a.format == "table":
             from harness.analysis import fleet
-            for line in fleet.lines(df, results.read_meta(a.run)):
+            meta = results.read_meta(a.run)
+            for line in tablefmt.run_notes(meta):
+                print(line)
+            for line in fleet.lines(df, meta):
                 print(f"note: {line}")
     return 0
 

@@ -4,6 +4,10 @@ It holds the host it wraps (the local machine by default, or an SSH host) rather
 being one, so the same class serves the local lab and a namespace on a remote machine.
 `ip netns exec` changes only the network namespace (and /sys, /etc/netns), so files are
 the wrapped host's: put and get go straight to it.
+
+With `cpus` (a CPU list as taskset reads it, "0" or "2-3") every command runs on those
+CPUs alone: the lab gives each of its hosts CPUs of its own this way, and whatever a
+command starts (a daemon's threads, a shell's children) inherits the affinity.
 """
 
 from __future__ import annotations
@@ -18,13 +22,16 @@ log = logging.getLogger(__name__)
 
 
 class NetnsHost(Host):
-    def __init__(self, netns: str, name: str | None = None, host: Host | None = None):
+    def __init__(self, netns: str, name: str | None = None, host: Host | None = None,
+                 cpus: str | None = None):
         self.netns = netns
         self.name = name or netns
         self.host = host if host is not None else LocalHost()
+        self.cpus = cpus
 
     def wrap(self, argv: list[str]) -> list[str]:
-        return ["ip", "netns", "exec", self.netns, *argv]
+        pin = ["taskset", "-c", self.cpus] if self.cpus else []
+        return ["ip", "netns", "exec", self.netns, *pin, *argv]
 
     def run(self, argv, *, timeout=60, check=True, input=None) -> Completed:
         inner = self.host.run(self.wrap(argv), timeout=timeout, check=False, input=input)
@@ -53,4 +60,5 @@ class NetnsHost(Host):
         """Nothing of its own to release; whoever made the wrapped host closes it."""
 
     def __repr__(self) -> str:
-        return f"<NetnsHost {self.name} ({self.netns} on {self.host!r})>"
+        on = f", CPUs {self.cpus}" if self.cpus else ""
+        return f"<NetnsHost {self.name} ({self.netns} on {self.host!r}{on})>"

@@ -5,7 +5,7 @@
     [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration, pairs,
                 schedule
     [underlay]  rate
-    [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts
+    [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts, lab_cpus
 
 Every key is checked before anything runs (the tables of harness/run/scenario_tables.py);
 an error names the file and the key. Modes defined by commands, in the scenario's own [modes.X]
@@ -58,6 +58,8 @@ class Scenario:
     pair: tuple[str, ...] = ()        # which inventory hosts, two or more or ("all",) (default: the first two)
     containers: str = "netns"         # what a container endpoint is
     lab_hosts: int = 2                # the lab's hosts (the netns backend)
+    # the lab's hosts on CPUs of their own ("own") or as the scheduler puts them (testbeds/cpusets.py)
+    lab_cpus: str = "own"
     # which host pairs are measured (harness/core/pairs.py): ("all",), ("ring",),
     # ("star:HOST",) or pairs by name ("h0-h1", …); () is all of them
     pairs: tuple[str, ...] = ()
@@ -192,6 +194,9 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, defs: list[dict], k
     if "hosts" in ch:
         ch["hosts"] = tuple(ch["hosts"])
     out = dataclasses.replace(base, **ch)
+    if out.lab_cpus != base.lab_cpus and out.backend != "netns":
+        raise schema.error(source, "[testbed] lab_cpus", f"the lab's CPU placement; the {out.backend} backend's "
+                                                         f"hosts are machines with CPUs of their own")
     if out.lab_hosts != 2 and out.backend != "netns":
         raise schema.error(source, "[testbed] lab_hosts", f"the lab's host count; the {out.backend} backend's hosts "
                                                           f"are its machines")

@@ -11,7 +11,7 @@ from harness.core.errors import HarnessError
 from harness.core.placements import NAMES as PLACEMENTS
 from harness.core.units import parse_rate
 from harness.modes import Registry, standard
-from harness.testbeds import registry
+from harness.testbeds import cpusets, registry
 from harness.testbeds.containers.base import KINDS
 from harness.tools import TOOLS
 
@@ -78,6 +78,7 @@ TABLES: dict[str, dict[str, schema.Field]] = {
         "pair": F(list, lambda v: _pair(v)),
         "containers": F(str, schema.one_of(*CONTAINERS)),
         "lab_hosts": F(int, schema.int_range(2, MAX_LAB_HOSTS)),
+        "lab_cpus": F(str, schema.one_of(*cpusets.CHOICES)),
     },
 }
 

@@ -37,6 +37,7 @@ from harness.hosts.local import pid_alive
 from harness.net import confine
 from harness.net.underlay import apply_underlay
 from harness.sleeve import build as sleeve_build
+from harness.testbeds import cpusets
 from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.containers import base as containers_mod
 from harness.testbeds.cpu import MachineMeter
@@ -70,7 +71,7 @@ def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 
 def open_testbed(sc, opts: Options) -> "Lab":
     """The netns backend: a lab allocated (its prefix and state directory), not yet built."""
-    return Lab.allocate(run_id=opts.run_id, containers=sc.containers, hosts=sc.lab_hosts)
+    return Lab.allocate(run_id=opts.run_id, containers=sc.containers, hosts=sc.lab_hosts, cpus=sc.lab_cpus)
 
 
 class Lab(Testbed):
@@ -80,7 +81,7 @@ class Lab(Testbed):
     measures_here = True
 
     def __init__(self, prefix: str, index: int, persistent: bool = False, containers: str = "netns",
-                 run_id: str = "", hosts: int = 2):
+                 run_id: str = "", hosts: int = 2, cpus: str = cpusets.OWN):
         if not 2 <= hosts <= MAX_HOSTS:
             raise HarnessError(f"a lab of {hosts} hosts: between 2 and {MAX_HOSTS}")
         self.prefix = prefix
@@ -91,10 +92,13 @@ class Lab(Testbed):
         self.rate: str | None = None
         self.state_dir = STATE_ROOT / prefix
         self._torn_down = False
+        # every process a host runs, its container's too, on the host's own CPUs (testbeds/cpusets.py)
+        self.placement = cpusets.place(hosts, cpus)
         sides = []
         for i in range(hosts):
-            host = NetnsHost(self.ns(f"h{i}"), name=f"h{i}")
-            ctr = NetnsHost(self.ns(f"c{i}"), name=f"c{i}")
+            pin = self.placement.cpus[i]
+            host = NetnsHost(self.ns(f"h{i}"), name=f"h{i}", cpus=pin)
+            ctr = NetnsHost(self.ns(f"c{i}"), name=f"c{i}", cpus=pin)
             sides.append(Side(index=i, host=host, underlay_dev="ul0",
                               underlay_ip=f"{UNDERLAY_NET}.{i + 1}", overlay_ip=f"{OVERLAY_NET}.{i + 1}",
                               bridge="br0", container=ctr, container_ip=f"{OVERLAY_NET}.{11 + i}",
@@ -123,15 +127,15 @@ class Lab(Testbed):
     # life cycle --------------------------------------------------------------
     @classmethod
     def create(cls, underlay_mtu: int = 1500, rate: str | None = None, persistent: bool = False,
-               hosts: int = 2) -> "Lab":
+               hosts: int = 2, cpus: str = cpusets.OWN) -> "Lab":
         """Allocate and build a lab in one step."""
-        lab = cls.allocate(persistent, hosts=hosts)
+        lab = cls.allocate(persistent, hosts=hosts, cpus=cpus)
         lab.build(underlay_mtu, rate)
         return lab
 
     @classmethod
     def allocate(cls, persistent: bool = False, run_id: str = "", containers: str = "netns",
-                 hosts: int = 2) -> "Lab":
+                 hosts: int = 2, cpus: str = cpusets.OWN) -> "Lab":
         """Claim a prefix, an index (its management addresses) and a state directory."""
         require_root()
         if not shutil.which("ip"):
@@ -144,7 +148,7 @@ class Lab(Testbed):
         for _ in range(8):
             # mkdir, not exist_ok: a prefix whose directory exists is another lab's, never shared
             prefix = "ob" + secrets.token_hex(2)
-            lab = cls(prefix, index, persistent, containers, run_id, hosts)
+            lab = cls(prefix, index, persistent, containers, run_id, hosts, cpus)
             try:
                 lab.state_dir.mkdir(mode=0o700)
                 break
@@ -264,7 +268,7 @@ class Lab(Testbed):
 
     def facts(self) -> dict:
         return {"backend": "netns", "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
-                "rate": self.rate, "hosts": len(self.sides),
+                "rate": self.rate, "hosts": len(self.sides), "cpus": self.placement.facts(),
                 "underlay": "switch (a bridge in the lab's namespace)" if self.switched else "veth pair",
                 **self.containers.facts(),
                 "addresses": {f"h{s.index}": {"underlay": s.underlay_ip, "overlay": s.overlay_ip,
