@@ -21,8 +21,8 @@ from harness.modes.base import Datapath, Mode
 class Cni(Mode):
     name = "cni"
     kind = "cni"
-    order = 5
-    colour = "#117733"
+    order = 97
+    colour = "#7a5c00"
     overhead = 0              # the cluster's encapsulation is found, not chosen: pod_mtu in the info
     placements = ("host-container", "container-container", "container-service")
     multi_host = True
