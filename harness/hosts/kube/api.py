@@ -146,7 +146,7 @@ class KubeApi:
         self._call("create", "pods", self._core.create_namespaced_pod, namespace, body, namespace=namespace)
 
     def pod_status(self, namespace: str, name: str) -> PodStatus:
-        p = self._call("get", "pods", self._core.read_namespaced_pod_status, name, namespace, namespace=namespace)
+        p = self._call("get", "pods", self._core.read_namespaced_pod, name, namespace, namespace=namespace)
         reason = message = ""
         for c in p.status.container_statuses or []:
             st = c.state
