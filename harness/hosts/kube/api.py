@@ -31,7 +31,8 @@ TIMEOUT = (5, 30)        # connect, read: every call but exec (a call hangs no l
 
 
 class ApiError(HarnessError):
-    """A refused or failed API call: `status` 0 (unreachable), 403 (forbidden), 404 …"""
+    """A refused or failed API call: `status` 0 (unreachable), 403 (forbidden), 404 …, -1 (an
+    answer the client cannot read)."""
 
     def __init__(self, status: int, verb: str, resource: str, detail: str = "", namespace: str = ""):
         self.status, self.verb, self.resource, self.namespace = status, verb, resource, namespace
@@ -78,10 +79,14 @@ def connect(kubeconfig: str | None, context: str | None) -> "KubeApi":
 
 
 def _status_error(e, verb: str, resource: str, namespace: str = "") -> ApiError:
+    import urllib3
     status = getattr(e, "status", None)
-    if status is None:       # urllib3's MaxRetryError, a refused connection, a TLS failure
-        return ApiError(0, verb, resource, str(getattr(e, "reason", e)).splitlines()[0][:200])
-    return ApiError(int(status), verb, resource, str(getattr(e, "reason", "") or ""), namespace)
+    if isinstance(status, int):             # the client's ApiException: the server answered
+        return ApiError(status, verb, resource, str(getattr(e, "reason", "") or ""), namespace)
+    text = (str(getattr(e, "reason", None) or e).splitlines() or [type(e).__name__])[0][:200]
+    if isinstance(e, (urllib3.exceptions.HTTPError, OSError)):    # refused, timed out, TLS
+        return ApiError(0, verb, resource, text)
+    return ApiError(-1, verb, resource, f"an answer the client cannot read ({text})", namespace)
 
 
 class KubeApi:
