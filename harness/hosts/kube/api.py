@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 
 from harness.core.errors import HarnessError
@@ -181,6 +182,11 @@ class KubeApi:
             ws = stream(self._core.connect_get_namespaced_pod_exec, pod, namespace, command=argv, stderr=True,
                         stdin=False, stdout=True, tty=False, _preload_content=False)
         except Exception as e:  # noqa: BLE001
+            # The client reports every failed websocket as status 0; the handshake's own
+            # status (403: the verb is forbidden, 404: no such pod) is in its reason.
+            m = re.search(r"Handshake status (\d{3})", str(getattr(e, "reason", "") or e))
+            if m:
+                raise ApiError(int(m.group(1)), "create", "pods/exec", f"(pod {pod})", namespace) from e
             raise _status_error(e, "create", "pods/exec", namespace) from e
         out, err = [], []
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -90,7 +90,7 @@ class PodHost(Host):
         argv = [str(a) for a in argv]
         cmd = argv if input is None else ["sh", "-c", 'i=$0; printf %s "$i" | "$@"', input, *argv]
         if timeout is not None:
-            cmd = ["timeout", "-s", "KILL", f"{timeout:g}", *cmd]
+            cmd = ["timeout", "-s", "KILL", f"{max(timeout, 0.01):g}", *cmd]     # 0 would mean "never"
         t0 = time.monotonic()
         rc, out, err = self.exec(cmd, None if timeout is None else timeout + GRACE)
         if rc == 128 + _signal.SIGKILL and timeout is not None and time.monotonic() - t0 >= timeout:
@@ -176,8 +176,9 @@ class PodProcess(Process):
                 if not self._done.wait(timeout + GRACE):
                     log.warning("%s: %s: the exec stream did not end after SIGKILL", self._host.name,
                                 shlex.join(self.argv))
-                    return Completed(self.argv, None, "", "the exec stream did not end")
-        self._done.wait()
+                    return Completed(self.argv, None, "", "the exec stream did not end after SIGKILL\n")
+        if not self._done.wait(timeout + GRACE):     # stopped before, and its stream never ended
+            return Completed(self.argv, None, "", "the exec stream did not end after SIGKILL\n")
         return self._result
 
     def signal(self, sig: int) -> None:
