@@ -261,3 +261,14 @@ def test_down_deletes_the_namespaces_whose_owner_is_gone(monkeypatch, capsys, tm
     if not force:
         assert "left namespace overlaybench-live (owned by running pid" in out
         assert "left namespace overlaybench-far (owned by elsewhere, which this machine cannot check)" in out
+
+
+def test_a_scenarios_testbed_pair_names_the_nodes_and_flags_win(api):
+    from harness.run.scenario import from_command_line
+    sc = from_command_line(None, {"testbed": {"backend": "kubernetes", "pair": ["node-b", "node-a"]},
+                                  "matrix": {"modes": ["native"]}})
+    tb = kube.open_testbed(sc, Options())
+    assert [s.name for s in tb.sides] == ["node-b", "node-a"] and tb.sides[0].underlay_ip == "192.0.2.99"
+    tb = kube.open_testbed(sc, Options(nodes=("node-a", "node-b")))
+    assert [s.name for s in tb.sides] == ["node-a", "node-b"]
+    assert not [c for c in api.calls if c[0].startswith("create_")]

@@ -31,6 +31,13 @@ def test_hosts_n_picks_n_nodes():
     assert [n.name for n in nodes.pick([node(x) for x in "dcba"], count=3)] == ["a", "b", "c"]
 
 
+def test_all_is_every_ready_schedulable_node():
+    got = nodes.pick([node("c"), node("a"), node("b", ready=False)], ("all",))
+    assert [n.name for n in got] == ["a", "c"]
+    with pytest.raises(HarnessError, match="the cluster has 1 Ready, schedulable node"):
+        nodes.pick([node("a"), node("b", ready=False)], ("all",))
+
+
 def test_named_nodes_keep_their_order():
     assert [n.name for n in nodes.pick([node("a"), node("b")], ("b", "a"))] == ["b", "a"]
 

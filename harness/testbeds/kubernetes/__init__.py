@@ -32,7 +32,8 @@ def open_testbed(sc, opts: Options) -> KubeTestbed:
     refuse_modes(sc)                    # before the API is even reached
     api = connect(opts)
     version = api.server_version()
-    picked = nodes_mod.pick(api.list_nodes(), tuple(opts.nodes), opts.node_count)
+    # --nodes, else the scenario's [testbed] pair (node names, or "all")
+    picked = nodes_mod.pick(api.list_nodes(), tuple(opts.nodes) or tuple(sc.pair), opts.node_count)
     return KubeTestbed(api, picked, opts, server=version)
 
 

@@ -88,7 +88,7 @@ class KubeTestbed(Testbed):
         self._torn_down = False
         self._node_mtu: dict[int, int] = {}
         self._found: dict | None = None
-        self._artifacts = owned_tempdir(self.prefix)
+        self._artifacts: pathlib.Path | None = None     # made when first asked for: nothing ships here
         kw = {} if sleep is None else {"sleep": sleep}
         self.sides = tuple(
             Side(index=i, host=PodHost(api, self.namespace, f"h{i}", n.name, node=n.name, **kw),
@@ -99,6 +99,8 @@ class KubeTestbed(Testbed):
 
     @property
     def artifact_dir(self) -> pathlib.Path:
+        if self._artifacts is None:
+            self._artifacts = owned_tempdir(self.prefix)
         return self._artifacts
 
     # ------------------------------------------------------------- before anything is made
@@ -199,7 +201,8 @@ class KubeTestbed(Testbed):
                             self.namespace, e)
             else:
                 log.info("kubernetes testbed %s deleted", self.namespace)
-        shutil.rmtree(self._artifacts, ignore_errors=True)
+        if self._artifacts is not None:
+            shutil.rmtree(self._artifacts, ignore_errors=True)
 
     # ------------------------------------------------------------- facts
     def facts(self) -> dict:

@@ -1,5 +1,6 @@
-"""Which nodes a run measures between: the ones named (--nodes), or the first Ready,
-schedulable ones by name (--hosts N, two by default). Pure: the nodes come from the API."""
+"""Which nodes a run measures between: the ones named (--nodes, or a scenario's [testbed]
+pair), every Ready, schedulable one ("all"), or the first ones of those by name (--hosts N,
+two by default). Pure: the nodes come from the API."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ def pick(nodes: list[Node], wanted: tuple[str, ...] = (), count: int = 2) -> lis
     line, where the cluster cannot give them."""
     by = {n.name: n for n in nodes}
     usable = sorted((n for n in nodes if n.ready and n.schedulable), key=lambda n: n.name)
+    if tuple(wanted) == ("all",):
+        wanted, count = (), max(len(usable), 2)
     if wanted:
         if len(wanted) < 2 or len(set(wanted)) != len(wanted):
             raise HarnessError(f"--nodes {','.join(wanted)}: name two or more different nodes")
