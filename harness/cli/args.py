@@ -92,6 +92,9 @@ def overrides(a: argparse.Namespace) -> dict:
     (--hosts is the lab's host count, or for kubernetes a testbed option: how many nodes)."""
     raw = matrix_overrides(a)
     backend = backend_of(a)
+    if backend == "kubernetes" and getattr(a, "scenario", None) is None and a.modes is None:
+        # the built-in scenario's fastdp deploys onto hosts: on a cluster, its own network instead
+        raw.setdefault("matrix", {})["modes"] = ["native", "cni"]
     tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
                             ("lab_hosts", a.hosts if backend != "kubernetes" else None),
                             ("lab_cpus", getattr(a, "lab_cpus", None)),

@@ -161,6 +161,13 @@ def test_an_overlay_mode_is_refused_before_the_api_is_reached(monkeypatch, tmp_p
         _run(tmp_path, modes=("native", "fastdp"))
 
 
+def test_docker_containers_are_refused_before_the_api_is_reached(monkeypatch, tmp_path):
+    monkeypatch.setattr(kube, "connect", lambda opts: pytest.fail("the API was reached"))
+    with pytest.raises(HarnessError, match=r"^--containers docker: on the kubernetes backend the containers are"):
+        session.run(overrides={"testbed": {"backend": "kubernetes", "containers": "docker"}},
+                    results_dir=str(tmp_path / "results"), quiet=True, options=Options())
+
+
 def test_cni_is_refused_elsewhere_in_one_line():
     from harness.core.errors import UnsupportedError
     from harness.modes import standard
@@ -272,3 +279,12 @@ def test_a_scenarios_testbed_pair_names_the_nodes_and_flags_win(api):
     tb = kube.open_testbed(sc, Options(nodes=("node-a", "node-b")))
     assert [s.name for s in tb.sides] == ["node-a", "node-b"]
     assert not [c for c in api.calls if c[0].startswith("create_")]
+
+
+def test_the_command_line_says_a_missing_kubeconfig_in_one_line(capsys, tmp_path):
+    code = main(["run", "--kubeconfig", str(tmp_path / "nope"), "--modes", "native", "-q",
+                 "--results", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"overlaybench: no usable kubeconfig ({tmp_path / 'nope'}): ")
+    assert not (tmp_path / "results").exists()

@@ -79,14 +79,15 @@ def connect(kubeconfig: str | None, context: str | None) -> "KubeApi":
     return KubeApi(client.ApiClient(cfg))
 
 
-def _status_error(e, verb: str, resource: str, namespace: str = "") -> ApiError:
+def _status_error(e, verb: str, resource: str, namespace: str = "", server: str = "") -> ApiError:
     import urllib3
     status = getattr(e, "status", None)
     if isinstance(status, int):             # the client's ApiException: the server answered
         return ApiError(status, verb, resource, str(getattr(e, "reason", "") or ""), namespace)
-    text = (str(getattr(e, "reason", None) or e).splitlines() or [type(e).__name__])[0][:200]
+    text = (str(getattr(e, "reason", None) or e).splitlines() or [type(e).__name__])[0]
+    text = re.sub(r"<[\w.]+ object at 0x[0-9a-f]+>: ", "", text)[:200]      # urllib3's connection repr
     if isinstance(e, (urllib3.exceptions.HTTPError, OSError)):    # refused, timed out, TLS
-        return ApiError(0, verb, resource, text)
+        return ApiError(0, verb, resource, f"{server}: {text}" if server else text)
     return ApiError(-1, verb, resource, f"an answer the client cannot read ({text})", namespace)
 
 
@@ -97,6 +98,7 @@ class KubeApi:
         from kubernetes import client
         from kubernetes.client.rest import ApiException
         self._client = api_client
+        self.server = api_client.configuration.host
         self._core = client.CoreV1Api(api_client)
         self._apps = client.AppsV1Api(api_client)
         self._authz = client.AuthorizationV1Api(api_client)
@@ -109,7 +111,7 @@ class KubeApi:
         except HarnessError:
             raise
         except Exception as e:  # noqa: BLE001 (the client raises ApiException, urllib3's and ssl's errors)
-            raise _status_error(e, verb, resource, namespace) from e
+            raise _status_error(e, verb, resource, namespace, self.server) from e
 
     def server_version(self) -> str:
         return self._call("get", "version", self._version.get_code).git_version
@@ -187,7 +189,7 @@ class KubeApi:
             m = re.search(r"Handshake status (\d{3})", str(getattr(e, "reason", "") or e))
             if m:
                 raise ApiError(int(m.group(1)), "create", "pods/exec", f"(pod {pod})", namespace) from e
-            raise _status_error(e, "create", "pods/exec", namespace) from e
+            raise _status_error(e, "create", "pods/exec", namespace, self.server) from e
         out, err = [], []
         deadline = None if timeout is None else time.monotonic() + timeout
         try:

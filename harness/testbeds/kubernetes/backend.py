@@ -39,7 +39,11 @@ MODE_KINDS = ("native", "cni")      # what a cluster's backend measures: its nod
 
 
 def refuse_modes(sc) -> None:
-    """One line for the first mode that would deploy an overlay onto the nodes."""
+    """One line for the first mode that would deploy an overlay onto the nodes (or for
+    container endpoints of another kind than the cluster's pods)."""
+    if sc.containers != "netns":
+        raise HarnessError(f"--containers {sc.containers}: on the kubernetes backend the containers are the "
+                           f"cluster's pods")
     for name in sc.modes:
         if sc.mode(name).kind not in MODE_KINDS:
             raise HarnessError(f"mode {name} deploys an overlay onto the hosts; the kubernetes backend measures "
