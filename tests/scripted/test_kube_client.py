@@ -17,7 +17,8 @@ from harness.testbeds.kubernetes import specs
 NODES = {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": [
     {"metadata": {"name": "node-a"}, "spec": {},
      "status": {"conditions": [{"type": "Ready", "status": "True"}],
-                "addresses": [{"type": "Hostname", "address": "node-a"}, {"type": "InternalIP", "address": "192.0.2.1"}]}},
+                "addresses": [{"type": "Hostname", "address": "node-a"},
+                              {"type": "InternalIP", "address": "192.0.2.1"}]}},
     {"metadata": {"name": "node-b"}, "spec": {"unschedulable": True},
      "status": {"conditions": [{"type": "Ready", "status": "True"}], "addresses": []}},
     {"metadata": {"name": "node-c"}, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},

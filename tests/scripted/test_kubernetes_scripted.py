@@ -39,7 +39,8 @@ def api(monkeypatch):
 def _incidental(api: FakeApi) -> None:
     """What every pod answers whatever the case: node addresses and MTU, facts, CPU, offloads."""
     for i, n in enumerate(api.nodes):
-        api.allow_exec(f"h{i}", "ip -o -4 addr show", stdout=f"2: eth0    inet {n.address}/24 brd x scope global eth0\n")
+        api.allow_exec(f"h{i}", "ip -o -4 addr show",
+                       stdout=f"2: eth0    inet {n.address}/24 brd x scope global eth0\n")
         api.allow_exec(f"h{i}", "cat /sys/class/net/eth0/mtu", stdout="1500\n")
         api.allow_exec(f"h{i}", "ip -d -o link show", stdout=LINKS)
         api.allow_exec(f"h{i}", re.compile(r"env 'SYSCTLS=.*|iperf3 --version|qperf --version|ping -V|ip -V", re.S))

@@ -20,7 +20,8 @@ def pick(nodes: list[Node], wanted: tuple[str, ...] = (), count: int = 2) -> lis
             raise HarnessError(f"--nodes {','.join(wanted)}: name two or more different nodes")
         missing = [w for w in wanted if w not in by]
         if missing:
-            raise HarnessError(f"no node named {missing[0]!r} in the cluster (nodes: {', '.join(sorted(by)) or 'none'})")
+            known = ", ".join(sorted(by)) or "none"
+            raise HarnessError(f"no node named {missing[0]!r} in the cluster (nodes: {known})")
         for w in wanted:
             n = by[w]
             if not n.ready:
