@@ -202,7 +202,7 @@ class KubeApi:
                 err.append(ws.read_channel(2))
             status = yaml.safe_load(ws.read_channel(3) or "{}") or {}
         finally:
-            ws.close()
+            ws.close(timeout=1)      # a stream given up on answers no close: wait 1 s, not the default 3
         if status.get("status") == "Success":
             return 0, "".join(out), "".join(err)
         causes = (status.get("details") or {}).get("causes") or []
