@@ -25,7 +25,7 @@ APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvir
 
 .PHONY: setup setup-test bench test soak lint sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go flanneld
-.PHONY: dockerd-up dockerd-down images vagrant-image tools-image
+.PHONY: dockerd-up dockerd-down images vagrant-image tools-image tools-archive
 
 setup: .venv/.stamp sleeve aws-lc
 setup: wireguard-tools wireguard-go flanneld
@@ -152,6 +152,10 @@ vagrant-image: dockerd-up
 
 tools-image: dockerd-up
 	@images/build.sh tools
+
+# The tools image as an archive for a cluster's nodes or registry (--image REF of the kubernetes backend).
+tools-archive: dockerd-up
+	@images/build.sh tools-archive $(ARCHIVE)
 
 images: vagrant-image tools-image
 

@@ -6,6 +6,13 @@
 #   images/build.sh vagrant-host   the host image for Vagrant's docker provider (sshd, sudo,
 #                                  user vagrant with Vagrant's insecure key, build tools)
 #   images/build.sh tools          the image of container endpoints (the tools, sleep infinity)
+#   images/build.sh tools-archive [FILE]
+#                                  the tools image (built if needed) written as an image archive
+#                                  (`docker save`: an OCI image layout, with Docker's manifest.json
+#                                  beside it) for a cluster: `ctr -n k8s.io images import FILE` on
+#                                  each node, `docker load -i FILE`, or pushed to a registry
+#                                  (`skopeo copy docker-archive:FILE docker://REGISTRY/NAME:TAG`);
+#                                  default FILE: $OVERLAYBENCH_IMAGE_CACHE/overlaybench-tools.tar
 #   images/build.sh rootfs         only the cached rootfs
 #   images/build.sh key IMAGE      the recipe hash IMAGE (vagrant-host|tools) would carry
 #   images/build.sh name IMAGE     the image name and tag
@@ -177,10 +184,20 @@ build() {
     say "built $name (recipe $key) in $((SECONDS - start)) s"
 }
 
+archive() {  # FILE: the tools image as docker save writes it, replaced atomically
+    local out=${1:-$CACHE/overlaybench-tools.tar}
+    build tools
+    mkdir -p "$(dirname "$out")"
+    docker save -o "$out.tmp" "$TOOLS_IMAGE" || die "docker save $TOOLS_IMAGE failed"
+    mv "$out.tmp" "$out"
+    say "wrote $TOOLS_IMAGE to $out ($(du -h "$out" | cut -f1)); on a node: ctr -n k8s.io images import $out"
+}
+
 case "${1:-}" in
     vagrant-host|tools) build "$1" ;;
+    tools-archive) archive "${2:-}" ;;
     rootfs) mkdir -p "$CACHE"; exec 9>"$CACHE/.lock"; flock 9; ensure_rootfs; echo "$ROOTFS" ;;
     key) image_key "${2:-}" ;;
     name) image_name "${2:-}" ;;
-    *) echo "usage: $0 vagrant-host|tools|rootfs|key IMAGE|name IMAGE" >&2; exit 2 ;;
+    *) echo "usage: $0 vagrant-host|tools|tools-archive [FILE]|rootfs|key IMAGE|name IMAGE" >&2; exit 2 ;;
 esac

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from harness.core.errors import HarnessError
 from harness.testbeds.registry import BACKENDS
 
 EXIT_USAGE = 2
@@ -58,12 +59,45 @@ def matrix_overrides(a: argparse.Namespace) -> dict:
     return raw
 
 
+KUBE_FLAGS = ("kubeconfig", "context", "nodes", "image")
+
+
+def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
+    """The kubernetes backend's flags (`run`, and `down` without the node and image ones)."""
+    p.add_argument("--kubeconfig", metavar="FILE",
+                   help="the cluster for the kubernetes backend (implies --backend kubernetes; default: "
+                        "$KUBECONFIG or ~/.kube/config)")
+    p.add_argument("--context", metavar="NAME", help="the kubeconfig's context (default: its current one)")
+    if run:
+        p.add_argument("--nodes", type=csv(str), metavar="A,B[,..]",
+                       help="the nodes to measure between (default: the first Ready, schedulable ones by name; "
+                            "--hosts N of them)")
+        p.add_argument("--image", metavar="REF",
+                       help="the tools image the pods run (default: overlaybench/tools:bookworm; "
+                            "images/build.sh tools-archive writes it as an archive to push or load)")
+
+
+def backend_of(a: argparse.Namespace) -> str | None:
+    """--backend, or the one an --inventory (ssh) or a --kubeconfig (kubernetes) implies."""
+    b = a.backend or ("ssh" if getattr(a, "inventory", None) else
+                      "kubernetes" if getattr(a, "kubeconfig", None) else None)
+    given = [f for f in KUBE_FLAGS if getattr(a, f, None)]
+    if given and b not in (None, "kubernetes"):
+        raise HarnessError(f"--{given[0]} is the kubernetes backend's; this is --backend {b}")
+    return b
+
+
 def overrides(a: argparse.Namespace) -> dict:
-    """`run`'s flags as a scenario document: the matrix, the underlay and the testbed."""
+    """`run`'s flags as a scenario document: the matrix, the underlay and the testbed
+    (--hosts is the lab's host count, or for kubernetes a testbed option: how many nodes)."""
     raw = matrix_overrides(a)
-    backend = a.backend or ("ssh" if a.inventory else None)
+    backend = backend_of(a)
+    if backend == "kubernetes" and getattr(a, "scenario", None) is None and a.modes is None:
+        # the built-in scenario's fastdp deploys onto hosts: on a cluster, its own network instead
+        raw.setdefault("matrix", {})["modes"] = ["native", "cni"]
     tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
-                            ("lab_hosts", a.hosts), ("lab_cpus", getattr(a, "lab_cpus", None)),
+                            ("lab_hosts", a.hosts if backend != "kubernetes" else None),
+                            ("lab_cpus", getattr(a, "lab_cpus", None)),
                             ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
     if tb:
         raw["testbed"] = tb
@@ -77,7 +111,10 @@ def options(a: argparse.Namespace):
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
                    vagrant_dir=os.path.abspath(vdir) if vdir else None,
                    vagrant_destroy=getattr(a, "vagrant_destroy", False),
-                   vagrant_provider=getattr(a, "vagrant_provider", None))
+                   vagrant_provider=getattr(a, "vagrant_provider", None),
+                   kubeconfig=os.path.abspath(a.kubeconfig) if getattr(a, "kubeconfig", None) else None,
+                   kube_context=getattr(a, "context", None), nodes=tuple(getattr(a, "nodes", None) or ()),
+                   node_count=getattr(a, "hosts", None) or 2, image=getattr(a, "image", None))
 
 
 def settings(a: argparse.Namespace):

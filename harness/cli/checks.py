@@ -62,7 +62,7 @@ TOOLS = [("iperf3", True), ("qperf", True), ("sockperf", False), ("ping", True),
          ("ss", True), ("ethtool", False), ("nft", True), ("gcc", True), ("make", True)]
 
 PY_MODULES = [("pandas", True), ("jinja2", True), ("matplotlib", True), ("scipy", True),
-              ("paramiko", False), ("docker", False)]
+              ("paramiko", False), ("docker", False), ("kubernetes", False)]
 
 
 def kernel_checks() -> list[Check]:

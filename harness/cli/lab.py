@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.cli.args import add_backend, add_host_keys, options
+from harness.cli.args import add_backend, add_host_keys, add_kube, backend_of, options
 from harness.testbeds import registry
 
 
@@ -12,11 +12,14 @@ def add(sub) -> None:
     u.add_argument("--rate", help="tbf rate cap on the underlay, e.g. 1gbit")
     u.set_defaults(func=cmd_up)
 
-    dn = sub.add_parser("down", help="remove labs (or, with --inventory, remote testbeds) left by killed runs or `up`")
+    dn = sub.add_parser("down", help="remove labs (or, with --inventory, remote testbeds; with --kubeconfig, run "
+                                     "namespaces) left by killed runs or `up`")
     dn.add_argument("--force", action="store_true",
                     help="also remove what a running overlaybench (or another machine's) owns")
     dn.add_argument("--inventory", metavar="FILE", help="remove leftovers on this inventory's hosts over SSH")
-    add_backend(dn, help="vagrant: destroy the Vagrantfile's machines (vagrant destroy -f)")
+    add_kube(dn, run=False)
+    add_backend(dn, help="vagrant: destroy the Vagrantfile's machines (vagrant destroy -f); kubernetes: delete "
+                         "the run namespaces whose owner is gone (--kubeconfig)")
     add_host_keys(dn)
     dn.set_defaults(func=cmd_down)
 
@@ -33,7 +36,7 @@ def cmd_up(a) -> int:
 
 
 def cmd_down(a) -> int:
-    removed, kept = registry.down(a.backend, options(a), inventory=a.inventory, force=a.force)
+    removed, kept = registry.down(backend_of(a), options(a), inventory=a.inventory, force=a.force)
     for r in removed:
         print(f"removed {r}")
     for k in kept:

@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from harness.cli.args import (EXIT_FAILED_CASES, add_backend, add_host_keys, add_poll_idle, csv, options, overrides,
-                              settings)
+from harness.cli.args import (EXIT_FAILED_CASES, add_backend, add_host_keys, add_kube, add_poll_idle, csv, options,
+                              overrides, settings)
 from harness.core.pairs import SCHEDULES
 
 
@@ -17,7 +17,8 @@ def add(sub) -> None:
     r.add_argument("scenario", nargs="?", help="scenario TOML (default: built-in: native,fastdp at 1500)")
     add_matrix(r)
     add_backend(r, help="netns: a local lab of namespaces (default); ssh: hosts of --inventory (--pair); "
-                        "vagrant: the machines of a Vagrantfile (brought up if needed; --pair)")
+                        "vagrant: the machines of a Vagrantfile (brought up if needed; --pair); "
+                        "kubernetes: an existing cluster's nodes (--kubeconfig, --nodes)")
     r.add_argument("--vagrant-destroy", action="store_true", help="vagrant destroy -f the machines after the run")
     r.add_argument("--vagrant-provider", metavar="NAME",
                    help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
@@ -25,7 +26,9 @@ def add(sub) -> None:
     r.add_argument("--pair", type=csv(str), metavar="A,B[,..]",
                    help="which inventory hosts, two or more, or all (default: the first two)")
     r.add_argument("--hosts", type=int, metavar="N", help="the lab's hosts, 2 (default) to 8: more than two share "
-                                                          "a switch, and --pairs picks the pairs measured")
+                                                          "a switch, and --pairs picks the pairs measured; on "
+                                                          "kubernetes, how many nodes")
+    add_kube(r)
     r.add_argument("--lab-cpus", choices=["own", "scheduler"],
                    help="the lab's hosts each on CPUs of their own (default), or where the scheduler puts them")
     r.add_argument("--containers", choices=["netns", "docker"],
@@ -51,7 +54,8 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..",
                    help="auto = underlay minus the mode's encapsulation")
     p.add_argument("--placements", type=csv(str), metavar="P,..",
-                   help="host-host,host-container,container-container")
+                   help="host-host,host-container,container-container,container-service (kubernetes: a "
+                        "pod to a ClusterIP Service in front of the far pod)")
     p.add_argument("--tests", type=csv(str), metavar="T,..",
                    help="iperf3.tcp,iperf3.udp,iperf3.pps64,iperf3.pps256,iperf3.pps1400,qperf.tcp_bw,"
                         "qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,sockperf.pingpong,sockperf.pingpong_tcp,ping.flood")

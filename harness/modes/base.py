@@ -15,7 +15,7 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from harness.core.errors import HarnessError
-from harness.core.placements import NAMES as PLACEMENTS
+from harness.core.placements import WITHOUT_SERVICE
 from harness.net import confine
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class Mode(abc.ABC):
     features: tuple[str, ...] = ()  # kernel features the hosts need (probed by preflight, named by doctor)
     ships_sleeve: bool = False      # deploys the sleeve: each host builds or receives its binary
     overhead: int = 0               # bytes the encapsulation takes from the underlay MTU
-    placements: tuple[str, ...] = PLACEMENTS
+    placements: tuple[str, ...] = WITHOUT_SERVICE
     binaries: tuple[str, ...] = ()  # commands it needs on every host (checked by preflight)
     description: str = ""
     # deploys across more than two hosts, each a peer of every other (testbed.peers); a mode

@@ -1,4 +1,5 @@
-"""Where the tools run for a placement: a host, or a container behind its overlay bridge.
+"""Where the tools run for a placement: a host, a container behind its overlay bridge, or
+that container reached through the service in front of it (Side.service_ip).
 
 The client runs on the pair's first host and the server on its second: sides 0 and 1
 unless the case names its pair (harness/core/pairs.py).
@@ -9,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from harness.core.errors import HarnessError
-from harness.core.placements import HOST, PLACEMENTS
+from harness.core.placements import HOST, PLACEMENTS, SERVICE
 from harness.hosts.base import Host
 from harness.modes.base import Datapath
 from harness.testbeds.base import Side, Testbed
@@ -27,6 +28,10 @@ def _end(side: Side, dp: Datapath, where: str) -> Endpoint:
         return Endpoint(side.host, own.get("host") or (side.overlay_ip if dp.overlay else side.underlay_ip))
     if side.container is None:
         raise HarnessError(f"host {side.host.name} has no container endpoint")
+    if where == SERVICE:
+        if not side.service_ip:
+            raise HarnessError(f"host {side.host.name} has no service in front of its container")
+        return Endpoint(side.container, side.service_ip)
     return Endpoint(side.container, own.get("container") or side.container_ip)
 
 

@@ -6,8 +6,9 @@ anything is made, how to build and remove its objects, where the sleeve binary c
 from, and how CPU is honestly measured on it (its CpuMeter). Modes, endpoints and the
 runner touch hosts only through this; they never ask which backend they are on.
 
-Backends, by name (harness/testbeds/registry.py): `netns` (harness/testbeds/lab.py, the local lab) and
-`ssh`/`vagrant` (harness/testbeds/remote.py over SSH hosts).
+Backends, by name (harness/testbeds/registry.py): `netns` (harness/testbeds/lab.py, the local lab),
+`ssh`/`vagrant` (harness/testbeds/remote.py over SSH hosts) and `kubernetes`
+(harness/testbeds/kubernetes/, pods on a cluster's nodes).
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class Side:
     prefix: str = ""        # prefix for devices a mode makes: "" inside a lab namespace,
                             # the testbed's prefix on a real host (only prefixed objects there)
     table: str = ""         # the side's nftables table (harness/net/confine.py): what it may forward
+    service_ip: str = ""    # a load-balanced address in front of the container (a Kubernetes
+                            # ClusterIP Service), where the testbed makes one
 
     def dev(self, name: str) -> str:
         """The name a mode's device gets on this host ("vx0" → "ob12ab-vx0" on a real host)."""
@@ -60,6 +63,11 @@ class Options:
     vagrant_destroy: bool = False
     vagrant_provider: str | None = None   # None: $VAGRANT_DEFAULT_PROVIDER, else docker
     run_id: str = ""                # the run the testbed is for: its labels and state file name it
+    kubeconfig: str | None = None   # the kubernetes backend: None is $KUBECONFIG or ~/.kube/config
+    kube_context: str | None = None
+    nodes: tuple[str, ...] = ()     # the nodes to measure between (): two Ready, schedulable ones
+    node_count: int = 2             # how many nodes, when they are picked (--hosts)
+    image: str | None = None        # the tools image the pods run (None: overlaybench/tools:bookworm)
 
 
 class CpuMeter(abc.ABC):
@@ -135,6 +143,11 @@ class Testbed(abc.ABC):
     def install_sleeve(self, side: Side, source=None) -> str:
         """The path on side.host of a sleeve binary built from `source` (a
         harness.sleeve.build.Source; None: the one shipped with overlaybench)."""
+
+    def pod_network(self) -> dict | None:
+        """The pod network a cluster runs, as found (its CNI's DaemonSets and images, the pod
+        interface's MTU, the encapsulation devices on its nodes); None: no cluster here."""
+        return None
 
     def facts(self) -> dict:
         return {}

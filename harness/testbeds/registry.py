@@ -33,6 +33,8 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("ssh", "harness.testbeds.ssh", "hosts of an inventory (two or more), over SSH"),
     Backend("vagrant", "harness.testbeds.vagrant", "Vagrant machines (two or more); `vagrant ssh-config` feeds the "
                                                    "SSH backend"),
+    Backend("kubernetes", "harness.testbeds.kubernetes", "an existing cluster's nodes, through pods (native: "
+                                                         "hostNetwork; cni: the pod network as found)"),
 )}
 
 
@@ -50,8 +52,8 @@ def open_testbed(sc, opts):
 
 def down(name: str | None, opts, inventory: str | None = None, force: bool = False) -> tuple[list[str], list[str]]:
     """`overlaybench down`: the backend's leftovers removed (ssh when only an inventory is
-    given, as for `run`; else the local lab)."""
+    given, as for `run`; kubernetes when only a kubeconfig is; else the local lab)."""
     from harness.hosts.local import remove_stale_tempdirs  # like the backends: on use
-    name = name or ("ssh" if inventory else "netns")
+    name = name or ("ssh" if inventory else "kubernetes" if getattr(opts, "kubeconfig", None) else "netns")
     removed, kept = backend(name, " for down").remove_leftovers(opts, inventory, force)
     return removed + remove_stale_tempdirs(force), kept

@@ -21,9 +21,10 @@ from harness.modes.commands import CommandMode
 
 def test_every_mode_in_the_registry_has_scripted_deploy_and_teardown_tests():
     """native, fastdp and auto here, the sleeves in test_sleeve_scripted.py, WireGuard in
-    test_wireguard_scripted.py, the real Flannel's five in test_flannel_scripted.py."""
+    test_wireguard_scripted.py, the real Flannel's five in test_flannel_scripted.py, cni in
+    test_kubernetes_scripted.py."""
     covered = {"native", "fastdp", "auto", "wireguard", "wireguard-go", *SLEEVE_FLAGS, "flannel-vxlan",
-               "flannel-udp", "flannel-host-gw", "flannel-ipip", "flannel-wireguard"}
+               "flannel-udp", "flannel-host-gw", "flannel-ipip", "flannel-wireguard", "cni"}
     bundled = set(modes.standard())
     assert covered == bundled, "a mode without a scripted test"
 

@@ -1,0 +1,1 @@
+"""A Kubernetes cluster as hosts: the API behind a seam (api.py) and a pod as a Host (pod.py)."""

@@ -1,0 +1,77 @@
+"""The cluster's pod network as found, for the `cni` mode's Datapath.info and run.json:
+
+    daemonsets      every DaemonSet of the system namespaces with its images (the CNI's,
+                    kube-proxy or its replacement)
+    cni             the CNI those names and images point to (flannel, calico, cilium …; "")
+    pod_mtu         the MTU of a pod-network pod's eth0
+    encapsulation   per node, the tunnel devices `ip -d link` shows in a hostNetwork pod
+                    (vxlan with its id and port, geneve, wireguard, ipip's tunl …)
+
+Nothing here fails a run: what cannot be read is recorded as an error beside the rest.
+"""
+
+from __future__ import annotations
+
+import re
+
+from harness.hosts.kube.api import ApiError
+
+SYSTEM_NAMESPACES = ("kube-system", "kube-flannel", "calico-system", "tigera-operator", "cilium", "kube-router")
+KNOWN_CNIS = ("flannel", "calico", "cilium", "antrea", "weave", "kube-router", "kindnet", "ovn", "canal", "multus")
+TUNNEL_KINDS = ("vxlan", "geneve", "wireguard", "ipip", "ip6tnl", "gre", "gretap", "sit", "vti")
+
+
+def parse_links(text: str) -> list[dict]:
+    """The tunnel devices of `ip -d -o link show`: name, kind, MTU, and a VXLAN's or
+    Geneve's id and UDP port."""
+    out = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split("\\")]
+        m = re.match(r"\d+:\s+([^:@\s]+)(?:@\S+)?:\s.*?\bmtu (\d+)", parts[0])
+        if not m:
+            continue
+        for detail in parts[1:]:
+            words = detail.split()
+            if words and words[0] in TUNNEL_KINDS:
+                dev = {"name": m.group(1), "kind": words[0], "mtu": int(m.group(2))}
+                for key in ("id", "dstport"):
+                    if key in words[:-1] and words[words.index(key) + 1].isdigit():
+                        dev[key] = int(words[words.index(key) + 1])
+                out.append(dev)
+                break
+    return out
+
+
+def which_cni(daemonsets: list[dict]) -> str:
+    """The CNI the system DaemonSets' names and images name first ("" where none)."""
+    text = " ".join(f"{d['name']} {' '.join(d['images'])}" for d in daemonsets).lower()
+    return next((c for c in KNOWN_CNIS if c in text), "")
+
+
+def pod_network(api, sides) -> dict:
+    """Everything of the module doc, read through the API and the run's pods."""
+    info: dict = {"daemonsets": [], "errors": []}
+    for ns in SYSTEM_NAMESPACES:
+        try:
+            info["daemonsets"] += api.list_daemonsets(ns)
+        except ApiError as e:
+            if ns == "kube-system" or e.status not in (403, 404):
+                info["errors"].append(str(e))
+    info["cni"] = which_cni(info["daemonsets"])
+    info["pod_mtu"] = None
+    for s in sides:
+        done = s.container.run(["cat", "/sys/class/net/eth0/mtu"], check=False, timeout=20)
+        if done.ok and done.stdout.strip().isdigit():
+            info["pod_mtu"] = int(done.stdout.strip())
+            break
+        info["errors"].append(f"{s.container.name}: pod MTU: {(done.stderr or done.stdout).strip()[-200:]}")
+    info["encapsulation"] = {}
+    for s in sides:
+        done = s.host.run(["ip", "-d", "-o", "link", "show"], check=False, timeout=20)
+        if done.ok:
+            info["encapsulation"][s.name] = parse_links(done.stdout)
+        else:
+            info["errors"].append(f"{s.name}: ip -d link: {(done.stderr or done.stdout).strip()[-200:]}")
+    if not info["errors"]:
+        del info["errors"]
+    return info

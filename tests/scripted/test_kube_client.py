@@ -1,0 +1,163 @@
+"""The real side of the client seam (harness/hosts/kube/api.py's KubeApi, on the pinned
+`kubernetes` client) against a small HTTP server on loopback that answers as an API server
+does: the requests it sends (paths, verbs, bodies) and what it makes of the answers
+(nodes, access reviews, pod states, a 403 naming verb and resource). The exec stream's
+websocket is not served here."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from harness.hosts.kube import api as api_mod
+from harness.hosts.kube.api import ApiError
+from harness.testbeds.kubernetes import specs
+
+NODES = {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": [
+    {"metadata": {"name": "node-a"}, "spec": {},
+     "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "addresses": [{"type": "Hostname", "address": "node-a"},
+                              {"type": "InternalIP", "address": "192.0.2.1"}]}},
+    {"metadata": {"name": "node-b"}, "spec": {"unschedulable": True},
+     "status": {"conditions": [{"type": "Ready", "status": "True"}], "addresses": []}},
+    {"metadata": {"name": "node-c"}, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
+     "status": {"conditions": [{"type": "Ready", "status": "False"}], "addresses": []}},
+]}
+POD = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "c1", "namespace": "ns"}, "spec": {"containers": []},
+       "status": {"phase": "Pending", "containerStatuses": [
+           {"name": "tools", "image": "x", "imageID": "", "ready": False, "restartCount": 0,
+            "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"x\""}}}]}}
+FORBIDDEN = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+             "message": 'namespaces is forbidden: User "u" cannot create resource "namespaces"'}
+
+
+class Handler(BaseHTTPRequestHandler):
+    seen: list = []
+    broken_version = False
+
+    def log_message(self, *a):
+        pass
+
+    def _answer(self, code: int, doc: dict) -> None:
+        data = json.dumps(doc).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return json.loads(self.rfile.read(n)) if n else None
+
+    def do_GET(self):
+        self.seen.append(("GET", self.path, None))
+        if self.path in ("/version", "/version/") and self.broken_version:
+            self._answer(200, {"major": "1"})
+        elif self.path in ("/version", "/version/"):
+            self._answer(200, {"major": "1", "minor": "34", "gitVersion": "v1.34.4", "gitCommit": "0" * 40,
+                               "gitTreeState": "clean", "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24",
+                               "compiler": "gc", "platform": "linux/amd64"})
+        elif self.path == "/api/v1/nodes":
+            self._answer(200, NODES)
+        elif self.path == "/api/v1/namespaces/ns/pods/c1":
+            self._answer(200, POD)
+        elif self.path.startswith("/api/v1/namespaces?labelSelector="):
+            self._answer(200, {"kind": "NamespaceList", "apiVersion": "v1", "metadata": {}, "items": [
+                {"metadata": {"name": "overlaybench-ob12ab", "labels": {"overlaybench/run": "r1"}},
+                 "status": {"phase": "Terminating"}}]})
+        elif self.path == "/apis/apps/v1/namespaces/kube-system/daemonsets":
+            self._answer(200, {"kind": "DaemonSetList", "apiVersion": "apps/v1", "metadata": {}, "items": [
+                {"metadata": {"name": "kube-flannel-ds"},
+                 "spec": {"selector": {}, "template": {"spec": {"containers": [
+                     {"name": "f", "image": "ghcr.io/flannel-io/flannel:v0.26.7"}]}}}}]})
+        else:
+            self._answer(404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"})
+
+    def do_POST(self):
+        body = self._body()
+        self.seen.append(("POST", self.path, body))
+        if self.path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews":
+            attrs = body["spec"]["resourceAttributes"]
+            self._answer(201, {**body, "status": {"allowed": attrs.get("subresource") != "exec"}})
+        elif self.path == "/api/v1/namespaces":
+            self._answer(403, FORBIDDEN)
+        elif self.path == "/api/v1/namespaces/ns/services":
+            self._answer(201, {**body, "spec": {**body["spec"], "clusterIP": "10.96.0.11"}})
+        else:
+            self._answer(404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"})
+
+    def do_DELETE(self):
+        self.seen.append(("DELETE", self.path, self._body()))
+        self._answer(404, {"kind": "Status", "status": "Failure", "code": 404, "reason": "NotFound"})
+
+
+@pytest.fixture
+def api(tmp_path):
+    Handler.seen = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    t.start()
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "http://127.0.0.1:{server.server_address[1]}"}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+""")
+    yield api_mod.connect(str(kc), "x")
+    server.shutdown()
+    server.server_close()
+
+
+def test_version_and_nodes(api):
+    assert api.server_version() == "v1.34.4"
+    assert [(n.name, n.ready, n.schedulable, n.address) for n in api.list_nodes()] == [
+        ("node-a", True, True, "192.0.2.1"), ("node-b", True, False, ""), ("node-c", False, False, "")]
+
+
+def test_access_review_asks_for_the_verb_resource_and_namespace(api):
+    assert api.allowed("create", "pods", "overlaybench-ob12ab") is True
+    assert api.allowed("create", "pods", "overlaybench-ob12ab", subresource="exec") is False
+    (_m, path, body), _ = Handler.seen
+    assert path == "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+    assert body["spec"]["resourceAttributes"] == {"verb": "create", "resource": "pods", "group": "",
+                                                  "namespace": "overlaybench-ob12ab"}
+
+
+def test_an_answer_the_client_cannot_read_is_not_called_unreachable(api):
+    Handler.broken_version = True
+    try:
+        with pytest.raises(ApiError) as e:
+            api.server_version()
+    finally:
+        Handler.broken_version = False
+    assert e.value.status == -1 and "unreachable" not in str(e.value)
+    assert str(e.value).startswith("get version: -1 an answer the client cannot read")
+
+
+def test_a_forbidden_create_names_verb_and_resource(api):
+    with pytest.raises(ApiError) as e:
+        api.create_namespace(specs.namespace("ob12ab", "r1", 1, "h"))
+    assert e.value.status == 403
+    assert str(e.value) == "forbidden: this kubeconfig's user may not create namespaces"
+    assert Handler.seen[0][2]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+
+
+def test_a_stuck_pod_reports_its_reason(api):
+    st = api.pod_status("ns", "c1")
+    assert (st.phase, st.reason, st.message) == ("Pending", "ImagePullBackOff", 'Back-off pulling image "x"')
+
+
+def test_services_daemonsets_namespaces_and_a_delete_of_what_is_gone(api):
+    assert api.create_service("ns", specs.service("s1", "c1", 1)) == "10.96.0.11"
+    assert api.list_daemonsets("kube-system") == [
+        {"name": "kube-flannel-ds", "namespace": "kube-system", "images": ["ghcr.io/flannel-io/flannel:v0.26.7"]}]
+    assert api.list_namespaces(specs.SELECTOR) == [
+        {"name": "overlaybench-ob12ab", "labels": {"overlaybench/run": "r1"}, "phase": "Terminating"}]
+    assert ("GET", "/api/v1/namespaces?labelSelector=app.kubernetes.io%2Fmanaged-by%3Doverlaybench", None) \
+        in Handler.seen
+    api.delete_namespace("overlaybench-ob12ab")        # already gone (404): not an error
+    assert Handler.seen[-1][:2] == ("DELETE", "/api/v1/namespaces/overlaybench-ob12ab?propagationPolicy=Background")

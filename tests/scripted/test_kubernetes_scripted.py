@@ -1,0 +1,291 @@
+"""The kubernetes backend end to end on a fake API (tests/scripted_kube.py): whole runs
+through the session and the runner, what is made and that it is gone after success, each
+failure path and Ctrl-C; bad input before anything is made; `down` of dead owners; the
+CNI as recorded in run.json. No cluster, no root."""
+
+import json
+import os
+import pathlib
+import re
+import socket
+
+import pytest
+
+from harness.cli import main
+from harness.core.errors import HarnessError
+from harness.hosts.kube import api as api_mod
+from harness.hosts.kube.api import ApiError, PodStatus
+from harness.run import session
+from harness.testbeds import kubernetes as kube
+from harness.testbeds.base import Options
+from scripted_kube import FakeApi
+
+DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
+IPERF = (DATA / "iperf3_tcp_1.out").read_text()
+LINKS = (DATA / "kube" / "ip_d_link_flannel_vxlan.txt").read_text()
+STAT = "cpu  100 0 100 1000 0 0 0 0 0 0\n"
+FLANNEL = {"kube-system": [{"name": "kube-proxy", "images": ["registry.k8s.io/kube-proxy:v1.34.4"]}],
+           "kube-flannel": [{"name": "kube-flannel-ds", "images": ["ghcr.io/flannel-io/flannel:v0.26.7"]}]}
+PULL = PodStatus("Pending", reason="ImagePullBackOff", message='Back-off pulling image "reg.example/tools:x"')
+
+
+@pytest.fixture
+def api(monkeypatch):
+    fake = FakeApi(daemonsets=FLANNEL)
+    monkeypatch.setattr(kube, "connect", lambda opts: fake)
+    return fake
+
+
+def _incidental(api: FakeApi) -> None:
+    """What every pod answers whatever the case: node addresses and MTU, facts, CPU, offloads."""
+    for i, n in enumerate(api.nodes):
+        api.allow_exec(f"h{i}", "ip -o -4 addr show",
+                       stdout=f"2: eth0    inet {n.address}/24 brd x scope global eth0\n")
+        api.allow_exec(f"h{i}", "cat /sys/class/net/eth0/mtu", stdout="1500\n")
+        api.allow_exec(f"h{i}", "ip -d -o link show", stdout=LINKS)
+        api.allow_exec(f"h{i}", re.compile(r"env 'SYSCTLS=.*|iperf3 --version|qperf --version|ping -V|ip -V", re.S))
+        for pod in (f"h{i}", f"c{i}"):
+            api.allow_exec(pod, "cat /proc/stat", stdout=STAT)
+            api.allow_exec(pod, re.compile(r"ethtool -k \S+"))
+            api.allow_exec(pod, ["ss", "-Hltn", "sport = :5201"], stdout="LISTEN 0 5 *:5201 *:*\n")
+        api.allow_exec(f"c{i}", "cat /sys/class/net/eth0/mtu", stdout="1450\n")
+
+
+def _run(tmp_path, modes=("native", "cni"), placements=("host-host", "container-container"), **opts):
+    return session.run(overrides={"matrix": {"modes": list(modes), "placements": list(placements),
+                                             "tests": ["iperf3.tcp"], "repeats": 1, "duration": 1},
+                                  "testbed": {"backend": "kubernetes"}},
+                       results_dir=str(tmp_path / "results"), quiet=True, options=Options(**opts))
+
+
+def _rows(store) -> list[dict]:
+    return [json.loads(ln) for ln in (store.path / "measurements.jsonl").read_text().splitlines()]
+
+
+def test_a_run_measures_native_and_cni_and_leaves_nothing(api, tmp_path):
+    _incidental(api)
+    api.expect_start("h1", "iperf3 -s -1 -p 5201")
+    api.expect_start("h0", re.compile(r"iperf3 -c 192\.0\.2\.99 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    api.expect_start("c1", "iperf3 -s -1 -p 5201")
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.244\.1\.5 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    store = _run(tmp_path)
+    rows = _rows(store)
+    assert {(r["mode"], r["placement"]) for r in rows} == {("native", "host-host"), ("cni", "container-container")}
+    assert all(r["ok"] for r in rows) and {"throughput_bps", "cpu_client_pct"} <= {r["metric"] for r in rows}
+    meta = store.read_meta()
+    assert meta["status"] == "complete" and meta["backend"] == "kubernetes"
+    ns = meta["testbed"]["namespace"]
+    assert re.fullmatch(r"overlaybench-ob[0-9a-f]{4}", ns)
+    (cni,) = [d for d in meta["datapaths"] if d["mode"] == "cni"]
+    assert cni["info"]["cni"] == "flannel" and cni["info"]["pod_mtu"] == 1450
+    assert {"name": "kube-flannel-ds", "namespace": "kube-flannel",
+            "images": ["ghcr.io/flannel-io/flannel:v0.26.7"]} in cni["info"]["daemonsets"]
+    assert cni["info"]["encapsulation"]["node-a"][0]["kind"] == "vxlan"
+    # made in the run's namespace only, and gone
+    made = [c for c in api.calls if c[0].startswith("create_")]
+    assert [c[0] for c in made] == ["create_namespace"] + ["create_pod"] * 4
+    assert all(c[1] == ns for c in made[1:]) and not api.services
+    assert api.deleted == [ns] and not api.namespaces and not api.pods
+    labels = [c for c in api.calls if c[0] == "create_namespace"][0][1]["metadata"]["labels"]
+    assert labels["overlaybench/owner-pid"] == str(os.getpid())
+    assert labels["overlaybench/run"] == meta["run_id"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    pods = {c[2]["metadata"]["name"]: c[2]["spec"] for c in made[1:]}
+    assert {n: (s["nodeName"], s["hostNetwork"]) for n, s in pods.items()} == {
+        "h0": ("node-a", True), "c0": ("node-a", False), "h1": ("node-b", True), "c1": ("node-b", False)}
+    api.assert_clean()
+
+
+def test_service_path_reaches_the_far_pod_through_its_cluster_ip(api, tmp_path):
+    _incidental(api)
+    api.expect_start("c1", "iperf3 -s -1 -p 5201")
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.96\.0\.12 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    store = _run(tmp_path, modes=("cni",), placements=("container-service",))
+    assert all(r["ok"] for r in _rows(store))
+    assert sorted(n for _ns, n in api.services) == ["s0", "s1"]
+    assert store.read_meta()["testbed"]["hosts"]["h1"]["service_ip"] == "10.96.0.12"
+    assert not api.namespaces
+    api.assert_clean()
+
+
+def test_an_image_that_cannot_be_pulled_fails_its_cases_and_the_run_goes_on(api, tmp_path):
+    for pod in ("h0", "c0", "h1", "c1"):
+        api.pod_states[pod] = [PULL]
+    store = _run(tmp_path, image="reg.example/tools:x")
+    rows = _rows(store)
+    assert {r["mode"] for r in rows} == {"native", "cni"} and not any(r["ok"] for r in rows)
+    assert all("ImagePullBackOff: Back-off pulling image" in r["error"] for r in rows)
+    assert store.read_meta()["status"] == "complete"
+    assert not api.namespaces and len(api.deleted) == 1
+    api.assert_clean()
+
+
+def _nothing_made(api: FakeApi, tmp_path) -> None:
+    assert not [c for c in api.calls if c[0].startswith("create_")]
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+@pytest.mark.parametrize("denied, needle", [
+    ({"create pods/exec"}, "may not create pods/exec"),
+    ({"delete namespaces", "create pods"}, "may not delete namespaces, create pods "),
+])
+def test_a_forbidden_verb_is_one_line_before_anything_is_made(api, tmp_path, denied, needle):
+    api.denied = denied
+    with pytest.raises(HarnessError) as e:
+        _run(tmp_path)
+    assert needle in str(e.value) and str(e.value).startswith("forbidden: this kubeconfig's user")
+    _nothing_made(api, tmp_path)
+
+
+def test_forbidden_nodes_list_names_verb_and_resource(api, tmp_path):
+    api.fail("list_nodes", ApiError(403, "list", "nodes", "Forbidden"))
+    with pytest.raises(HarnessError, match=r"^forbidden: this kubeconfig's user may not list nodes$"):
+        _run(tmp_path)
+    _nothing_made(api, tmp_path)
+
+
+@pytest.mark.parametrize("opts, needle", [
+    ({"nodes": ("node-a", "node-x")}, "no node named 'node-x' in the cluster (nodes: node-a, node-b)"),
+    ({"node_count": 3}, "the cluster has 2 Ready, schedulable nodes (node-a, node-b); the run needs 3"),
+])
+def test_nodes_that_do_not_exist_are_refused_before_anything_is_made(api, tmp_path, opts, needle):
+    with pytest.raises(HarnessError, match=re.escape(needle)):
+        _run(tmp_path, **opts)
+    _nothing_made(api, tmp_path)
+
+
+def test_an_overlay_mode_is_refused_before_the_api_is_reached(monkeypatch, tmp_path):
+    def never(opts):
+        raise AssertionError("the API was reached")
+    monkeypatch.setattr(kube, "connect", never)
+    with pytest.raises(HarnessError, match=r"^mode fastdp deploys an overlay onto the hosts; the kubernetes backend "):
+        _run(tmp_path, modes=("native", "fastdp"))
+
+
+def test_docker_containers_are_refused_before_the_api_is_reached(monkeypatch, tmp_path):
+    monkeypatch.setattr(kube, "connect", lambda opts: pytest.fail("the API was reached"))
+    with pytest.raises(HarnessError, match=r"^--containers docker: on the kubernetes backend the containers are"):
+        session.run(overrides={"testbed": {"backend": "kubernetes", "containers": "docker"}},
+                    results_dir=str(tmp_path / "results"), quiet=True, options=Options())
+
+
+def test_cni_is_refused_elsewhere_in_one_line():
+    from harness.core.errors import UnsupportedError
+    from harness.modes import standard
+
+    class Lab:
+        backend = "netns"
+
+        def pod_network(self):
+            return None
+    with pytest.raises(UnsupportedError, match="the netns backend has none"):
+        standard().get("cni").check(Lab())
+
+
+# ------------------------------------------------------------------ the real client, no cluster
+def test_no_kubeconfig_is_one_line(tmp_path):
+    with pytest.raises(HarnessError, match=r"^no usable kubeconfig \(.*/missing\): "):
+        api_mod.connect(str(tmp_path / "missing"), None)
+
+
+def test_an_unreachable_api_is_one_line(tmp_path):
+    with socket.socket() as s:          # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{port}", insecure-skip-tls-verify: true}}}}]
+users: [{{name: u, user: {{token: t}}}}]
+contexts: [{{name: x, context: {{cluster: c, user: u}}}}]
+current-context: x
+""")
+    with pytest.raises(ApiError) as e:
+        api_mod.connect(str(kc), None).server_version()
+    assert e.value.status == 0 and str(e.value).startswith("the Kubernetes API is unreachable (get version: ")
+    assert "\n" not in str(e.value)
+
+
+# ------------------------------------------------------------------ cleanup on every failure path
+def test_a_failed_build_deletes_the_namespace(api, tmp_path):
+    api.fail("create_pod", ApiError(403, "create", "pods", "Forbidden", "overlaybench-x"))
+    with pytest.raises(HarnessError, match="may not create pods"):
+        _run(tmp_path)
+    assert len(api.deleted) == 1 and not api.namespaces
+
+
+def test_ctrl_c_while_pods_start_deletes_the_namespace(api, tmp_path):
+    api.fail("pod_status", KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path)
+    assert len(api.deleted) == 1 and not api.namespaces
+
+
+def test_ctrl_c_mid_case_deletes_the_namespace(api, tmp_path):
+    _incidental(api)
+
+    def interrupt(argv):         # Ctrl-C while the case waits for its server
+        if argv[0] == "ss":
+            raise KeyboardInterrupt
+        return False
+    api.allow_exec("h1", interrupt)
+    api._allowed.insert(0, api._allowed.pop())
+    api.expect_start("h1", "iperf3 -s -1 -p 5201")
+    with pytest.raises(KeyboardInterrupt):
+        _run(tmp_path, modes=("native",), placements=("host-host",))
+    assert [c[3][-1] for c in api.calls if c[0] == "exec" and c[2] == "h1"][-2:] == ["sport = :5201", "TERM"]
+    assert len(api.deleted) == 1 and not api.namespaces
+
+
+def test_a_namespace_that_cannot_be_deleted_is_logged_not_raised(api, tmp_path, caplog):
+    _incidental(api)
+    api.expect_start("h1", "iperf3 -s -1 -p 5201")
+    api.expect_start("h0", re.compile(r"iperf3 -c .*"), returncode=0, stdout=IPERF, runs=False)
+    api.fail("delete_namespace", ApiError(0, "delete", "namespaces", "connection refused"))
+    store = _run(tmp_path, modes=("native",), placements=("host-host",))
+    assert store.read_meta()["status"] == "complete"
+    assert "overlaybench down --kubeconfig removes it" in caplog.text
+
+
+# ------------------------------------------------------------------ down
+def _ns(name, pid, host=None):
+    return {"name": name, "phase": "Active",
+            "labels": {"app.kubernetes.io/managed-by": "overlaybench", "overlaybench/run": f"run-{name}",
+                       "overlaybench/owner-pid": str(pid),
+                       "overlaybench/owner-host": host or socket.gethostname()}}
+
+
+@pytest.mark.parametrize("force, gone", [(False, {"overlaybench-dead"}),
+                                         (True, {"overlaybench-dead", "overlaybench-live", "overlaybench-far"})])
+def test_down_deletes_the_namespaces_whose_owner_is_gone(monkeypatch, capsys, tmp_path, force, gone):
+    fake = FakeApi(namespaces=[_ns("overlaybench-dead", 2 ** 22 + 7), _ns("overlaybench-live", os.getpid()),
+                               _ns("overlaybench-far", 1, host="elsewhere")])
+    fake.namespaces["kube-system"] = {"name": "kube-system", "labels": {}, "phase": "Active"}
+    monkeypatch.setattr(kube, "connect", lambda opts: fake)
+    assert main(["down", "--kubeconfig", str(tmp_path / "kc")] + (["--force"] if force else [])) == 0
+    out = capsys.readouterr().out
+    assert set(fake.deleted) == gone and "kube-system" in fake.namespaces
+    assert "removed namespace overlaybench-dead (run run-overlaybench-dead)" in out
+    if not force:
+        assert "left namespace overlaybench-live (owned by running pid" in out
+        assert "left namespace overlaybench-far (owned by elsewhere, which this machine cannot check)" in out
+
+
+def test_a_scenarios_testbed_pair_names_the_nodes_and_flags_win(api):
+    from harness.run.scenario import from_command_line
+    sc = from_command_line(None, {"testbed": {"backend": "kubernetes", "pair": ["node-b", "node-a"]},
+                                  "matrix": {"modes": ["native"]}})
+    tb = kube.open_testbed(sc, Options())
+    assert [s.name for s in tb.sides] == ["node-b", "node-a"] and tb.sides[0].underlay_ip == "192.0.2.99"
+    tb = kube.open_testbed(sc, Options(nodes=("node-a", "node-b")))
+    assert [s.name for s in tb.sides] == ["node-a", "node-b"]
+    assert not [c for c in api.calls if c[0].startswith("create_")]
+
+
+def test_the_command_line_says_a_missing_kubeconfig_in_one_line(capsys, tmp_path):
+    code = main(["run", "--kubeconfig", str(tmp_path / "nope"), "--modes", "native", "-q",
+                 "--results", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"overlaybench: no usable kubeconfig ({tmp_path / 'nope'}): ")
+    assert not (tmp_path / "results").exists()

@@ -1,0 +1,203 @@
+"""A fake Kubernetes API at the client seam (harness/hosts/kube/api.py), for tests without a
+cluster, as ScriptedHost is at the Host seam.
+
+The objects a run makes are kept (namespaces, pods, services) and checked as they come: a
+pod or service outside a namespace that exists, a second namespace of one name, a call the
+seam does not have, all fail the test. Execs answer from a script:
+
+    api = FakeApi(nodes=[node("a"), node("b")])
+    api.expect_exec("h0", "ip -o -4 addr show", stdout=…)        # in order, once
+    api.allow_exec(re.compile(r"cat /proc/stat"), stdout=STAT)    # any time
+    api.expect_start("h1", re.compile(r"iperf3 -s .*"))           # runs until killed
+    ...
+    api.assert_clean()        # every expected exec ran; nothing unexpected was asked
+
+An exec's argv is matched without the wrappers PodHost adds (`timeout -s KILL T`, a
+started command's pid file), as a list, a string split as a shell would, a regular
+expression over `shlex.join`, or a predicate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import shlex
+import threading
+
+from harness.hosts.kube.api import ApiError, Node, PodStatus
+
+RUNNING = PodStatus("Running", "10.244.0.5", "192.0.2.1")
+
+
+def node(name: str, ready: bool = True, schedulable: bool = True, address: str = "") -> Node:
+    return Node(name, ready, schedulable, address or f"192.0.2.{ord(name[-1]) % 200 + 1}")
+
+
+@dataclasses.dataclass
+class Exec:
+    kind: str                 # run | start
+    pod: str
+    match: object
+    answer: tuple             # (rc, stdout, stderr)
+    times: int | None = 1     # None: any number
+    used: int = 0
+
+    def matches(self, kind: str, pod: str, argv: list[str]) -> bool:
+        if kind != self.kind or pod != self.pod or (self.times is not None and self.used >= self.times):
+            return False
+        m = self.match
+        if isinstance(m, str):
+            return argv == shlex.split(m)
+        if isinstance(m, (list, tuple)):
+            return argv == list(m)
+        if isinstance(m, re.Pattern):
+            return m.fullmatch(shlex.join(argv)) is not None
+        return bool(m(argv))
+
+
+class FakeApi:
+    """The seam's methods over kept objects and scripted execs (module doc)."""
+
+    def __init__(self, nodes: list[Node] | None = None, version: str = "v1.34.4", denied: tuple = (),
+                 daemonsets: dict | None = None, namespaces: list[dict] | None = None):
+        self.nodes = nodes if nodes is not None else [node("node-a"), node("node-b")]
+        self.version, self.denied = version, set(denied)
+        self.daemonsets = daemonsets or {}
+        self.namespaces: dict[str, dict] = {n["name"]: n for n in (namespaces or [])}
+        self.deleted: list[str] = []
+        self.pods: dict[tuple[str, str], dict] = {}
+        self.services: dict[tuple[str, str], dict] = {}
+        self.pod_states: dict[str, list[PodStatus]] = {}     # pod name → the statuses it goes through
+        self.failures: dict[str, BaseException] = {}          # method → what it raises
+        self.calls: list[tuple] = []
+        self.errors: list[str] = []
+        self._execs: list[Exec] = []
+        self._allowed: list[Exec] = []
+        self._running: dict[str, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ scripting
+    def fail(self, method: str, error: BaseException) -> None:
+        self.failures[method] = error
+
+    def expect_exec(self, pod, match, returncode=0, stdout="", stderr="", times=1) -> None:
+        self._execs.append(Exec("run", pod, match, (returncode, stdout, stderr), times))
+
+    def allow_exec(self, pod, match, returncode=0, stdout="", stderr="") -> None:
+        self._allowed.append(Exec("run", pod, match, (returncode, stdout, stderr), None))
+
+    def expect_start(self, pod, match, returncode=143, stdout="", stderr="", runs=True) -> None:
+        """A started command: runs until a kill comes (then returns), or exits at once."""
+        self._execs.append(Exec("start", pod, match, (returncode, stdout, stderr, runs), 1))
+
+    def assert_clean(self) -> None:
+        left = [f"{e.kind} {e.pod}: {e.match}" for e in self._execs if e.times is not None and e.used < e.times]
+        assert not self.errors, "unexpected calls:\n" + "\n".join(self.errors)
+        assert not left, "expected but never asked:\n" + "\n".join(left)
+
+    def _check(self, method: str, *args) -> None:
+        self.calls.append((method, *args))
+        err = self.failures.get(method)
+        if err is not None:
+            raise err
+
+    def _unexpected(self, what: str) -> AssertionError:
+        self.errors.append(what)
+        return AssertionError(f"unexpected: {what}")
+
+    # ------------------------------------------------------------ the seam
+    def server_version(self) -> str:
+        self._check("server_version")
+        return self.version
+
+    def list_nodes(self) -> list[Node]:
+        self._check("list_nodes")
+        return list(self.nodes)
+
+    def allowed(self, verb, resource, namespace="", group="", subresource="") -> bool:
+        self._check("allowed", verb, resource, namespace, group, subresource)
+        return f"{verb} {resource}{'/' + subresource if subresource else ''}" not in self.denied
+
+    def create_namespace(self, body: dict) -> None:
+        self._check("create_namespace", body)
+        name = body["metadata"]["name"]
+        if name in self.namespaces:
+            raise ApiError(409, "create", "namespaces", "AlreadyExists")
+        self.namespaces[name] = {"name": name, "labels": dict(body["metadata"]["labels"]), "phase": "Active",
+                                 "body": body}
+
+    def delete_namespace(self, name: str) -> None:
+        self._check("delete_namespace", name)
+        self.namespaces.pop(name, None)
+        self.deleted.append(name)
+        for key in [k for k in self.pods if k[0] == name]:
+            del self.pods[key]
+
+    def list_namespaces(self, selector: str) -> list[dict]:
+        self._check("list_namespaces", selector)
+        k, _, v = selector.partition("=")
+        return [{"name": n["name"], "labels": n["labels"], "phase": n["phase"]} for n in self.namespaces.values()
+                if n["labels"].get(k) == v]
+
+    def create_pod(self, namespace: str, body: dict) -> None:
+        self._check("create_pod", namespace, body)
+        if namespace not in self.namespaces:
+            raise self._unexpected(f"pod {body['metadata']['name']} in namespace {namespace}, which does not exist")
+        self.pods[(namespace, body["metadata"]["name"])] = body
+
+    def pod_status(self, namespace: str, name: str) -> PodStatus:
+        self._check("pod_status", namespace, name)
+        if (namespace, name) not in self.pods:
+            raise ApiError(404, "get", "pods", "NotFound", namespace)
+        seq = self.pod_states.get(name) or [RUNNING]
+        st = seq.pop(0) if len(seq) > 1 else seq[0]
+        if st.phase == "Running" and name.startswith("h"):
+            node = next(n for n in self.nodes if n.name == self.pods[(namespace, name)]["spec"]["nodeName"])
+            st = dataclasses.replace(st, ip=node.address, host_ip=node.address)
+        elif st.phase == "Running":
+            st = dataclasses.replace(st, ip=f"10.244.{name[1:]}.5")
+        return st
+
+    def create_service(self, namespace: str, body: dict) -> str:
+        self._check("create_service", namespace, body)
+        if namespace not in self.namespaces:
+            raise self._unexpected(f"service in namespace {namespace}, which does not exist")
+        self.services[(namespace, body["metadata"]["name"])] = body
+        return f"10.96.0.{10 + len(self.services)}"
+
+    def list_daemonsets(self, namespace: str) -> list[dict]:
+        self._check("list_daemonsets", namespace)
+        return [dict(d, namespace=namespace) for d in self.daemonsets.get(namespace, [])]
+
+    def exec(self, namespace, pod, argv, timeout):
+        self._check("exec", namespace, pod, tuple(argv))
+        if (namespace, pod) not in self.pods:
+            raise self._unexpected(f"exec in pod {namespace}/{pod}, which does not exist")
+        argv = list(argv)
+        if argv[:3] == ["timeout", "-s", "KILL"]:
+            argv = argv[4:]
+        if argv[:2] == ["sh", "-c"] and argv[2].startswith("kill -s"):
+            with self._lock:
+                ev = self._running.get(argv[3])
+            if ev is not None:
+                ev.set()
+            return 0, "", ""
+        kind = "run"
+        if argv[:2] == ["sh", "-c"] and argv[2].startswith("echo $$"):
+            kind, pidfile, argv = "start", argv[3], argv[4:]
+        with self._lock:
+            e = next((e for e in self._execs if e.matches(kind, pod, argv)), None) or \
+                next((e for e in self._allowed if e.matches(kind, pod, argv)), None)
+            if e is None:
+                raise self._unexpected(f"{kind} in {pod}: {shlex.join(argv)}")
+            e.used += 1
+        if kind == "start":
+            rc, out, err, runs = e.answer
+            if runs:
+                ev = threading.Event()
+                with self._lock:
+                    self._running[pidfile] = ev
+                if not ev.wait(30):
+                    raise self._unexpected(f"{shlex.join(argv)} in {pod} never stopped")
+            return rc, out, err
+        return e.answer
