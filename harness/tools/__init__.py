@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from harness.core.errors import HarnessError
 from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.tools.iperf2 import IperfCrr, LoadBounceback
 from harness.tools.iperf3 import Iperf3Pps, Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood
 from harness.tools.qperf import Qperf
 from harness.tools.sockperf import SockperfPingPong
+from harness.tools.sweep import Iperf3Sweep
 
 __all__ = ["TOOLS", "get", "Sample", "TestSpec", "Tool", "ToolResult"]
 
@@ -26,6 +28,10 @@ TOOLS: dict[str, Tool] = {
         SockperfPingPong("udp"),
         SockperfPingPong("tcp"),
         PingFlood(),
+        LoadBounceback(),
+        IperfCrr(),
+        Iperf3Sweep(64),
+        Iperf3Sweep(1400),
     )
 }
 
