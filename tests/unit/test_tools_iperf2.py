@@ -35,7 +35,7 @@ def test_phases_are_the_probe_idle_then_beside_the_load_both_ways():
     idle, loaded = LOAD.phases(SPEC)
     assert (idle.name, loaded.name) == ("idle", "loaded")
     assert idle.argv == ["iperf", "-c", "198.18.0.2", "-p", "5001", "--bounceback=1",
-                         "--bounceback-period=0.001", "-t", "2", "-e"]
+                         "--bounceback-period=0.001", "-l", "16K", "-t", "2", "-e"]
     assert loaded.argv == idle.argv + ["--bounceback-congest=bidir,2"]
     assert LOAD.server_argv(SPEC) == ["iperf", "-s", "-p", "5001"]
     assert LOAD.timeout(SPEC) == idle.timeout + loaded.timeout
@@ -75,6 +75,15 @@ def test_load_is_the_sum_of_every_stream_both_ways():
     assert values(res)["load_throughput_bps"] == (253 + 303) * 1e6     # [FD3] and [FD2]
 
 
+def test_lab_load_in_gbits_fills_the_veth():
+    res = LOAD.parse_phases([phase("idle", "iperf2_lab_idle"), phase("loaded", "iperf2_lab_loaded_16k")])
+    assert res.ok, res.error
+    v = values(res)
+    assert v["load_throughput_bps"] == pytest.approx((10.4 + 10.1) * 1e9)   # [FD2] and [FD3], Gbits/sec
+    assert v["lat_loaded_us"] == pytest.approx(324)                        # 2325=0.324/…
+    assert v["lat_idle_p99_us"] == 100 and v["lat_loaded_p99_us"] > 1000
+
+
 def test_refused_killed_and_missing_phases_fail_with_the_reason():
     ok = phase("idle", "iperf2_bbp_idle")
     refused = LOAD.parse_phases([phase("idle", "iperf2_bb_refused"), phase("loaded", "iperf2_bbp_congest1")])
@@ -104,7 +113,7 @@ def test_crr_argv_bounds_the_connects_and_stamps_the_run():
     assert argv[:2] == ["sh", "-c"]
     assert argv[2] == ("date +%s.%N; iperf -c 198.18.0.2 -p 5001 --connect-only=4000 -e; rc=$?; "
                        "date +%s.%N; exit $rc")
-    assert "--connect-only=10000 " in CRR.client_argv(TestSpec(server_addr="x", duration=60))[2]
+    assert "--connect-only=6000 " in CRR.client_argv(TestSpec(server_addr="x", duration=60))[2]
 
 
 def test_crr_from_real_output():
