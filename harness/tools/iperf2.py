@@ -183,15 +183,16 @@ class LoadBounceback(Iperf2):
         return ToolResult(samples=latency_samples("latency", got), ok=True)
 
     def parse_phases(self, outputs: list[PhaseOutput]) -> ToolResult:
-        by = {o.name: o for o in outputs}
-        if set(by) != {"idle", "loaded"}:
-            return failed(f"{self.name}: expected phases idle and loaded, got {', '.join(by) or 'none'}")
+        """idle then loaded; the first phase that failed names the reason (a runner may stop
+        after it), then a phase missing."""
         figures = {}
-        for name in ("idle", "loaded"):
-            got, why = bounceback(by[name].stdout, by[name].stderr, by[name].returncode)
+        for o in outputs:
+            got, why = bounceback(o.stdout, o.stderr, o.returncode)
             if why:
-                return failed(f"{name}: {why}")
-            figures[name] = got
+                return failed(f"{o.name}: {why}")
+            figures[o.name] = got
+        if set(figures) != {"idle", "loaded"} or len(outputs) != 2:
+            return failed(f"{self.name}: expected phases idle and loaded, got {', '.join(o.name for o in outputs) or 'none'}")
         idle, loaded = figures["idle"], figures["loaded"]
         if "load_bps" not in loaded:
             return failed("loaded: iperf printed no working-load totals ([FD] lines)")

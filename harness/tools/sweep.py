@@ -100,9 +100,8 @@ class Iperf3Sweep(Tool):
             return failed(f"iperf3 JSON lacks the summary ({type(e).__name__}: {e})")
 
     def parse_phases(self, outputs: list[PhaseOutput]) -> ToolResult:
-        """Every step's figures, then the knee over (sent, loss) of all steps."""
-        if len(outputs) < MIN_STEPS:
-            return failed(f"{self.name}: {len(outputs)} steps measured, a sweep needs {MIN_STEPS}")
+        """Every step's figures, then the knee over (sent, loss) of all steps; the first step
+        that failed names the reason (a runner may stop after it)."""
         samples: list[Sample] = []
         points = []
         for out in outputs:
@@ -112,6 +111,8 @@ class Iperf3Sweep(Tool):
             got = {s.metric: s.value for s in res.samples}
             samples += [Sample(f"{out.name}_{s.metric}", s.value, s.unit) for s in res.samples]
             points.append((got["sent_bps"], got["loss_pct"]))
+        if len(outputs) < MIN_STEPS:
+            return failed(f"{self.name}: {len(outputs)} steps measured, a sweep needs {MIN_STEPS}")
         k = knee(points, self.threshold_pct)
         samples += [Sample("knee_bps", k.bps, "bps"), Sample("knee_bounded", float(k.bounded), "bool")]
         return ToolResult(samples=samples, ok=True)

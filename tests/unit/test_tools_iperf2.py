@@ -143,3 +143,8 @@ def test_crr_killed_and_unstamped():
     unstamped = "\n".join(ln for ln in out.splitlines() if not ln[:1].isdigit())
     assert "stamps" in CRR.parse(unstamped, "", 0).error
     assert math.isfinite(values(CRR.parse(out, "", 0))["conn_per_s"])
+
+
+def test_a_runner_that_stops_after_a_failed_phase_gets_that_phase_s_reason():
+    res = LOAD.parse_phases([phase("idle", "iperf2_bb_refused")])
+    assert res.error == "idle: iperf: tcp connect failed: Connection refused"

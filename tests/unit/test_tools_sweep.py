@@ -81,3 +81,8 @@ def test_a_failed_step_fails_the_sweep_with_its_name():
     killed = SWEEP.parse_phases([phase("step01", "iperf3_sweep64_100M"), phase("step02", "iperf3_sweep_refused", None)])
     assert killed.error.endswith("(timed out)")
     assert not SWEEP.parse_phases([phase("step01", "iperf3_sweep64_100M")]).ok
+
+
+def test_a_runner_that_stops_after_a_failed_step_gets_that_step_s_reason():
+    res = SWEEP.parse_phases([phase("step01", "iperf3_sweep_refused")])
+    assert res.error == "step01: iperf3: unable to connect to server: Connection refused"
