@@ -148,3 +148,14 @@ def test_crr_killed_and_unstamped():
 def test_a_runner_that_stops_after_a_failed_phase_gets_that_phase_s_reason():
     res = LOAD.parse_phases([phase("idle", "iperf2_bb_refused")])
     assert res.error == "idle: iperf: tcp connect failed: Connection refused"
+
+
+def test_preflight_hint_and_version_of_iperf_2():
+    import re
+
+    from harness.tools.packages import command, install_hint
+    assert install_hint(["iperf", "iperf3"]) == "apt-get install -y iperf iperf3"
+    c = command("iperf")
+    assert c.version_argv == ("iperf", "--version")
+    # what Debian's iperf 2.1.8 prints (on stderr) for --version
+    assert re.search(c.version_re, "iperf version 2.1.8 (12 August 2022) pthreads")[1] == "2.1.8"
