@@ -10,7 +10,7 @@ from harness.tools.base import Tool
 
 NAMES = ["iperf3.tcp", "iperf3.udp", "iperf3.pps64", "iperf3.pps256", "iperf3.pps1400", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
          "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp", "ping.flood", "load.bounceback",
-         "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400"]
+         "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp"]
 
 
 def test_registry_holds_the_design_names():

@@ -7,7 +7,8 @@ UDP throughput, loss and jitter (iperf3.udp, else qperf.udp_bw), UDP latency
 P99 latency (sockperf.pingpong, and sockperf.pingpong_tcp in a column of its own), the packet rate at each payload size (iperf3.ppsN),
 the P99 latency under a working load, what the load added to it and the load's throughput
 (load.bounceback), the connection rate with its % of native, connect P99 and failures
-(iperf.crr), the loss knee at each sweep's payload size (iperf3.udp_sweepN),
+(iperf.crr), the loss knee at each sweep's payload size (iperf3.udp_sweepN), the
+isochronous UDP round trip's P99 and the probe's loss (irtt.udp),
 the per-stream throughput and Jain's fairness index of the TCP throughput test at the row's
 stream count, CPU per Gbit/s, each a median over repeats with its min–max, and a % of
 native for every throughput, rate and latency. Whichever of these a run did not measure stays empty; the text
@@ -54,6 +55,7 @@ TAIL_TESTS = ("sockperf.pingpong", "sockperf.pingpong_tcp")     # UDP, TCP: a co
 PPS_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, Iperf3Pps)), key=lambda t: t.payload))
 LOAD_TESTS = ("load.bounceback",)
 CRR_TESTS = ("iperf.crr",)
+PROBE_TESTS = ("irtt.udp",)
 # The UDP sweeps (a payload size each), smallest first: a knee column each.
 SWEEP_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, Iperf3Sweep)), key=lambda t: t.payload))
 
@@ -146,6 +148,11 @@ COLUMNS: list[Column] = [
            ranged=True, text_range=False, compact=True),
     Column("load_bw", "Load (Gbit/s)", field="load_gbps", tests=LOAD_TESTS, metric="load_throughput_bps",
            scale=1e-9, ranged=True, text_range=False),
+    Column("probe_p99", "UDP RTT P99 (µs)", field="rtt_p99_us", tests=PROBE_TESTS, metric="rtt_p99_us", ranged=True,
+           text_range=False, compact=True, what="UDP round-trip P99"),
+    Column("probe_p99_pct", "UDP RTT P99 %", kind="pct", field="rtt_p99_pct", of="probe_p99"),
+    Column("probe_loss", "UDP probe loss %", field="probe_loss_pct", tests=PROBE_TESTS, metric="probe_loss_pct",
+           digits=2, shown_when_positive=True),
     Column("crr", "CRR conn/s", field="conn_per_s", tests=CRR_TESTS, metric="conn_per_s", ranged=True,
            text_range=False, digits=0, compact=True, what="connection rate"),
     Column("crr_pct", "CRR %", kind="pct", field="crr_pct", of="crr"),

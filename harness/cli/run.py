@@ -52,7 +52,7 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tests", type=csv(str), metavar="T,..",
                    help="iperf3.tcp,iperf3.udp,iperf3.pps64,iperf3.pps256,iperf3.pps1400,qperf.tcp_bw,"
                         "qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,sockperf.pingpong,sockperf.pingpong_tcp,ping.flood,"
-                        "load.bounceback,iperf.crr,iperf3.udp_sweep64,iperf3.udp_sweep1400")
+                        "load.bounceback,iperf.crr,iperf3.udp_sweep64,iperf3.udp_sweep1400,irtt.udp")
     p.add_argument("--streams", type=csv(int), metavar="N,..",
                    help="parallel streams of iperf3.tcp and iperf3.udp (iperf3 -P), 1..128; "
                         "load.bounceback's working-load streams each way, 1..16")

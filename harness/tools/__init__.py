@@ -5,6 +5,7 @@ from __future__ import annotations
 from harness.core.errors import HarnessError
 from harness.tools.base import Sample, TestSpec, Tool, ToolResult
 from harness.tools.iperf2 import IperfCrr, LoadBounceback
+from harness.tools.irtt import IrttUdp
 from harness.tools.iperf3 import Iperf3Pps, Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood
 from harness.tools.qperf import Qperf
@@ -32,6 +33,7 @@ TOOLS: dict[str, Tool] = {
         IperfCrr(),
         Iperf3Sweep(64),
         Iperf3Sweep(1400),
+        IrttUdp(),
     )
 }
 

@@ -28,7 +28,7 @@ EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", 
                            "iperf3.pps64",
                            "iperf3.pps256", "iperf3.pps1400",
                            "load.bounceback", "iperf.crr", "iperf3.udp_sweep64",
-                           "iperf3.udp_sweep1400"]     # every column the table has
+                           "iperf3.udp_sweep1400", "irtt.udp"]     # every column the table has
 # Packets per second at 64 B, roughly: per-packet cost, not bytes, limits the userspace sleeve.
 PPS = {"native": 1.1e6, "fastdp": 0.75e6, "auto": 0.74e6, "sleeve": 0.3e6, "sleeve-l3": 0.32e6,
        "sleeve-crypto": 0.22e6, "sleeve-basic": 0.12e6}
@@ -173,6 +173,11 @@ def _test_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random
                 _row(ctx, "latency_max_us", lat * 4.0, "us"),
                 _row(ctx, "latency_mdev_us", lat * 0.3, "us"),
                 _row(ctx, "loss_pct", 0.0, "pct")]
+    if test == "irtt.udp":
+        rtt = {"rtt_us": 2.0, "rtt_min_us": 1.4, "rtt_p50_us": 1.9, "rtt_p90_us": 2.4, "rtt_p99_us": 4.0,
+               "rtt_p999_us": 9.0, "rtt_max_us": 80.0, "ipdv_us": 0.3}
+        return [_row(ctx, m, lat * k, "us") for m, k in rtt.items()] + [
+            _row(ctx, "probe_loss_pct", float(rng.random() < 0.3) * 0.1, "pct")]
     if test in ("load.bounceback", "iperf.crr") or test.startswith("iperf3.udp_sweep"):
         return _load_rows(ctx, test, gbps, lat, rng)
     raise ValueError(test)
