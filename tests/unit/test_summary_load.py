@@ -8,7 +8,7 @@ import pytest
 
 from harness.analysis import stats, summary, tablefmt
 from harness.gates.verdict import DEFAULT_TOLERANCES, HEADLINE
-from harness.report import load as load_report
+from harness.report import under_load as load_report
 
 
 def row(mode: str, test: str, metric: str, value: float, repeat: int, streams: int = 1) -> dict:
