@@ -2,7 +2,7 @@
 # what it needs that is missing, then does its job.
 
 PY      := .venv/bin/python
-APT_RUN := iperf3 qperf sockperf iputils-ping iproute2 ethtool nftables gcc make libssl-dev pkg-config python3-venv git cmake etcd-server curl
+APT_RUN := iperf3 iperf irtt qperf sockperf iputils-ping iproute2 ethtool nftables gcc make libssl-dev pkg-config python3-venv git cmake etcd-server curl
 APT_TEST:= chromium clang openssh-server openssh-client sudo prometheus prometheus-pushgateway
 # Without Recommends (they name a kernel image, for the module): `wg` for the WireGuard modes.
 APT_RUN_BARE := wireguard-tools

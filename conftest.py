@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-WATCHED = ("iperf3", "qperf", "sleeve", "wireguard-go", "flanneld", "etcd")
+WATCHED = ("iperf", "irtt", "qperf", "sleeve", "wireguard-go", "flanneld", "etcd")
 
 
 def pytest_addoption(parser):

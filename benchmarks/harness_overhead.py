@@ -51,7 +51,7 @@ def main() -> None:
                     if who == "hand":
                         hand.append(hand_run(lab, a.duration))
                     else:
-                        ms = case_mod.measure(lab, store, rec, sc.duration, mode, [case], dp).rows[0]
+                        ms = case_mod.measure(lab, store, rec, sc, mode, [case], dp).rows[0]
                         harness.append(next(m.value for m in ms if m.metric == "throughput_bps"))
         finally:
             mode.teardown(lab, dp)

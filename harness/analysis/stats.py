@@ -46,7 +46,8 @@ NATIVE = "native"
 
 
 # Which way is better, per metric. Unknown metrics are treated as lower-is-better costs.
-HIGHER_IS_BETTER = {"throughput_bps": True, PER_STREAM_METRIC: True, "pps": True, "fairness_jain": True}
+HIGHER_IS_BETTER = {"throughput_bps": True, PER_STREAM_METRIC: True, "pps": True, "fairness_jain": True,
+                    "load_throughput_bps": True, "conn_per_s": True, "knee_bps": True}
 
 def higher_is_better(metric: str) -> bool:
     return HIGHER_IS_BETTER.get(metric, False)

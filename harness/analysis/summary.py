@@ -5,6 +5,10 @@ One row per (underlay MTU, mode, overlay MTU, placement[, pair][, streams]): TCP
 UDP throughput, loss and jitter (iperf3.udp, else qperf.udp_bw), UDP latency
 (qperf.udp_lat), ping RTT (ping.flood: avg, and the min/max/mdev of each run's rtt line),
 P99 latency (sockperf.pingpong, and sockperf.pingpong_tcp in a column of its own), the packet rate at each payload size (iperf3.ppsN),
+the P99 latency under a working load, what the load added to it and the load's throughput
+(load.bounceback), the connection rate with its % of native, connect P99 and failures
+(iperf.crr), the loss knee at each sweep's payload size (iperf3.udp_sweepN), the
+isochronous UDP round trip's P99 and the probe's loss (irtt.udp),
 the per-stream throughput and Jain's fairness index of the TCP throughput test at the row's
 stream count, CPU per Gbit/s, each a median over repeats with its min–max, and a % of
 native for every throughput, rate and latency. Whichever of these a run did not measure stays empty; the text
@@ -38,6 +42,8 @@ from harness.analysis.stats import (
 )
 from harness.tools import TOOLS
 from harness.tools.base import PER_STREAM_METRIC
+from harness.tools.iperf3 import Iperf3Pps
+from harness.tools.sweep import Iperf3Sweep
 
 TCP_BW_TESTS = ("iperf3.tcp", "qperf.tcp_bw")      # first present wins
 TCP_LAT_TESTS = ("qperf.tcp_lat",)
@@ -46,7 +52,12 @@ UDP_LAT_TESTS = ("qperf.udp_lat",)
 PING_TESTS = ("ping.flood",)
 TAIL_TESTS = ("sockperf.pingpong", "sockperf.pingpong_tcp")     # UDP, TCP: a column each
 # The packet-rate tests (a fixed UDP payload each), smallest payload first.
-PPS_TESTS = tuple(sorted((t for t in TOOLS.values() if t.payload), key=lambda t: t.payload))
+PPS_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, Iperf3Pps)), key=lambda t: t.payload))
+LOAD_TESTS = ("load.bounceback",)
+CRR_TESTS = ("iperf.crr",)
+PROBE_TESTS = ("irtt.udp",)
+# The UDP sweeps (a payload size each), smallest first: a knee column each.
+SWEEP_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, Iperf3Sweep)), key=lambda t: t.payload))
 
 ROW_KEY = ["underlay_mtu", "mode", "overlay_mtu", "placement", "pair"]
 
@@ -131,6 +142,28 @@ COLUMNS: list[Column] = [
                metric="pps", scale=1e-6, ranged=True, text_range=False, what=f"{t.payload}-byte packet rate"),
         Column(f"pps{t.payload}_pct", f"pps {t.payload} B %", kind="pct", field=f"pps_{t.payload}_pct",
                of=f"pps{t.payload}"))),
+    Column("load_p99", "Loaded P99 (µs)", field="lat_loaded_p99_us", tests=LOAD_TESTS, metric="lat_loaded_p99_us",
+           ranged=True, text_range=False, compact=True, what="P99 latency under load"),
+    Column("added_p99", "Added P99 (µs)", field="lat_added_p99_us", tests=LOAD_TESTS, metric="lat_added_p99_us",
+           ranged=True, text_range=False, compact=True),
+    Column("load_bw", "Load (Gbit/s)", field="load_gbps", tests=LOAD_TESTS, metric="load_throughput_bps",
+           scale=1e-9, ranged=True, text_range=False),
+    Column("probe_p99", "UDP RTT P99 (µs)", field="rtt_p99_us", tests=PROBE_TESTS, metric="rtt_p99_us", ranged=True,
+           text_range=False, compact=True, what="UDP round-trip P99"),
+    Column("probe_p99_pct", "UDP RTT P99 %", kind="pct", field="rtt_p99_pct", of="probe_p99"),
+    Column("probe_loss", "UDP probe loss %", field="probe_loss_pct", tests=PROBE_TESTS, metric="probe_loss_pct",
+           digits=2, shown_when_positive=True),
+    Column("crr", "CRR conn/s", field="conn_per_s", tests=CRR_TESTS, metric="conn_per_s", ranged=True,
+           text_range=False, digits=0, compact=True, what="connection rate"),
+    Column("crr_pct", "CRR %", kind="pct", field="crr_pct", of="crr"),
+    Column("connect_p99", "Connect P99 (µs)", field="connect_p99_us", tests=CRR_TESTS, metric="connect_p99_us",
+           ranged=True, text_range=False, compact=True),
+    Column("conn_failed", "Conn failed", field="conn_failed", tests=CRR_TESTS, metric="conn_failed", digits=0,
+           compact=True, shown_when_positive=True),
+    *(Column(f"knee{t.payload}", f"Knee {t.payload} B (Mbit/s)", field=f"knee_{t.payload}_mbps", tests=(t.name,),
+             metric="knee_bps", scale=1e-6, ranged=True, text_range=False, digits=1, compact=True,
+             what=f"{t.payload}-byte loss knee")
+      for t in SWEEP_TESTS),
     Column("stream", "Per-stream (Gbit/s)", field="stream_gbps", tests=TCP_BW_TESTS,
            metric=PER_STREAM_METRIC, scale=1e-9, ranged=True, text_range=False, by_streams=True),
     Column("jain", "Jain", field="jain", tests=TCP_BW_TESTS, metric="fairness_jain", by_streams=True),

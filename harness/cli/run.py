@@ -58,9 +58,11 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
                         "pod to a ClusterIP Service in front of the far pod)")
     p.add_argument("--tests", type=csv(str), metavar="T,..",
                    help="iperf3.tcp,iperf3.udp,iperf3.pps64,iperf3.pps256,iperf3.pps1400,qperf.tcp_bw,"
-                        "qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,sockperf.pingpong,sockperf.pingpong_tcp,ping.flood")
+                        "qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,sockperf.pingpong,sockperf.pingpong_tcp,ping.flood,"
+                        "load.bounceback,iperf.crr,iperf3.udp_sweep64,iperf3.udp_sweep1400,irtt.udp")
     p.add_argument("--streams", type=csv(int), metavar="N,..",
-                   help="parallel streams of iperf3.tcp and iperf3.udp (iperf3 -P), 1..128")
+                   help="parallel streams of iperf3.tcp and iperf3.udp (iperf3 -P), 1..128; "
+                        "load.bounceback's working-load streams each way, 1..16")
     p.add_argument("--repeats", type=int, metavar="N")
     p.add_argument("--duration", type=float, metavar="S", help="seconds per test")
     p.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")

@@ -28,7 +28,7 @@ from harness import __version__
 from harness.analysis import findings as fnd, stats, summary as summ, tablefmt
 from harness.analysis.fleet import lines as fleet_lines
 from harness.core.errors import HarnessError
-from harness.report import breadth, facts, fleet, plots, style
+from harness.report import breadth, facts, fleet, plots, style, under_load
 from harness.results import load, read_meta, resolve_run
 
 log = logging.getLogger(__name__)
@@ -211,7 +211,8 @@ def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
     else:
         figs, plot_notes = plots.all_plots(summary, df)
         heatmap = next((p for p in figs if p.title == plots.HEATMAP_TITLE), None)
-        figs = [p for p in figs if p is not heatmap] + breadth.figures(summary, df) + fleet.figures(summary, df)
+        figs = [p for p in figs if p is not heatmap] + breadth.figures(summary, df) + fleet.figures(summary, df) \
+            + under_load.figures(summary, df)
     planned_columns, planned = facts.planned(meta)
     value_cols = [f for c in summ.COLUMNS for f in c.fields]
     has_numbers = not summary.empty and summary[value_cols].notna().any().any()

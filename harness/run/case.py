@@ -7,14 +7,16 @@ host never collide. The steps, for every set:
   1. start each case's server and wait until it listens (a server that never does fails
      its case alone, with what it printed);
   2. start every client at once, each waited for within its own deadline (a hang is
-     stopped at the tool's hard timeout);
+     stopped at the tool's hard timeout); a tool that runs in phases (a probe idle, then
+     under load; the steps of a sweep) runs phase after phase against its one server,
+     phase k of every case at once;
   3. keep what each tool printed (raw/), note a data path daemon that died under the set
      (every case of the set fails with why), the deployment's counters;
   4. parse each case alone into its rows; a tool's failure is a failed row with its reason
      and the server's last words.
 
-CPU is recorded for a set of one only: a set shares the machine, and no share of it is
-one pair's. A host that fails under one case's own step (its endpoints, its server, its
+CPU is recorded for a set of one case of one phase only: a set shares the machine, and
+no share of it is one pair's; phases measure different things one after the other. A host that fails under one case's own step (its endpoints, its server, its
 client) fails that case; `Outcome.host_failed` says whether every case of the set failed
 so, which the runner counts toward stopping a run whose hosts stopped answering.
 """
@@ -33,11 +35,11 @@ from harness.modes.base import Datapath, Mode
 from harness.results import Measurement, RunStore
 from harness.run.endpoints import endpoints, pair_sides
 from harness.run.procs import PORTS, daemon_death, raw_name, save, wait_listening
-from harness.run.scenario import Case
+from harness.run.scenario import Case, Scenario, sweep_rates
 from harness.testbeds import cpu
 from harness.testbeds.base import Testbed
 from harness.tools import get as get_tool
-from harness.tools.base import Sample, TestSpec
+from harness.tools.base import Phase, PhaseOutput, Sample, TestSpec
 
 
 class Recorder:
@@ -74,11 +76,19 @@ class _Started:
     client: object                    # the client Endpoint
     server_host: object
     server: object | None             # the server Process (None: the tool has no server)
+    phases: list[Phase]               # its client commands, in order (one for most tools)
+    outs: list[tuple[Phase, Completed]] = dataclasses.field(default_factory=list)
 
 
-def measure(tb: Testbed, store: RunStore, rec: Recorder, duration: float, mode: Mode,
+def _phases(tool, spec: TestSpec) -> list[Phase]:
+    """A tool's client commands: its phases, or its one command as a phase without a name."""
+    phased = tool.phases(spec)
+    return phased if phased is not None else [Phase("", tool.client_argv(spec), tool.timeout(spec))]
+
+
+def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mode,
             cases: list[Case], dp: Datapath) -> Outcome:
-    """Measure `cases` at once on deployment `dp` of `mode` (module doc)."""
+    """Measure `cases` of scenario `sc` at once on deployment `dp` of `mode` (module doc)."""
     rows: list[list[Measurement] | None] = [None] * len(cases)
     host_errors: list[str] = []
 
@@ -88,7 +98,7 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, duration: float, mode: 
             host_errors.append(why)
 
     started: list[_Started] = []
-    clients: list[tuple[_Started, object, float]] = []
+    running: list[object] = []        # client processes of the phase under way
     meter = begun = sleeve_a = None
     try:
         for i, case in enumerate(cases):
@@ -96,15 +106,16 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, duration: float, mode: 
             try:
                 client, server = endpoints(tb, dp, case.placement, case.src, case.dst)
                 base, data = PORTS.get(tool.binary, (None, None))
-                spec = TestSpec(server_addr=server.addr, duration=duration, streams=case.streams,
+                spec = TestSpec(server_addr=server.addr, duration=sc.duration, streams=case.streams,
                                 overlay_mtu=dp.overlay_mtu, port=None if base is None else base + 2 * i,
-                                data_port=None if data is None else data + 2 * i)
+                                data_port=None if data is None else data + 2 * i, rates=sweep_rates(sc))
+                phases = _phases(tool, spec)
                 argv = tool.server_argv(spec)
                 srv = server.host.start(argv) if argv else None
             except HarnessError as e:
                 fail(i, str(e), host=True)
                 continue
-            started.append(_Started(i, tool, spec, client, server.host, srv))
+            started.append(_Started(i, tool, spec, client, server.host, srv, phases))
         for s in list(started):
             why = (wait_listening(s.server_host, s.spec.port, s.server, proto=s.tool.listen)
                    if s.server is not None and s.spec.port else None)
@@ -112,57 +123,67 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, duration: float, mode: 
                 save(store, f"{raw_name(cases[s.index])}.server", s.server.stop())
                 fail(s.index, why)
                 started.remove(s)
-        if len(cases) == 1 and started:
+        if len(cases) == 1 and started and len(started[0].phases) == 1:
             meter = tb.meter
             begun = meter.begin(started[0].client.host, started[0].server_host)
             sleeve_a = daemon_seconds(tb, dp)
         t0 = time.monotonic()
-        for s in started:
-            try:
-                clients.append((s, s.client.host.start(s.tool.client_argv(s.spec)),
-                                time.monotonic() + s.tool.timeout(s.spec)))
-            except HarnessError as e:
-                fail(s.index, str(e), host=True)
-        failpoints.reached("mid-test")
-        outs: dict[int, Completed] = {}
-        for k, (s, cli, deadline) in enumerate(clients):
-            try:        # the first waits its whole timeout; the rest what is left of theirs
-                outs[s.index] = cli.wait(s.tool.timeout(s.spec) if k == 0 else max(0.0, deadline - time.monotonic()))
-            except TimeoutError:
-                outs[s.index] = dataclasses.replace(cli.stop(), returncode=None)
+        first_client = None
+        for k in range(max((len(s.phases) for s in started), default=0)):
+            # phase k of every case at once, each waited for within its own timeout
+            going = []
+            for s in started:
+                if k >= len(s.phases) or rows[s.index] is not None:
+                    continue
+                ph = s.phases[k]
+                try:
+                    proc = s.client.host.start(ph.argv)
+                except HarnessError as e:
+                    fail(s.index, str(e), host=True)
+                    continue
+                running.append(proc)
+                going.append((s, ph, proc, time.monotonic() + ph.timeout))
+                first_client = first_client or proc
+            if k == 0:
+                failpoints.reached("mid-test")
+            for j, (s, ph, proc, deadline) in enumerate(going):
+                try:    # the first waits its whole timeout; the rest what is left of theirs
+                    out = proc.wait(ph.timeout if j == 0 else max(0.0, deadline - time.monotonic()))
+                except TimeoutError:
+                    out = dataclasses.replace(proc.stop(), returncode=None)
+                s.outs.append((ph, out))
+            running.clear()
         wall = time.monotonic() - t0
         cpu_samples: list[Sample] = []
-        if meter is not None and clients:
-            s, cli, _deadline = clients[0]
-            cpu_samples = meter.end(begun, cli, s.server, wall)
+        if meter is not None and first_client is not None:
+            cpu_samples = meter.end(begun, first_client, started[0].server, wall)
             sleeve_b = daemon_seconds(tb, dp)
             if sleeve_a is not None and sleeve_b is not None and wall > 0:
                 cpu_samples.append(Sample("cpu_sleeve_pct", round(100 * (sleeve_b - sleeve_a) / wall, 2), "pct"))
         died = daemon_death(tb, dp)
+        measured = [s for s in started if s.outs]
         srv_outs: dict[int, Completed] = {}
-        for s in started:
-            if s.index not in outs:
-                continue
+        for s in measured:
             raw = raw_name(cases[s.index])
-            save(store, f"{raw}.client", outs[s.index])
+            for ph, out in s.outs:
+                save(store, f"{raw}.{ph.name}.client" if ph.name else f"{raw}.client", out)
             if s.server is not None:
                 srv_outs[s.index] = s.server.stop()
                 save(store, f"{raw}.server", srv_outs[s.index])
-        if clients:
+        if measured:
             snap = mode.counters(tb, dp)
             if snap:
-                for s, _cli, _deadline in clients:
+                for s in measured:
                     store.save_raw(f"{raw_name(cases[s.index])}.counters.json", json.dumps(snap, indent=1))
-        for s in started:
-            if s.index not in outs:
+        for s in measured:
+            if rows[s.index] is not None:
                 continue
             if died:
                 fail(s.index, died)
                 continue
-            rows[s.index] = _parse(rec, cases[s.index], dp, s.tool, outs[s.index], srv_outs.get(s.index),
-                                   cpu_samples)
+            rows[s.index] = _parse(rec, cases[s.index], dp, s, srv_outs.get(s.index), cpu_samples)
     finally:
-        for proc in [c for _s, c, _d in clients] + [s.server for s in started]:
+        for proc in running + [s.server for s in started]:
             if proc is not None and proc.poll() is None:
                 proc.stop()
     out = [r if r is not None else [rec.failed(c, dp.kind, "not measured")] for r, c in zip(rows, cases)]
@@ -170,18 +191,22 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, duration: float, mode: 
     return Outcome(out, host_errors[-1] if every and host_errors else None)
 
 
-def _parse(rec: Recorder, case: Case, dp: Datapath, tool, out: Completed, srv_out: Completed | None,
+def _parse(rec: Recorder, case: Case, dp: Datapath, s: _Started, srv_out: Completed | None,
            cpu_samples: list[Sample]) -> list[Measurement]:
-    res = tool.parse(out.stdout, out.stderr, out.returncode)
+    if len(s.outs) == 1 and not s.outs[0][0].name:
+        out = s.outs[0][1]
+        res = s.tool.parse(out.stdout, out.stderr, out.returncode)
+    else:
+        res = s.tool.parse_phases([PhaseOutput(ph.name, o.stdout, o.stderr, o.returncode) for ph, o in s.outs])
     if not res.ok:
         reason = res.error or "tool failed"
         if srv_out is not None and srv_out.returncode not in (0, None, -15) and srv_out.stderr.strip():
             reason += f" (server: {srv_out.stderr.strip().splitlines()[-1]})"
         return [rec.failed(case, dp.kind, reason)]
-    samples = [s for s in res.samples if not s.metric.startswith("cpu_")] + cpu_samples
-    return [rec.row(case, dp.kind, s, intervals=res.intervals if s.metric == "throughput_bps" and res.intervals
+    samples = [x for x in res.samples if not x.metric.startswith("cpu_")] + cpu_samples
+    return [rec.row(case, dp.kind, x, intervals=res.intervals if x.metric == "throughput_bps" and res.intervals
                     else None)
-            for s in samples]
+            for x in samples]
 
 
 def daemon_seconds(tb: Testbed, dp: Datapath) -> float | None:

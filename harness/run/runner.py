@@ -162,7 +162,7 @@ class Runner:
         a command that cannot run) recorded as each of its cases' failure; so many sets in a
         row that stop the run."""
         try:
-            outcome = case_mod.measure(self.tb, self.store, self.recorder, self.sc.duration, mode, batch, dp)
+            outcome = case_mod.measure(self.tb, self.store, self.recorder, self.sc, mode, batch, dp)
             why = outcome.host_failed
         except HarnessError as e:
             outcome, why = None, str(e)

@@ -6,6 +6,7 @@
                 schedule
     [underlay]  rate
     [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts, lab_cpus
+    [sweep]     from, to, steps: the offered loads of the UDP sweeps (iperf3.udp_sweepN)
 
 Every key is checked before anything runs (the tables of harness/run/scenario_tables.py);
 an error names the file and the key. Modes defined by commands, in the scenario's own [modes.X]
@@ -31,6 +32,7 @@ from harness.modes import Mode, Registry, standard
 from harness.run import mode_tables
 from harness.run.scenario_tables import _KNOWN, TABLES, TESTS  # noqa: F401 (TABLES, TESTS: read as scenario.X)
 from harness.tools import TOOLS
+from harness.tools import sweep as sweep_mod
 from harness.tools.common import IPV4_UDP_HEADERS
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,11 @@ class Scenario:
     mode_files: tuple[str, ...] = ()  # files of [modes.X] definitions, as the scenario names them
     # modes defined by commands: {"name", "source" (the file), "definition" (its table)}
     mode_defs: tuple[dict, ...] = ()
+    # [sweep]: the UDP sweeps' offered loads, `sweep_steps` of them from `sweep_from` to
+    # `sweep_to` on a log scale (tools/sweep.py `rates`)
+    sweep_from: str = sweep_mod.DEFAULT_FROM
+    sweep_to: str = sweep_mod.DEFAULT_TO
+    sweep_steps: int = sweep_mod.DEFAULT_STEPS
     source: str = "<defaults>"
     # the modes this scenario may name (None: the standard ones): made from the standard
     # modes, mode_defs and a caller's additions; never written out
@@ -200,7 +207,30 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, defs: list[dict], k
     if out.lab_hosts != 2 and out.backend != "netns":
         raise schema.error(source, "[testbed] lab_hosts", f"the lab's host count; the {out.backend} backend's hosts "
                                                           f"are its machines")
+    _check_under_load(out, source)
     return out
+
+
+# ---- the under-load tests (tools/iperf2.py, tools/sweep.py): their streams and sweep steps
+
+def _check_under_load(sc: Scenario, source: str) -> None:
+    """A test whose streams are its working load takes no more than its `max_streams`; the
+    sweep's steps must make a sweep (tools/sweep.py `rates`)."""
+    for t in sc.tests:
+        tool = TOOLS[t]
+        over = [n for n in sc.streams if n > tool.max_streams]
+        if tool.parallel and over:
+            raise schema.error(source, "[matrix] streams", f"{t} runs 1 to {tool.max_streams} working-load "
+                                                           f"streams each way, not {over[0]}")
+    try:
+        sweep_rates(sc)
+    except HarnessError as e:
+        raise schema.error(source, "[sweep]", str(e)) from e
+
+
+def sweep_rates(sc: Scenario) -> tuple[float, ...]:
+    """The offered loads (bits/s, lowest first) a sweep case runs: TestSpec.rates."""
+    return sweep_mod.rates(sc.sweep_from, sc.sweep_to, sc.sweep_steps)
 
 
 def load(path: str | pathlib.Path) -> Scenario:
@@ -244,10 +274,11 @@ def from_command_line(path: str | None, overrides: dict | None = None, extra: tu
 
 
 def _parallel(test: str) -> bool:
-    """Only iperf3's bulk tests run parallel streams; the others (the packet-rate tests
-    included: one sender, one size) run one."""
+    """Only iperf3's bulk tests and the tests whose streams are a working load (Tool.parallel)
+    run the matrix's stream counts; the others (the packet-rate tests included: one sender,
+    one size) run one."""
     tool = TOOLS[test]
-    return tool.binary == "iperf3" and tool.payload is None
+    return tool.parallel or (tool.binary == "iperf3" and tool.payload is None)
 
 
 def _fitting_tests(sc: Scenario, mode: str, overlay_mtu: int) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ from harness.modes import Registry, standard
 from harness.testbeds import cpusets, registry
 from harness.testbeds.containers.base import KINDS
 from harness.tools import TOOLS
+from harness.tools import sweep as sweep_mod
 
 TESTS = tuple(TOOLS)            # the registries' names, as the schema's choices
 MAX_LAB_HOSTS = 8               # the lab's hosts share this machine's CPUs
@@ -79,6 +80,11 @@ TABLES: dict[str, dict[str, schema.Field]] = {
         "containers": F(str, schema.one_of(*CONTAINERS)),
         "lab_hosts": F(int, schema.int_range(2, MAX_LAB_HOSTS)),
         "lab_cpus": F(str, schema.one_of(*cpusets.CHOICES)),
+    },
+    "sweep": {
+        "from": F(str, _rate, "sweep_from"),
+        "to": F(str, _rate, "sweep_to"),
+        "steps": F(int, schema.int_range(sweep_mod.MIN_STEPS, sweep_mod.MAX_STEPS), "sweep_steps"),
     },
 }
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from harness.core.errors import HarnessError
 from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.tools.iperf2 import IperfCrr, LoadBounceback
+from harness.tools.irtt import IrttUdp
 from harness.tools.iperf3 import Iperf3Pps, Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood
 from harness.tools.qperf import Qperf
 from harness.tools.sockperf import SockperfPingPong
+from harness.tools.sweep import Iperf3Sweep
 
 __all__ = ["TOOLS", "get", "Sample", "TestSpec", "Tool", "ToolResult"]
 
@@ -27,6 +30,11 @@ TOOLS: dict[str, Tool] = {
         SockperfPingPong("udp"),
         SockperfPingPong("tcp"),
         PingFlood(),
+        LoadBounceback(),
+        IperfCrr(),
+        Iperf3Sweep(64),
+        Iperf3Sweep(1400),
+        IrttUdp(),
     )
 }
 

@@ -47,6 +47,30 @@ class TestSpec:
     port: int | None = None   # control port; tool default when None
     data_port: int | None = None
     bind_addr: str | None = None
+    # A stepped test's offered loads in bits/s, lowest first (the UDP sweeps); () is the
+    # tool's own default steps.
+    rates: tuple[float, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Phase:
+    """One client command of a case run in phases: every phase runs against the one server
+    the case started, one after the other, each within its own timeout; `name` prefixes
+    what it measured (`idle`, `loaded`, `step01` …) and names its raw output."""
+
+    name: str
+    argv: list[str]
+    timeout: float
+
+
+@dataclasses.dataclass(frozen=True)
+class PhaseOutput:
+    """What one phase's client printed (returncode None: killed at its timeout)."""
+
+    name: str
+    stdout: str
+    stderr: str
+    returncode: int | None
 
 
 class Tool(abc.ABC):
@@ -60,6 +84,8 @@ class Tool(abc.ABC):
     needs_server: bool = True
     listen: str = "tcp"       # how the server waits for the client: "tcp" (listening) or "udp" (bound)
     payload: int | None = None    # a fixed UDP payload in bytes, checked against the overlay MTU
+    parallel: bool = False    # takes the matrix's stream counts (besides iperf3's bulk tests)
+    max_streams: int = 128    # the most streams a case of it may ask for
 
     def server_argv(self, spec: TestSpec) -> list[str] | None:
         """The server command, run on the far endpoint before the client; None if none."""
@@ -76,3 +102,13 @@ class Tool(abc.ABC):
     @abc.abstractmethod
     def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
         """Pure: captured output → samples, or ok=False with the reason."""
+
+    def phases(self, spec: TestSpec) -> list[Phase] | None:
+        """A case run in phases against one server (Phase), or None: one client command,
+        `client_argv`, parsed by `parse`."""
+        return None
+
+    def parse_phases(self, outputs: list[PhaseOutput]) -> ToolResult:
+        """Pure: every phase's output, in order, → the case's samples (a tool with phases
+        overrides this)."""
+        raise NotImplementedError(f"{self.name} has no phases")

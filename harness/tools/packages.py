@@ -38,6 +38,8 @@ SYSTEM: dict[str, Command] = {c.binary: c for c in (
     Command("getconf", "libc-bin"),
     Command("etcd", "etcd-server", ("etcd", "--version"), r"etcd Version: (\S+)"),
     Command("curl", "curl", ("curl", "--version"), r"curl ([0-9][\w.]*)"),
+    Command("sh", "dash"),          # iperf.crr runs iperf between two `date` stamps in sh
+    Command("date", "coreutils"),
     Command("gcc", "gcc"),
     Command("make", "make"),
 )}

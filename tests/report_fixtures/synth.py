@@ -27,7 +27,9 @@ ALL_MODES = ["native", "fastdp", "auto", "sleeve", "sleeve-l3", "sleeve-crypto",
 ALL_TESTS = ["iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.tcp_lat", "ping.flood"]
 EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp",
                            "iperf3.pps64",
-                           "iperf3.pps256", "iperf3.pps1400"]     # every column the table has
+                           "iperf3.pps256", "iperf3.pps1400",
+                           "load.bounceback", "iperf.crr", "iperf3.udp_sweep64",
+                           "iperf3.udp_sweep1400", "irtt.udp"]     # every column the table has
 # Packets per second at 64 B, roughly: per-packet cost, not bytes, limits the userspace sleeve.
 PPS = {"native": 1.1e6, "fastdp": 0.75e6, "auto": 0.74e6, "sleeve": 0.3e6, "sleeve-l3": 0.32e6,
        "sleeve-crypto": 0.22e6, "sleeve-basic": 0.12e6}
@@ -172,7 +174,47 @@ def _test_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random
                 _row(ctx, "latency_max_us", lat * 4.0, "us"),
                 _row(ctx, "latency_mdev_us", lat * 0.3, "us"),
                 _row(ctx, "loss_pct", 0.0, "pct")]
+    if test == "irtt.udp":
+        rtt = {"rtt_us": 2.0, "rtt_min_us": 1.4, "rtt_p50_us": 1.9, "rtt_p90_us": 2.4, "rtt_p99_us": 4.0,
+               "rtt_p999_us": 9.0, "rtt_max_us": 80.0, "ipdv_us": 0.3}
+        return [_row(ctx, m, lat * k, "us") for m, k in rtt.items()] + [
+            _row(ctx, "probe_loss_pct", float(rng.random() < 0.3) * 0.1, "pct")]
+    if test in ("load.bounceback", "iperf.crr") or test.startswith("iperf3.udp_sweep"):
+        return _load_rows(ctx, test, gbps, lat, rng)
     raise ValueError(test)
+
+
+def _load_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random) -> list[dict]:
+    """The under-load tests: latency idle and loaded (a sleeve queues more under load),
+    connections per second, a UDP sweep whose loss starts near the mode's throughput."""
+    sleeve = ctx["datapath"] == "sleeve"
+    if test == "load.bounceback":
+        rows = []
+        for p, k in (("p50", 1.0), ("p90", 1.5), ("p99", 3.0), ("p999", 8.0)):
+            idle = 100 * round(max(1.0, lat * k / 100 * (1 + rng.gauss(0, 0.1))))
+            loaded = idle + 100 * round(k * (40 if sleeve else 5) * (1 + rng.gauss(0, 0.1)))
+            rows += [_row(ctx, f"lat_idle_{p}_us", idle, "us"), _row(ctx, f"lat_loaded_{p}_us", loaded, "us"),
+                     _row(ctx, f"lat_added_{p}_us", loaded - idle, "us")]
+        return rows + [_row(ctx, "load_throughput_bps", gbps * 0.3e9 * (1 + rng.gauss(0, 0.05)), "bps")]
+    if test == "iperf.crr":
+        rate = 9000 / (lat / 18) * (1 + rng.gauss(0, 0.05))
+        return [_row(ctx, "conn_per_s", rate, "1/s"), _row(ctx, "connect_p50_us", lat * 2, "us"),
+                _row(ctx, "connect_p99_us", lat * 6, "us"),
+                _row(ctx, "conn_failed", float(rng.random() < 0.2), "count")]
+    size = int(test[len("iperf3.udp_sweep"):])
+    capacity = gbps * 1e9 * 0.5 * (size / 1400) ** 0.7
+    rows, knee, clean = [], 0.0, True
+    for i, offered in enumerate(10e6 * 10 ** (k / 2) for k in range(7)):
+        sent = min(offered, 3 * capacity)
+        loss = 0.0 if sent <= capacity else 100 * (1 - capacity / sent)
+        clean = clean and loss < 0.1
+        knee = sent if clean else knee
+        rows += [_row(ctx, f"step{i + 1:02d}_offered_bps", offered, "bps"),
+                 _row(ctx, f"step{i + 1:02d}_sent_bps", sent, "bps"),
+                 _row(ctx, f"step{i + 1:02d}_received_bps", sent * (1 - loss / 100), "bps"),
+                 _row(ctx, f"step{i + 1:02d}_loss_pct", loss, "pct"),
+                 _row(ctx, f"step{i + 1:02d}_jitter_ms", 0.01 * (1 + i), "ms")]
+    return rows + [_row(ctx, "knee_bps", knee, "bps"), _row(ctx, "knee_bounded", 1.0, "bool")]
 
 
 def make_run(root: pathlib.Path | str, meta: dict[str, Any] | None = None,

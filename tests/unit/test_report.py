@@ -260,6 +260,8 @@ def test_run_with_every_test_shows_every_column(tmp_path):
     assert summary_headers(text) == [t for k, t in tablefmt.TABLE_HEADERS if k not in ("pair", "ping_loss", "failed")]
     assert alts(text)[:3] == ["heatmap of percent of native", "TCP and UDP throughput by mode and MTU",
                               "Latency by mode and MTU"]
-    # and beyond the mean: the percentiles, the packet rates and the scaling with streams
+    # and beyond the mean: the percentiles, the packet rates and the scaling with streams; under load
     assert alts(text)[ALL_PLOTS:] == ["latency percentiles per mode", "Packet rate by mode and payload size",
-                                      "throughput and CPU against streams"]
+                                      "throughput and CPU against streams",
+                                      "idle and loaded latency percentiles per mode",
+                                      "offered against received UDP load per mode with the knee marked"]

@@ -1,0 +1,84 @@
+"""irtt (0.9.0, Debian's `irtt`): isochronous UDP round trips with their tail and loss.
+
+The server (`irtt server -b ADDR:PORT -i 0`) serves until stopped; `-i 0` lifts its default
+10 ms floor on the client's interval (without it a 1 ms client is told "server increased
+interval from 1ms to 10ms"). The client (`irtt client -i 1ms -d Ns -Q -o - ADDR:PORT`) sends
+one 60-byte packet every millisecond for N seconds, waits for the last replies, and writes
+one JSON document to stdout: `stats` (rtt, send_delay, receive_delay, ipdv_round_trip as
+{n, min, max, mean, median, …} in ns; packets_sent, packets_received,
+packet_loss_percent) and `round_trips`, each with its `lost` flag and `delay.rtt` (ns).
+
+irtt.udp gives round trips (not halved as qperf's and sockperf's latency is):
+`rtt_us` (mean), `rtt_min_us`, `rtt_max_us`, `rtt_p50_us`, `rtt_p90_us`, `rtt_p99_us`,
+`rtt_p999_us` (nearest rank over every round trip that came back), `ipdv_us` (mean
+round-trip delay variation, RFC 5481) and `probe_loss_pct`. One-way delays are left out:
+they need the two hosts' clocks in step, which only the lab (one kernel) has.
+
+Quirks seen (irtt 0.9.0): no server gives "Error: read udp4 …: connection refused" on
+stderr and exit 1 after the open timeouts; a killed client prints nothing at all.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.tools.common import exit_reason, failed, whole_seconds
+
+DEFAULT_PORT = 2112
+INTERVAL = "1ms"
+PERCENTILES = {"rtt_p50_us": 50.0, "rtt_p90_us": 90.0, "rtt_p99_us": 99.0, "rtt_p999_us": 99.9}
+
+
+def nearest_rank(sorted_values: list[float], pct: float) -> float:
+    return sorted_values[max(0, math.ceil(pct / 100 * len(sorted_values)) - 1)]
+
+
+class IrttUdp(Tool):
+    name = "irtt.udp"
+    binary = "irtt"
+    package = "irtt"
+    version_argv = ("irtt", "version")
+    version_re = r"irtt version: (\S+)"
+    needs_server = True
+    server_exits = False
+    listen = "udp"            # the server binds a UDP socket
+
+    def server_argv(self, spec: TestSpec) -> list[str]:
+        return ["irtt", "server", "-b", f"{spec.bind_addr or spec.server_addr}:{spec.port or DEFAULT_PORT}",
+                "-i", "0"]
+
+    def client_argv(self, spec: TestSpec) -> list[str]:
+        return ["irtt", "client", "-i", INTERVAL, "-d", f"{whole_seconds(spec.duration)}s", "-Q", "-o", "-",
+                f"{spec.server_addr}:{spec.port or DEFAULT_PORT}"]
+
+    def timeout(self, spec: TestSpec) -> float:
+        # open timeouts (1+2+4+8 s) to nowhere, or the wait for the last replies (≤ 4 s)
+        return whole_seconds(spec.duration) + 20
+
+    def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
+        if returncode != 0:
+            error = next((ln.strip() for ln in stderr.splitlines() if ln.startswith("Error")), stderr)
+            return failed(exit_reason("irtt", returncode, error))
+        try:
+            doc = json.loads(stdout)
+            stats = doc["stats"]
+            rtts = sorted(float(rt["delay"]["rtt"]) / 1000 for rt in doc["round_trips"]
+                          if rt.get("lost") == "false" and "rtt" in rt.get("delay", {}))
+            sent, loss = int(stats["packets_sent"]), float(stats["packet_loss_percent"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+            return failed(f"irtt printed no results ({type(e).__name__}: {e})")
+        if sent == 0 or not rtts:
+            return failed(f"irtt: no round trip came back ({sent} sent)",
+                          [Sample("probe_loss_pct", 100.0, "pct")] if sent else [])
+        rtt = stats["rtt"]
+        samples = [Sample("rtt_us", float(rtt["mean"]) / 1000, "us"),
+                   Sample("rtt_min_us", float(rtt["min"]) / 1000, "us"),
+                   Sample("rtt_max_us", float(rtt["max"]) / 1000, "us")]
+        samples += [Sample(m, nearest_rank(rtts, p), "us") for m, p in PERCENTILES.items()]
+        ipdv = stats.get("ipdv_round_trip") or {}
+        if ipdv.get("n"):
+            samples.append(Sample("ipdv_us", float(ipdv["mean"]) / 1000, "us"))
+        samples.append(Sample("probe_loss_pct", loss, "pct"))
+        return ToolResult(samples=samples, ok=True)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Capture real iperf 2 (2.1.8), iperf3 UDP-sweep and irtt (0.9.0) output for the under-load
+# parser tests (tests/unit/test_tools_iperf2.py, test_tools_sweep.py, test_tools_irtt.py).
+#
+# Runs on loopback (127.0.0.1, ports 15001, 15201, 15112; nothing listens on 15009, 15209,
+# 15119), one server per tool for the whole script, and kills them on exit. Each capture NAME
+# leaves NAME.out and NAME.err next to this script and replaces its line "NAME<TAB>RC<TAB>ARGV"
+# in captures.tsv. Needs no root; hold the machine's lock (flock /tmp/ob-lab.lock) while it
+# measures. The tests assert the exact figures of these files: update them with new ones.
+# Not made here: iperf2_lab_idle and iperf2_lab_loaded_16k, taken between two lab hosts
+# (`overlaybench up`; the client in <prefix>-h0, `iperf -s -p 5001` in <prefix>-h1, server
+# 198.18.0.2) with the argv captures.tsv gives them.
+# iperf ignores SIGTERM in --connect-only loops: every client here is bounded and killed
+# with SIGKILL at its deadline.
+set -uo pipefail
+
+DIR=$(cd "$(dirname "$0")" && pwd)
+PIDS=()
+trap 'kill -9 "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
+
+cap() {   # cap NAME SECONDS ARGV... : run ARGV with a SIGKILL deadline, keep its output and exit code
+    local name=$1 limit=$2; shift 2
+    timeout -s KILL "$limit" "$@" >"$DIR/$name.out" 2>"$DIR/$name.err"
+    local rc=$?
+    [ "$rc" = 137 ] && rc=-9
+    grep -v "^$name	" "$DIR/captures.tsv" >"$DIR/captures.tsv.new" || true
+    printf '%s\t%s\t%s\n' "$name" "$rc" "$*" >>"$DIR/captures.tsv.new"
+    mv "$DIR/captures.tsv.new" "$DIR/captures.tsv"
+}
+
+iperf -s -p 15001 >/dev/null 2>&1 & PIDS+=($!)
+iperf3 -s -p 15201 >/dev/null 2>&1 & PIDS+=($!)
+irtt server -b 127.0.0.1:15112 -i 0 >/dev/null 2>&1 & PIDS+=($!)
+sleep 0.5
+
+BB=(iperf -c 127.0.0.1 -p 15001)
+cap iperf2_bb_idle 20 "${BB[@]}" --bounceback --bounceback-period=0 -t 2 --histograms=1u,100000 -e
+cap iperf2_bb_congest 20 "${BB[@]}" --bounceback --bounceback-period=0 --bounceback-congest=bidir,2 -t 2 --histograms=1u,100000 -e
+cap iperf2_bbp_idle 20 "${BB[@]}" --bounceback=1 --bounceback-period=0.001 -t 2 --histograms=10u,10000 -e
+cap iperf2_bbp_congest1 20 "${BB[@]}" --bounceback=1 --bounceback-period=0.001 --bounceback-congest=bidir,1 -t 2 -e
+cap iperf2_bb_killed 3 "${BB[@]}" --bounceback=1 --bounceback-period=0.001 -t 10 -e
+cap iperf2_bb_refused 20 iperf -c 127.0.0.1 -p 15009 --bounceback --bounceback-period=0 -t 2 --histograms=1u,100000 -e
+cap iperf2_crr 20 sh -c 'date +%s.%N; iperf -c 127.0.0.1 -p 15001 --connect-only=500 -e; rc=$?; date +%s.%N; exit $rc'
+cap iperf2_crr_refused 20 sh -c 'date +%s.%N; iperf -c 127.0.0.1 -p 15009 --connect-only=20 -e; rc=$?; date +%s.%N; exit $rc'
+cap iperf3_sweep64_100M 20 iperf3 -c 127.0.0.1 -p 15201 -u -b 100M -l 64 -t 1 -J
+cap iperf3_sweep1400_5G 20 iperf3 -c 127.0.0.1 -p 15201 -u -b 5G -l 1400 -t 1 -J
+cap iperf3_sweep_refused 20 iperf3 -c 127.0.0.1 -p 15209 -u -b 100M -l 64 -t 1 -J
+cap irtt_ok 20 irtt client -i 10ms -d 1s -Q -o - 127.0.0.1:15112
+cap irtt_killed 1 irtt client -i 1ms -d 3s -Q -o - 127.0.0.1:15112
+cap irtt_noserver 30 irtt client -i 1ms -d 2s -Q -o - --timeouts=200ms,400ms 127.0.0.1:15119
