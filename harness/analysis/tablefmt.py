@@ -246,7 +246,10 @@ def run_notes(meta: dict) -> list[str]:
         notes.append(f"CPUs: more lab hosts than CPUs, shared round-robin ({where})." if cpus.get("shared")
                      else f"CPUs: each lab host on CPUs of its own ({where}).")
     idle = meta.get("cpu_idle")
-    if idle == "poll":
+    if idle == "poll-latency":
+        notes.append("Idle CPUs polled while latency tests ran (no mode's latency includes waking a halted "
+                     "CPU) and halted otherwise.")
+    elif idle == "poll":
         notes.append("Idle CPUs polled (--poll-idle): no wake-up from a halted CPU in any mode's latency.")
     elif idle == "default":
         notes.append("Idle CPUs halted (the default): a latency includes waking the receiver's CPU.")

@@ -40,10 +40,15 @@ def add_backend(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--vagrant-dir", metavar="DIR", help="where the Vagrantfile is (default: the repository)")
 
 
-def add_poll_idle(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--poll-idle", action="store_true",
-                   help="the lab: keep this machine's idle CPUs polling instead of halting while the run "
-                        "measures (a PM QoS request, gone when the run ends), for steadier latency")
+def add_poll_idle(p: argparse.ArgumentParser, halt: bool = False) -> None:
+    idle = p.add_mutually_exclusive_group() if halt else p
+    idle.add_argument("--poll-idle", action="store_true",
+                      help="the lab: keep this machine's idle CPUs polling instead of halting for the whole "
+                           "run (a PM QoS request, gone when the run ends)" + ("" if halt else ", for steadier latency"))
+    if halt:
+        idle.add_argument("--halt-idle", action="store_true",
+                          help="the lab: let idle CPUs halt during latency tests too (by default they poll while "
+                               "a latency test runs, so no mode's latency includes waking a halted CPU)")
 
 
 def add_host_keys(p: argparse.ArgumentParser, help: str | None = None) -> None:
@@ -120,4 +125,5 @@ def options(a: argparse.Namespace):
 def settings(a: argparse.Namespace):
     """The run's own settings (harness.run.session's RunSettings) from the flags given."""
     from harness.run.session import RunSettings  # the whole harness: not for `--help`
-    return RunSettings(concurrent=getattr(a, "concurrent", False), poll_idle=getattr(a, "poll_idle", False))
+    return RunSettings(concurrent=getattr(a, "concurrent", False), poll_idle=getattr(a, "poll_idle", False),
+                       halt_idle=getattr(a, "halt_idle", False))

@@ -38,7 +38,7 @@ def add(sub) -> None:
     r.add_argument("--concurrent", action="store_true",
                    help="measure even while another run measures on this machine (both runs' ratios suffer; "
                         "default: wait for it)")
-    add_poll_idle(r)
+    add_poll_idle(r, halt=True)
     r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
     r.add_argument("--format", choices=["table", "json"], default="table",

@@ -39,6 +39,16 @@ class PollIdle:
             log.debug("released the CPU latency request on %s", DEVICE)
 
 
+def available(device: str = DEVICE) -> bool:
+    """Whether a request can be held here (root, a kernel with PM QoS)."""
+    try:
+        hold(device).release()
+    except HarnessError as e:
+        log.debug("%s", e)
+        return False
+    return True
+
+
 def hold(device: str = DEVICE) -> PollIdle:
     """Request a wake-up latency of 0 µs; one line naming the device when that cannot be."""
     try:

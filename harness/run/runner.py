@@ -10,7 +10,7 @@ import itertools
 import logging
 import sys
 import time
-from typing import Callable, TextIO
+from typing import Any, Callable, TextIO
 
 from harness.core.errors import HarnessError
 from harness.core.pairs import rounds as pair_rounds
@@ -20,6 +20,7 @@ from harness.run import case as case_mod, together
 from harness.run.procs import daemon_death
 from harness.run.scenario import Case, Scenario
 from harness.testbeds.base import Testbed
+from harness.tools import get as get_tool
 
 log = logging.getLogger(__name__)
 
@@ -68,13 +69,15 @@ MAX_BROKEN_IN_A_ROW = 3
 
 class Runner:
     def __init__(self, scenario: Scenario, testbed: Testbed, store: RunStore,
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, poll_latency: Callable[[], Any] | None = None):
         self.sc = scenario
         self.tb = testbed
         self.store = store
         self.progress = progress
         self.known = scenario.known      # the run's modes: the standard ones and the scenario's
         self.recorder = case_mod.Recorder(testbed, scenario.rate)
+        # held while a set of latency tests runs, released after (run/cpuidle.py's hold)
+        self.poll_latency = poll_latency
         self.datapaths: list[dict] = []
         self._broken: list[str] = []
         self.stopped: dict[int, int] = {}    # underlay MTU → repeats measured, where `enough` stopped it
@@ -161,11 +164,16 @@ class Runner:
         """run/case.py's measure, with a host that fails under the set (a dropped connection,
         a command that cannot run) recorded as each of its cases' failure; so many sets in a
         row that stop the run."""
+        hold = (self.poll_latency() if self.poll_latency is not None
+                and any(get_tool(c.test).latency for c in batch) else None)
         try:
             outcome = case_mod.measure(self.tb, self.store, self.recorder, self.sc, mode, batch, dp)
             why = outcome.host_failed
         except HarnessError as e:
             outcome, why = None, str(e)
+        finally:
+            if hold is not None:
+                hold.release()
         if why is None:
             self._broken.clear()
             return outcome.rows

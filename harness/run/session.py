@@ -41,7 +41,17 @@ class RunSettings:
     backend needs is the testbed's Options."""
 
     concurrent: bool = False        # measure even while another run measures on this machine
-    poll_idle: bool = False         # this machine's idle CPUs poll instead of halting (run/cpuidle.py)
+    # How this machine's idle CPUs wait (run/cpuidle.py), where the run measures here: by
+    # default they poll while a latency test runs and halt otherwise; poll_idle: they poll
+    # for the whole run; halt_idle: they always halt.
+    poll_idle: bool = False
+    halt_idle: bool = False
+
+    def idle_model(self, measures_here: bool) -> str:
+        """run.json's cpu_idle: "poll", "poll-latency" or "default" (halting)."""
+        if self.poll_idle:
+            return "poll"
+        return "poll-latency" if measures_here and not self.halt_idle else "default"
 
 
 def run(scenario_path: str | None = None, overrides: dict | None = None, resume: str | None = None,
@@ -84,13 +94,18 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
         tb.preflight(sc)
         if tb.measures_here and not settings.concurrent:
             machine = runlock.hold_machine(opts.run_id, quiet=quiet)
-        if settings.poll_idle:
+        idle_model = settings.idle_model(tb.measures_here)
+        if idle_model == "poll":
             idle = cpuidle.hold()
+        elif idle_model == "poll-latency" and not cpuidle.available():
+            log.warning("idle CPUs cannot be made to poll here (%s): latency tests run with them halting",
+                        cpuidle.DEVICE)
+            idle_model = "default"
         sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
         cases = scen.expand(sc, pair_list)
         if store is None:
             store = _create_store(results_dir, opts.run_id, sc, tb, cases)
-        store.update_meta(cpu_idle="poll" if settings.poll_idle else "default", **(meta or {}))
+        store.update_meta(cpu_idle=idle_model, **(meta or {}))
         status = "interrupted"
         todo = len([c for c in cases if (c.key, c.repeat) not in skip])
         if not quiet:
@@ -102,7 +117,8 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
             for name in sc.modes:
                 sc.mode(name).check(tb)
             store.update_meta(testbed=tb.facts(), hosts=tb.host_facts())
-            runner = Runner(sc, tb, store, progress)
+            runner = Runner(sc, tb, store, progress,
+                            poll_latency=cpuidle.hold if idle_model == "poll-latency" else None)
             runner.run(cases, skip, enough=None if until is None else (lambda u: until(store.path, u)))
             if runner.stopped:
                 store.update_meta(stopped_early={str(u): n for u, n in runner.stopped.items()})

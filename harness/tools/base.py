@@ -85,6 +85,9 @@ class Tool(abc.ABC):
     listen: str = "tcp"       # how the server waits for the client: "tcp" (listening) or "udp" (bound)
     payload: int | None = None    # a fixed UDP payload in bytes, checked against the overlay MTU
     parallel: bool = False    # takes the matrix's stream counts (besides iperf3's bulk tests)
+    # measures how long something takes (a round trip, a connect): on the lab its idle CPUs
+    # poll while it runs, so no mode's latency includes, or is spared, waking a halted CPU
+    latency: bool = False
     max_streams: int = 128    # the most streams a case of it may ask for
 
     def server_argv(self, spec: TestSpec) -> list[str] | None:

@@ -154,6 +154,7 @@ class LoadBounceback(Iperf2):
     """load.bounceback: the probe idle, then beside N TCP streams each way (module doc)."""
 
     name = "load.bounceback"
+    latency = True
     parallel = True
     max_streams = MAX_LOAD_STREAMS
 
@@ -218,6 +219,7 @@ class IperfCrr(Iperf2):
     """iperf.crr: connections per second, connect-time P50/P99 and failures (module doc)."""
 
     name = "iperf.crr"
+    latency = True
 
     def client_argv(self, spec: TestSpec) -> list[str]:
         iperf = self._client(spec) + [f"--connect-only={connects(spec.duration)}", "-e"]

@@ -37,6 +37,7 @@ def nearest_rank(sorted_values: list[float], pct: float) -> float:
 
 class IrttUdp(Tool):
     name = "irtt.udp"
+    latency = True
     binary = "irtt"
     package = "irtt"
     version_argv = ("irtt", "version")

@@ -26,6 +26,7 @@ class PingFlood(Tool):
     """Flood ping (needs root): COUNT echo requests of SIZE bytes, at most `duration` s."""
 
     name = "ping.flood"
+    latency = True
     binary = "ping"
     package = "iputils-ping"
     version_argv = ("ping", "-V")

@@ -49,6 +49,7 @@ class Qperf(Tool):
             raise ValueError(f"unsupported qperf test {test!r}")
         self.test = test
         self.name = f"qperf.{test}"
+        self.latency = test.endswith("_lat")
 
     def server_argv(self, spec: TestSpec) -> list[str]:
         return ["qperf", "-lp", str(spec.port or DEFAULT_PORT)]

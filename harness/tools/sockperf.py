@@ -47,6 +47,7 @@ _PROBLEM = re.compile(r"ERROR|Invalid|No messages were received")
 class SockperfPingPong(Tool):
     """sockperf ping-pong over UDP (sockperf.pingpong) or TCP (sockperf.pingpong_tcp)."""
 
+    latency = True
     binary = "sockperf"
     package = "sockperf"
     version_argv = ("sockperf", "--version")
