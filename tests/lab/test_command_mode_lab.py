@@ -29,7 +29,6 @@ from sshd import ssh_world  # noqa: F401 - the fixture
 from test_testbed_ssh import SshLab
 
 from conftest import needs_root
-from harness import modes
 from harness.hosts.ssh.host import SshHost
 from harness.modes import commands
 from harness import results
@@ -120,9 +119,8 @@ def daemon_pids(prefix: str) -> list[int]:
 
 def test_the_lab_deploys_what_the_commands_say_and_teardown_removes_it(scenario_file):
     """The shipped example's VXLAN (scenarios/bring-your-own.toml) and the routed sleeve."""
-    S.load(ROOT / "scenarios" / "bring-your-own.toml")
-    S.load(scenario_file)
-    vx, l3 = modes.get("vxlan77"), modes.get("byo-l3")
+    vx = S.load(ROOT / "scenarios" / "bring-your-own.toml").mode("vxlan77")
+    l3 = S.load(scenario_file).mode("byo-l3")
     with labmod.Lab.create() as lab:
         h0, c0 = lab.sides[0].host, lab.sides[0].container
         dp = vx.deploy(lab, 1450)
