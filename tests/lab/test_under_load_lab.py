@@ -3,8 +3,9 @@ rate (iperf.crr), the UDP sweeps and their knees (iperf3.udp_sweep64/1400) and t
 isochronous UDP probe (irtt.udp), run by the harness on the lab and over SSH, then read
 back by show (table, CSV, JSON), the report, baseline and the gate.
 
-What could make these fail by chance: nothing (they assert that each figure was measured
-and carried through, never its size).
+What could make these fail by chance: nothing in the run tests (they assert that each figure
+was measured and carried through, never its size). The ordering test compares native's
+loaded P99 with a sleeve that waits 5 ms on every frame: see its docstring.
 """
 
 from __future__ import annotations
@@ -17,8 +18,14 @@ import pathlib
 import pytest
 
 from conftest import needs_root
+from harness.modes.native import Native
 from harness.results import read_records
-from harness.tools.iperf2 import PERCENTILES
+from harness.run.endpoints import endpoints
+from harness.run.procs import wait_listening
+from harness.tools import get as get_tool
+from harness.tools.base import TestSpec
+from harness.tools.iperf2 import PERCENTILES, bounceback
+from test_compare_lab import Calibrated
 from test_testbed_ssh import ob, ssh_lab  # noqa: F401  (ssh_lab: the fixture, a lab whose hosts run sshd)
 
 pytestmark = [needs_root(), pytest.mark.lab]
@@ -154,3 +161,57 @@ def test_under_load_over_ssh(ssh_lab, tmp_path):
     _check_carried(run, tmp_path, env=ssh_lab.env())
     assert ssh_lab.leftovers() == []
 
+
+# The ordering test's sleeve: 5 ms on every frame it reads from or writes to its device.
+# (10 ms, the most the option takes, leaves a probe under load waiting longer than iperf's
+# read timeout, half of -t, and the loaded phase then never ends.)
+CAL_NS = 5_000_000
+PROBE_S = 3
+
+
+class Waits5ms(Calibrated):
+    flags = ("--calibrate-ns", str(CAL_NS))
+
+
+def _loaded_probe(lab, dp, placement: str) -> dict[str, float]:
+    """load.bounceback's loaded phase alone across a deployed data path, for PROBE_S seconds
+    beside one TCP stream each way: its figures (µs)."""
+    tool = get_tool("load.bounceback")
+    c, s = endpoints(lab, dp, placement)
+    spec = TestSpec(server_addr=s.addr, duration=PROBE_S, streams=1, port=5001)
+    (loaded,) = [ph for ph in tool.phases(spec) if ph.name == "loaded"]
+    srv = s.host.start(tool.server_argv(spec))
+    try:
+        assert wait_listening(s.host, 5001, srv) is None
+        out = c.host.run(loaded.argv, check=False, timeout=loaded.timeout)
+    finally:
+        srv.stop()
+    got, why = bounceback(out.stdout, out.stderr, out.returncode)
+    assert why is None, why
+    return got
+
+
+def test_loaded_latency_orders_native_before_a_sleeve_that_waits_per_frame(lab):
+    """The sleeve spends 5 ms on every frame it reads from or writes to its device: a request
+    and its reply pass four such steps, so every round trip of the probe across it takes at
+    least 20 ms, by construction, and under load far more (its working load's frames queue
+    ahead of the probe's at 200 frames a second: 380–830 ms per round trip measured, at most
+    a few dozen round trips in 3 s, so its P99 is near its maximum). Native's loaded P99, the
+    same phase host to host beside one TCP stream each way, was 4.7 ms (and 6.5–8 ms beside
+    two CPU hogs with two streams each way; the slowest of some 12,000 round trips 13.5 ms).
+    The test fails only if native's P99 reaches the calibrated sleeve's, which is at least
+    20 ms whatever the machine does: one native round trip in a hundred would have to take
+    2.5 times the worst P99 seen, and in practice the sleeve's is some 80 times native's.
+    (10 ms a frame, the most the option takes, cannot be used: a probe under load then waits
+    longer than iperf's read timeout, half of -t, and the phase never ends.)"""
+    got = {}
+    for mode in (Native(), Waits5ms()):
+        dp = mode.deploy(lab, 1450)
+        try:
+            got[mode.name] = _loaded_probe(lab, dp, "host-host" if mode.name == "native" else "container-container")
+        finally:
+            mode.teardown(lab, dp)
+    print(f"\nloaded probe (µs): native {got['native']}; sleeve waiting per frame {got['sleeve']}")
+    bound = 4 * CAL_NS / 1000
+    assert got["sleeve"]["min"] >= bound, got              # by construction
+    assert got["native"]["p99"] < got["sleeve"]["p99"], got
