@@ -142,3 +142,13 @@ def forbid_sleep(monkeypatch) -> None:
     for name, mod in list(sys.modules.items()):
         if name.startswith("harness.") and getattr(mod, "time", None) is time:
             monkeypatch.setattr(mod, "time", _TimeWithoutSleep())
+
+
+def runner_testbed(tmp_path, monkeypatch) -> ScriptedTestbed:
+    """A two-host lab testbed for runs through the runner: no harness module may sleep, and
+    each deployment's reading of its devices' offloads is answered whenever it comes."""
+    forbid_sleep(monkeypatch)
+    bed = lab_testbed(tmp_path)
+    for h in bed.hosts:
+        h.allow(re.compile(r"ethtool -k \S+"), stdout="Features for dev:\ngeneric-segmentation-offload: on\n")
+    return bed

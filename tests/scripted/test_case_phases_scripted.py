@@ -4,11 +4,9 @@ whose client cannot start fails the case, and no later phase runs. ScriptedHosts
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from captures import capture
-from scripted_fixtures import forbid_sleep, lab_testbed
+from scripted_fixtures import runner_testbed
 
 from harness import results
 from harness.core.errors import CommandError
@@ -16,17 +14,12 @@ from harness.hosts.scripted import ScriptedProcess
 from harness.run import scenario as S
 from harness.run.runner import Runner
 
-OFFLOADS = "Features for dev:\ngeneric-segmentation-offload: on\n"
 PROBE = "iperf -c 198.18.0.2 -p 5001 --bounceback=1 --bounceback-period=0.001 -l 16K -t 2 -e"
 
 
 @pytest.fixture
 def tb(tmp_path, monkeypatch):
-    forbid_sleep(monkeypatch)
-    bed = lab_testbed(tmp_path)
-    for h in bed.hosts:
-        h.allow(re.compile(r"ethtool -k \S+"), stdout=OFFLOADS)
-    return bed
+    return runner_testbed(tmp_path, monkeypatch)
 
 
 def _run(tb, tmp_path) -> results.RunStore:

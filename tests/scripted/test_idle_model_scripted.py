@@ -4,11 +4,9 @@ into run.json. ScriptedHosts and a stand-in for the request, no root."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from captures import capture
-from scripted_fixtures import forbid_sleep, lab_testbed
+from scripted_fixtures import runner_testbed
 
 from harness import results
 from harness.hosts.scripted import ScriptedProcess
@@ -16,16 +14,11 @@ from harness.run import scenario as S
 from harness.run.runner import Runner
 from harness.run.session import RunSettings
 
-OFFLOADS = "Features for dev:\ngeneric-segmentation-offload: on\n"
 
 
 @pytest.fixture
 def tb(tmp_path, monkeypatch):
-    forbid_sleep(monkeypatch)
-    bed = lab_testbed(tmp_path)
-    for h in bed.hosts:
-        h.allow(re.compile(r"ethtool -k \S+"), stdout=OFFLOADS)
-    return bed
+    return runner_testbed(tmp_path, monkeypatch)
 
 
 class Request:
