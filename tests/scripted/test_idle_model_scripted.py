@@ -15,7 +15,6 @@ from harness.run.runner import Runner
 from harness.run.session import RunSettings
 
 
-
 @pytest.fixture
 def tb(tmp_path, monkeypatch):
     return runner_testbed(tmp_path, monkeypatch)
