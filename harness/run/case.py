@@ -16,9 +16,10 @@ host never collide. The steps, for every set:
      and the server's last words.
 
 CPU is recorded for a set of one case of one phase only: a set shares the machine, and
-no share of it is one pair's; phases measure different things one after the other. A host that fails under one case's own step (its endpoints, its server, its
-client) fails that case; `Outcome.host_failed` says whether every case of the set failed
-so, which the runner counts toward stopping a run whose hosts stopped answering.
+no share of it is one pair's; phases measure different things one after the other. A host
+that fails under one case's own step (its endpoints, its server, its client) fails that
+case; `Outcome.host_failed` says whether every case of the set failed so, which the runner
+counts toward stopping a run whose hosts stopped answering.
 """
 
 from __future__ import annotations
