@@ -20,11 +20,11 @@ expression over `shlex.join`, or a predicate.
 from __future__ import annotations
 
 import dataclasses
-import re
 import shlex
 import threading
 
 from harness.hosts.kube.api import ApiError, Node, PodStatus
+from harness.hosts.scripted import command_matches
 
 RUNNING = PodStatus("Running", "10.244.0.5", "192.0.2.1")
 
@@ -45,14 +45,7 @@ class Exec:
     def matches(self, kind: str, pod: str, argv: list[str]) -> bool:
         if kind != self.kind or pod != self.pod or (self.times is not None and self.used >= self.times):
             return False
-        m = self.match
-        if isinstance(m, str):
-            return argv == shlex.split(m)
-        if isinstance(m, (list, tuple)):
-            return argv == list(m)
-        if isinstance(m, re.Pattern):
-            return m.fullmatch(shlex.join(argv)) is not None
-        return bool(m(argv))
+        return command_matches(self.match, argv)
 
 
 class FakeApi:

@@ -41,6 +41,18 @@ from harness.core.errors import CommandError
 from harness.hosts.base import Completed, Host, Process
 
 Matcher = list | tuple | str | re.Pattern | Callable[[list[str]], bool]
+
+
+def command_matches(m: Matcher, argv: list[str]) -> bool:
+    """Whether `argv` is the command `m` names: a command line (split as a shell would), an
+    argv, a pattern the whole quoted line must match, or a predicate."""
+    if isinstance(m, str):
+        return argv == shlex.split(m)
+    if isinstance(m, (list, tuple)):
+        return argv == list(m)
+    if isinstance(m, re.Pattern):
+        return m.fullmatch(shlex.join(argv)) is not None
+    return bool(m(argv))
 ANY_INPUT = object()
 
 
@@ -72,14 +84,7 @@ class Expectation:
     def matches(self, kind: str, argv: list[str], input: str | None) -> bool:
         if kind != self.kind or (self.input is not ANY_INPUT and input != self.input):
             return False
-        m = self.match
-        if isinstance(m, str):
-            return argv == shlex.split(m)
-        if isinstance(m, (list, tuple)):
-            return argv == list(m)
-        if isinstance(m, re.Pattern):
-            return m.fullmatch(shlex.join(argv)) is not None
-        return bool(m(argv))
+        return command_matches(self.match, argv)
 
     @property
     def left(self) -> bool:
