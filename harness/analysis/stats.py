@@ -232,9 +232,12 @@ def repeat_ratios(df: pd.DataFrame, metrics: Sequence[str] | None = None,
         for r in per.itertuples(index=False)]
     per["native"] = pd.to_numeric(per["native"], errors="coerce")
     per["ratio"] = per["value"] / per["native"].where(per["native"] != 0)
-    dropped = per["ratio"].isna().sum()
+    zero = int((per["native"] == 0).sum())
+    dropped = int(per["ratio"].isna().sum()) - zero
     if dropped:
         log.info("%d repeat(s) without a native counterpart left out of the ratios", dropped)
+    if zero:
+        log.info("%d repeat(s) whose native value is 0 left out of the ratios", zero)
     per = per[per["ratio"].notna()]
     return sort_configs(per)[cols].reset_index(drop=True)
 
@@ -256,6 +259,9 @@ def ratio_to_native(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> p
 
 # --------------------------------------------------------------------------- A/B arms
 
+ZERO_CHANGE = 1000.0      # arm_pairs: how large a change a value of 0 against a non-zero one counts as
+
+
 def split_arm(mode: Any) -> tuple[str, str | None]:
     """"sleeve@head" → ("sleeve", "head"); a plain mode → (mode, None)."""
     name, sep, label = str(mode).partition(ARM_SEP)
@@ -268,7 +274,9 @@ def arm_pairs(df: pd.DataFrame, base: str, head: str, metrics: Sequence[str] | N
     Columns: CONFIG_KEY (the mode without its arm label) + metric, repeat, base, head,
     log_ratio. A repeat missing from either arm (failed or not measured) makes no pair.
     Several values for one (config, metric, repeat, arm), as a resumed run may hold, are
-    medianed first.
+    medianed first. A value of 0 (a loss knee below the sweep's lowest step) has no
+    log-ratio: against a non-zero value it counts as a ZERO_CHANGE-fold change (so it weighs
+    as the largest move, the way it should), and 0 against 0 as none.
     """
     cols = CONFIG_KEY + ["metric", "repeat", "base", "head", "log_ratio"]
     d = ok_rows(df)
@@ -276,7 +284,7 @@ def arm_pairs(df: pd.DataFrame, base: str, head: str, metrics: Sequence[str] | N
         d = d[d["metric"].isin(list(metrics))]
     arms = d["mode"].map(split_arm)
     d = d.assign(mode=[a[0] for a in arms], arm=[a[1] for a in arms])
-    d = d[d["arm"].isin([base, head]) & (d["value"] > 0)]
+    d = d[d["arm"].isin([base, head]) & (d["value"] >= 0)]
     if d.empty:
         return pd.DataFrame(columns=cols)
     keys = CONFIG_KEY + ["metric", "repeat"]
@@ -287,7 +295,11 @@ def arm_pairs(df: pd.DataFrame, base: str, head: str, metrics: Sequence[str] | N
     wide = pd.concat([per[base].rename("base"), per[head].rename("head")], axis=1).dropna().reset_index()
     if wide.empty:
         return pd.DataFrame(columns=cols)
-    wide["log_ratio"] = np.log(wide["head"] / wide["base"])
+    h, b = wide["head"].to_numpy(float), wide["base"].to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lr = np.log(h / b)
+    big = math.log(ZERO_CHANGE)
+    wide["log_ratio"] = np.where((h == 0) & (b == 0), 0.0, np.where(h == 0, -big, np.where(b == 0, big, lr)))
     return sort_configs(wide)[cols].reset_index(drop=True)
 
 

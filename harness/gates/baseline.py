@@ -259,6 +259,7 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
     ok = stats.ok_rows(df)
     present = {tuple(stats.key_value(x) for x in k) for k, _ in ok.groupby(CASE_FIELDS, dropna=False)}
     native_fail = {(k[1], k[3], k[4], k[5], k[6]): v for k, v in fail_by_config.items() if k[0] == stats.NATIVE}
+    native_zero = _zero_natives(ok)
 
     verdicts: list[CaseVerdict] = []
     seen = set()
@@ -277,7 +278,8 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
         u, p, test, s, pair = (case[f] for f in ("underlay_mtu", "placement", "test", "streams", "pair"))
         nfail = native_fail.get((u, p, test, s, pair)) or native_fail.get((u, REFERENCE, test, s, pair))
         failed = fail_by_config.get(cfg) if key not in present else None
-        verdicts.append(_unjudged(case, c, t, failed, nfail, key in present))
+        zero = (u, p, test, s, case["metric"], pair) in native_zero
+        verdicts.append(_unjudged(case, c, t, failed, nfail, key in present, zero))
     for key, cur in current.items():
         if key not in seen:
             verdicts.append(CaseVerdict(dict(zip(CASE_FIELDS, key)), NEW, "not in the baseline",
@@ -298,14 +300,27 @@ def evaluate_frame(df: pd.DataFrame, meta: dict[str, Any], baseline: dict[str, A
                    alpha=alpha)
 
 
+def _zero_natives(ok: pd.DataFrame) -> set[tuple]:
+    """(underlay MTU, placement, test, streams, metric, pair) where native measured only zeros:
+    a knee of 0 (native lost too much even at the sweep's lowest step) gives no ratio."""
+    nat = ok[ok["mode"] == stats.NATIVE]
+    keys = ["underlay_mtu", "placement", "test", "streams", "metric", "pair"]
+    return {tuple(stats.key_value(x) for x in k) for k, g in nat.groupby(keys, dropna=False)
+            if (g["value"] == 0).all()}
+
+
 def _unjudged(case: dict, base: dict, tol: float, failed: list[str] | None, native_failed: list[str] | None,
-              present: bool) -> CaseVerdict:
+              present: bool, native_zero: bool = False) -> CaseVerdict:
     """A baseline case this run has no ratio for, and why: it failed, its native reference
-    failed, native was not measured beside it, or it was not measured at all."""
+    failed or measured only zeros, native was not measured beside it, or it was not measured
+    at all."""
     if failed:
         status, why = ERROR, f"case failed in this run: {_reasons(failed)}"
     elif native_failed:
         status, why = ERROR, f"native reference failed in this run: {_reasons(native_failed)}"
+    elif present and native_zero:
+        status, why = SKIPPED, (f"native's {case['metric']} is 0 in every repeat of this run: no ratio to native "
+                                "(for a knee: native lost too much even at the sweep's lowest step)")
     elif present:
         status, why = SKIPPED, ("no native reference in this run (native not measured at this underlay MTU, "
                                 "test and streams)")
