@@ -1,10 +1,12 @@
 """Where the lab's hosts run, and what it does to latency: the same matrix measured with
-the hosts where the scheduler puts them, on CPUs of their own, and on their own CPUs with
-idle CPUs polling, back to back; then, per variant and mode, the median and max/min over
-the repeats of qperf tcp_lat and sockperf's P50 and P99, and TCP throughput as a % of native.
+the hosts where the scheduler puts them, on CPUs of their own (idle CPUs halting), on
+their own CPUs with idle CPUs polling while latency tests run (the lab's default), and
+polling for the whole run, back to back; then, per variant and mode, the median and
+max/min over the repeats of qperf tcp_lat and sockperf's P50 and P99, and TCP throughput
+as a % of native.
 
-    .venv/bin/python benchmarks/cpu_placement.py                       # measures (about 13 min)
-    .venv/bin/python benchmarks/cpu_placement.py --report RUN RUN RUN   # the table of runs made before
+    .venv/bin/python benchmarks/cpu_placement.py                       # measures (about 17 min)
+    .venv/bin/python benchmarks/cpu_placement.py --report RUN RUN RUN RUN   # the table of runs made before
 
 Scheduler autogroups are turned off while it measures (restored after), as for any
 measurement of processes that share one kernel.
@@ -21,7 +23,8 @@ import sys
 from harness import results
 from harness.core.paths import PROJECT
 
-VARIANTS = (("scheduler", ["--lab-cpus", "scheduler"]), ("own", ["--lab-cpus", "own"]),
+VARIANTS = (("scheduler", ["--lab-cpus", "scheduler", "--halt-idle"]), ("own", ["--lab-cpus", "own", "--halt-idle"]),
+            ("own, polling in latency tests (the default)", ["--lab-cpus", "own"]),
             ("own, polling", ["--lab-cpus", "own", "--poll-idle"]))
 MATRIX = ["--modes", "native,fastdp,sleeve", "--placements", "host-host",
           "--tests", "qperf.tcp_lat,sockperf.pingpong,iperf3.tcp", "--repeats", "10", "--duration", "2", "-q"]
@@ -74,7 +77,8 @@ def report(runs: list[str]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--results", default="results", help="where the runs go (default results/)")
-    p.add_argument("--report", nargs=3, metavar="RUN", help="report these runs (scheduler, own, own+polling)")
+    p.add_argument("--report", nargs=len(VARIANTS), metavar="RUN",
+                   help="report these runs, one per variant in the order above")
     a = p.parse_args(argv)
     runs = a.report or measure(a.results)
     print("runs: " + " ".join(runs))
