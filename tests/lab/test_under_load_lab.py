@@ -10,6 +10,7 @@ loaded P99 with a sleeve that waits 5 ms on every frame: see its docstring.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -162,11 +163,16 @@ def test_under_load_over_ssh(ssh_lab, tmp_path):
     assert ssh_lab.leftovers() == []
 
 
-# The ordering test's sleeve: 5 ms on every frame it reads from or writes to its device.
-# (10 ms, the most the option takes, leaves a probe under load waiting longer than iperf's
-# read timeout, half of -t, and the loaded phase then never ends.)
+# The ordering test's sleeve: 5 ms on every frame it reads from or writes to its device,
+# busy-waiting (twice that on a CPU shared with a hog). Its probe is measured beside a
+# working load whose TCP buffers are capped at 64 KiB (WINDOW, in the containers only), so
+# at most some 45 full-size frames queue ahead of the probe each way: a round trip at most
+# about 2 s even at 10 ms a frame, below iperf's read timeout (half of -t, 3 s). Iperf
+# stops a bounceback whose reply misses that timeout only at the hard timeout, a failed
+# phase: with the buffers left alone one round in 30 of a soak beside two hogs did so.
 CAL_NS = 5_000_000
-PROBE_S = 3
+PROBE_S = 6
+WINDOW = "4096 16384 65536"
 
 
 class Waits5ms(Calibrated):
@@ -191,26 +197,45 @@ def _loaded_probe(lab, dp, placement: str) -> dict[str, float]:
     return got
 
 
+@contextlib.contextmanager
+def _small_tcp_buffers(hosts):
+    """TCP's buffers capped at WINDOW in these namespaces (net.ipv4.tcp_[rw]mem are per
+    namespace), put back after."""
+    keys = ("net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem")
+    old = {(i, k): " ".join(h.run(["sysctl", "-n", k]).stdout.split()) for i, h in enumerate(hosts) for k in keys}
+    try:
+        for h in hosts:
+            for k in keys:
+                h.run(["sysctl", "-q", "-w", f"{k}={WINDOW}"])
+        yield
+    finally:
+        for (i, k), v in old.items():
+            hosts[i].run(["sysctl", "-q", "-w", f"{k}={v}"])
+
+
 def test_loaded_latency_orders_native_before_a_sleeve_that_waits_per_frame(lab):
     """The sleeve spends 5 ms on every frame it reads from or writes to its device: a request
     and its reply pass four such steps, so every round trip of the probe across it takes at
-    least 20 ms, by construction, and under load far more (its working load's frames queue
-    ahead of the probe's at 200 frames a second: 380–830 ms per round trip measured, at most
-    a few dozen round trips in 3 s, so its P99 is near its maximum). Native's loaded P99, the
-    same phase host to host beside one TCP stream each way, was 4.7 ms (and 6.5–8 ms beside
-    two CPU hogs with two streams each way; the slowest of some 12,000 round trips 13.5 ms).
-    The test fails only if native's P99 reaches the calibrated sleeve's, which is at least
-    20 ms whatever the machine does: one native round trip in a hundred would have to take
-    2.5 times the worst P99 seen, and in practice the sleeve's is some 80 times native's.
-    (10 ms a frame, the most the option takes, cannot be used: a probe under load then waits
-    longer than iperf's read timeout, half of -t, and the phase never ends.)"""
+    least 20 ms, by construction, and beside its working load more (the load's frames queue
+    ahead of the probe's; WINDOW bounds that queue so the probe's phase ends). Native's loaded
+    P99, the same phase host to host beside one TCP stream each way, was 4.7 ms (and 6.5–8 ms
+    beside two CPU hogs with two streams each way; the slowest of some 12,000 round trips
+    13.5 ms). The test fails only if native's P99 reaches the calibrated sleeve's, which is at
+    least 20 ms whatever the machine does: one native round trip in a hundred would have to
+    take 2.5 times the worst P99 seen. (10 ms a frame, the most the option takes, would leave
+    less room below iperf's read timeout.)"""
     got = {}
-    for mode in (Native(), Waits5ms()):
-        dp = mode.deploy(lab, 1450)
-        try:
-            got[mode.name] = _loaded_probe(lab, dp, "host-host" if mode.name == "native" else "container-container")
-        finally:
-            mode.teardown(lab, dp)
+    dp = Native().deploy(lab, 1450)
+    try:
+        got["native"] = _loaded_probe(lab, dp, "host-host")
+    finally:
+        Native().teardown(lab, dp)
+    dp = Waits5ms().deploy(lab, 1450)
+    try:
+        with _small_tcp_buffers([s.container for s in lab.sides]):
+            got["sleeve"] = _loaded_probe(lab, dp, "container-container")
+    finally:
+        Waits5ms().teardown(lab, dp)
     print(f"\nloaded probe (µs): native {got['native']}; sleeve waiting per frame {got['sleeve']}")
     bound = 4 * CAL_NS / 1000
     assert got["sleeve"]["min"] >= bound, got              # by construction
