@@ -189,6 +189,9 @@ class LoadBounceback(Iperf2):
         figures = {}
         for o in outputs:
             got, why = bounceback(o.stdout, o.stderr, o.returncode)
+            if why and o.name == "loaded" and o.returncode is None:
+                why += (" (a round trip longer than iperf's read timeout, half of -t, stalls the probe "
+                        "until then: a longer duration allows slower ones)")
             if why:
                 return failed(f"{o.name}: {why}")
             figures[o.name] = got

@@ -90,6 +90,9 @@ def test_refused_killed_and_missing_phases_fail_with_the_reason():
     assert not refused.ok and refused.error == "idle: iperf: tcp connect failed: Connection refused"
     killed = LOAD.parse_phases([ok, phase("loaded", "iperf2_bb_killed", None)])
     assert not killed.ok and killed.error.startswith("loaded: iperf timed out")
+    assert "half of -t" in killed.error and "longer duration" in killed.error      # the likely cause, and what to do
+    idle_killed = LOAD.parse_phases([phase("idle", "iperf2_bb_killed", None), phase("loaded", "iperf2_bbp_congest1")])
+    assert idle_killed.error.startswith("idle: iperf timed out") and "half of -t" not in idle_killed.error
     died = LOAD.parse_phases([ok, phase("loaded", "iperf2_bb_killed", -9)])
     assert not died.ok and died.error.startswith("loaded: iperf exited -9")
     # an idle probe's output in the loaded phase: no working load was there
