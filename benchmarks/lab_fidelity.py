@@ -1,7 +1,7 @@
 """Does the lab measure what a hand-built pair of namespaces does? Native host to host,
 qperf tcp_lat, sockperf ping-pong P50/P99 and iperf3 TCP, measured alternately by hand
-(two namespaces joined by a veth, each tool pinned with taskset to its host's CPU, idle
-CPUs polling while latency is measured) and by `overlaybench run` on its lab (each host
+(two namespaces joined by a veth, IPv6 off, each tool pinned with taskset to its host's
+CPU, idle CPUs polling while latency is measured) and by `overlaybench run` on its lab (each host
 on a CPU of its own, idle CPUs polling during latency tests: the defaults). Prints each
 figure's medians and the harness / hand ratio.
 
@@ -42,6 +42,9 @@ def build() -> None:
         sh("ip", "netns", "add", ns)
     sh("ip", "link", "add", "ul0", "netns", NS[0], "type", "veth", "peer", "name", "ul0", "netns", NS[1])
     for ns, addr in zip(NS, ADDR):
+        # IPv6 off, as on the lab's hosts: a new link's duplicate-address and router
+        # solicitation traffic would otherwise run beside the first test
+        sh("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1")
         sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", "ul0")
         sh("ip", "-n", ns, "link", "set", "ul0", "up")
         sh("ip", "-n", ns, "link", "set", "lo", "up")
@@ -146,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
         teardown()
         if old is not None:
             AUTOGROUP.write_text(old)
+    for i, (h, lb) in enumerate(zip(hand, lab)):
+        print(f"round {i + 1}: " + "; ".join(f"{label} hand {h.get(f'{t} {m}', float('nan')):.4g} lab "
+                                             f"{lb.get(f'{t} {m}', float('nan')):.4g}" for t, m, label in FIGURES))
     print(f"| figure | by hand (median, min–max of {a.rounds}) | the lab (median, min–max) | lab / hand |")
     print("|---|---|---|---|")
     for test, metric, label in FIGURES:
