@@ -194,8 +194,8 @@ def compare(req: Request, judge: Judge) -> int:
                                  indent=2) if req.fmt == "json" else msg)
                 return 0
             run_dir = measure(arms, scenario_path, req.overrides, results_dir=req.results_dir, quiet=req.quiet,
-                              # halting unless --poll-idle, as the rule's spread was measured
-                              settings=RunSettings(poll_idle=req.poll_idle, halt_idle=not req.poll_idle),
+                              # the run's idle model: CPUs poll while latency is measured
+                              settings=RunSettings(poll_idle=req.poll_idle),
                               until=judge.until(alpha, tolerances),
                               rule={"alpha": alpha, "beta": judge.beta, "tolerances": tolerances})
     v = judge.verdict(run_dir, alpha, tolerances)
