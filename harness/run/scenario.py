@@ -208,9 +208,9 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, defs: list[dict], k
         raise schema.error(source, "[testbed] lab_cpus", f"the lab's CPU placement; the {out.backend} backend's "
                                                          f"hosts are machines with CPUs of their own")
     if out.host_cpus is not None and out.backend not in ("ssh", "vagrant"):
-        raise schema.error(source, "[testbed] host_cpus", "real hosts' CPUs (ssh, vagrant); " + (
-            "the lab's hosts own CPUs by lab_cpus" if out.backend == "netns" else
-            f"the {out.backend} backend's processes run in pods, where its nodes place them"))
+        raise schema.error(source, "[testbed] host_cpus", "pins real hosts (backend ssh or vagrant); " + (
+            "the lab's hosts get CPUs of their own by lab_cpus (--lab-cpus)" if out.backend == "netns" else
+            f"the {out.backend} backend's processes run in pods, where their nodes place them"))
     if out.lab_hosts != 2 and out.backend != "netns":
         raise schema.error(source, "[testbed] lab_hosts", f"the lab's host count; the {out.backend} backend's hosts "
                                                           f"are its machines")

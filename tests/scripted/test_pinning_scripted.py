@@ -172,3 +172,13 @@ def test_host_cpus_named_as_the_run_gave_them():
                         '(its CPUs: 0-3)']
     finally:
         tb.teardown()
+
+
+def test_doctor_checks_an_inventory_hosts_cpus_too():
+    from harness.cli import checks
+    h = ScriptedHost("node0")
+    h.expect(lambda argv: argv[0] == "env" and "PINNED=1" in argv, stdout="allowed 0-1\n")
+    found = checks.remote_checks([("node0", h)], {"node0": "1-2"}, "inv.toml")
+    assert [(c.ok, c.detail) for c in found] == [
+        (False, 'node0: cpus = "1-2" (inv.toml) names CPU 2, which it cannot run on (its CPUs: 0-1)')]
+    h.assert_all_used()

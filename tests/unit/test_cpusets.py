@@ -78,9 +78,10 @@ def test_host_cpus_is_for_real_hosts_only_and_checked():
     assert S.build({}).host_cpus is None
     with pytest.raises(ScenarioError, match=r"x.toml: \[testbed\] host_cpus: '1-': '1-' is not a CPU number"):
         S.build({"testbed": {"backend": "ssh", "host_cpus": "1-"}}, source="x.toml")
-    with pytest.raises(ScenarioError, match=r"\[testbed\] host_cpus: real hosts' CPUs .*lab_cpus"):
+    with pytest.raises(ScenarioError, match=r"\[testbed\] host_cpus: pins real hosts \(backend ssh or vagrant\); "
+                                            r".*lab_cpus"):
         S.build({"testbed": {"host_cpus": "1"}}, source="x.toml")
-    with pytest.raises(ScenarioError, match=r"\[testbed\] host_cpus: real hosts' CPUs .*pods"):
+    with pytest.raises(ScenarioError, match=r"\[testbed\] host_cpus: pins real hosts .*pods"):
         S.build({"testbed": {"backend": "kubernetes", "host_cpus": "1"}}, source="x.toml")
 
 
