@@ -235,11 +235,19 @@ def format_table(df: pd.DataFrame) -> str:
 
 
 def run_notes(meta: dict) -> list[str]:
-    """What the figures were measured under, for the table's footer: where the lab's hosts
-    ran (run.json's testbed `cpus`) and how idle CPUs waited (`cpu_idle`)."""
+    """What the figures were measured under, for the table's footer: where the hosts' processes
+    ran (run.json's testbed `cpus`: the lab's placement, or real hosts pinned) and how idle
+    CPUs waited (`cpu_idle`)."""
     notes = []
-    cpus = (meta.get("testbed") or {}).get("cpus")
-    if isinstance(cpus, dict) and cpus.get("policy") == "scheduler":
+    testbed = meta.get("testbed") or {}
+    cpus = testbed.get("cpus")
+    if isinstance(cpus, dict) and cpus.get("policy") == "given":
+        names = testbed.get("hosts") if isinstance(testbed.get("hosts"), dict) else {}
+        where = ", ".join(f"{(names.get(h) or {}).get('name') or h} "
+                          f"{'unpinned' if c == 'unpinned' else f'on CPU {c}'}"
+                          for h, c in (cpus.get("hosts") or {}).items())
+        notes.append(f"CPUs: each host's tools and daemons pinned with taskset as given ({where}).")
+    elif isinstance(cpus, dict) and cpus.get("policy") == "scheduler":
         notes.append("CPUs: the lab's hosts shared this machine's CPUs as the scheduler put them.")
     elif isinstance(cpus, dict) and cpus.get("policy") == "own":
         where = ", ".join(f"{h} on CPU {c}" for h, c in (cpus.get("hosts") or {}).items())

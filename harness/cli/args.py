@@ -103,6 +103,7 @@ def overrides(a: argparse.Namespace) -> dict:
     tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
                             ("lab_hosts", a.hosts if backend != "kubernetes" else None),
                             ("lab_cpus", getattr(a, "lab_cpus", None)),
+                            ("host_cpus", getattr(a, "host_cpus", None)),
                             ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
     if tb:
         raw["testbed"] = tb

@@ -122,14 +122,15 @@ def sleeve_checks() -> list[Check]:
                   f"{first[0] if first else 'no version'} (source {src.hash}, {binary})")]
 
 
-def remote_checks(hosts) -> list[Check]:
+def remote_checks(hosts, cpus: dict[str, str] | None = None, source: str = "the inventory") -> list[Check]:
     """The run's checks on each inventory host (reachable, root or sudo, tools, kernel
-    features) for a scenario using every mode and test."""
+    features, and taskset and the CPUs where `cpus` pins a host by name) for a scenario
+    using every mode and test."""
     every = scen.Scenario(modes=("fastdp", "sleeve"), tests=scen.TESTS)
     out = []
     for name, host in hosts:
         try:
-            problems = preflight.host_problems(host, name, every)
+            problems = preflight.host_problems(host, name, every, cpus=(cpus or {}).get(name), cpus_from=source)
         except HarnessError as e:
             problems = [str(e)]
         finally:

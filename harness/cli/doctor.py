@@ -22,8 +22,10 @@ def cmd_doctor(a) -> int:
     from harness.cli import checks as probe  # the whole harness: not for `--help`
     found = probe.all_checks()
     if a.inventory:
+        from harness.testbeds.inventory import load  # the testbeds: not for `--help`
         from harness.testbeds.ssh import inventory_ssh_hosts  # paramiko: only with --inventory
-        found += probe.remote_checks(inventory_ssh_hosts(a.inventory, options(a)))
+        cpus = {s.name: s.cpus for s in load(a.inventory) if s.cpus}
+        found += probe.remote_checks(inventory_ssh_hosts(a.inventory, options(a)), cpus, a.inventory)
     ok = all(c.ok for c in found if c.required)
     if a.format == "json":
         print(json.dumps({"ok": ok, "checks": [dataclasses.asdict(c) for c in found]}, indent=2))

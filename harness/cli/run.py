@@ -31,6 +31,9 @@ def add(sub) -> None:
     add_kube(r)
     r.add_argument("--lab-cpus", choices=["own", "scheduler"],
                    help="the lab's hosts each on CPUs of their own (default), or where the scheduler puts them")
+    r.add_argument("--host-cpus", metavar="LIST",
+                   help="ssh, vagrant: run the tools and daemons on these CPUs of every host whose inventory "
+                        "names no cpus (taskset -c LIST, e.g. 2-3; default: unpinned)")
     r.add_argument("--containers", choices=["netns", "docker"],
                    help="container endpoints: network namespaces (default) or real Docker containers")
     add_host_keys(r, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")

@@ -6,8 +6,9 @@ being one, so the same class serves the local lab and a namespace on a remote ma
 the wrapped host's: put and get go straight to it.
 
 With `cpus` (a CPU list as taskset reads it, "0" or "2-3") every command runs on those
-CPUs alone: the lab gives each of its hosts CPUs of its own this way, and whatever a
-command starts (a daemon's threads, a shell's children) inherits the affinity.
+CPUs alone, through the wrapped host pinned (harness/hosts/pinned.py, the mechanism real
+hosts are pinned by too): the lab gives each of its hosts CPUs of its own this way, and
+whatever a command starts (a daemon's threads, a shell's children) inherits the affinity.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import logging
 from harness.core.errors import CommandError
 from harness.hosts.base import Completed, Host, Process
 from harness.hosts.local import LocalHost
+from harness.hosts.pinned import Pinned
 
 log = logging.getLogger(__name__)
 
@@ -26,12 +28,12 @@ class NetnsHost(Host):
                  cpus: str | None = None):
         self.netns = netns
         self.name = name or netns
-        self.host = host if host is not None else LocalHost()
+        host = host if host is not None else LocalHost()
+        self.host = Pinned(host, cpus) if cpus else host
         self.cpus = cpus
 
     def wrap(self, argv: list[str]) -> list[str]:
-        pin = ["taskset", "-c", self.cpus] if self.cpus else []
-        return ["ip", "netns", "exec", self.netns, *pin, *argv]
+        return ["ip", "netns", "exec", self.netns, *argv]
 
     def run(self, argv, *, timeout=60, check=True, input=None) -> Completed:
         inner = self.host.run(self.wrap(argv), timeout=timeout, check=False, input=input)
@@ -60,5 +62,4 @@ class NetnsHost(Host):
         """Nothing of its own to release; whoever made the wrapped host closes it."""
 
     def __repr__(self) -> str:
-        on = f", CPUs {self.cpus}" if self.cpus else ""
-        return f"<NetnsHost {self.name} ({self.netns} on {self.host!r}{on})>"
+        return f"<NetnsHost {self.name} ({self.netns} on {self.host!r})>"

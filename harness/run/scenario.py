@@ -5,7 +5,7 @@
     [matrix]    modes, underlay_mtu, overlay_mtu, placements, tests, streams, repeats, duration, pairs,
                 schedule
     [underlay]  rate
-    [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts, lab_cpus
+    [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts, lab_cpus, host_cpus
     [sweep]     from, to, steps: the offered loads of the UDP sweeps (iperf3.udp_sweepN)
 
 Every key is checked before anything runs (the tables of harness/run/scenario_tables.py);
@@ -62,6 +62,9 @@ class Scenario:
     lab_hosts: int = 2                # the lab's hosts (the netns backend)
     # the lab's hosts on CPUs of their own ("own") or as the scheduler puts them (testbeds/cpusets.py)
     lab_cpus: str = "own"
+    # real hosts' CPUs (ssh, vagrant): every host the inventory gives no `cpus` runs the
+    # harness's processes on this CPU list (taskset -c); None: unpinned
+    host_cpus: str | None = None
     # which host pairs are measured (harness/core/pairs.py): ("all",), ("ring",),
     # ("star:HOST",) or pairs by name ("h0-h1", …); () is all of them
     pairs: tuple[str, ...] = ()
@@ -204,6 +207,10 @@ def _build(raw: dict[str, Any], source: str, base: Scenario, defs: list[dict], k
     if out.lab_cpus != base.lab_cpus and out.backend != "netns":
         raise schema.error(source, "[testbed] lab_cpus", f"the lab's CPU placement; the {out.backend} backend's "
                                                          f"hosts are machines with CPUs of their own")
+    if out.host_cpus is not None and out.backend not in ("ssh", "vagrant"):
+        raise schema.error(source, "[testbed] host_cpus", "pins real hosts (backend ssh or vagrant); " + (
+            "the lab's hosts get CPUs of their own by lab_cpus (--lab-cpus)" if out.backend == "netns" else
+            f"the {out.backend} backend's processes run in pods, where their nodes place them"))
     if out.lab_hosts != 2 and out.backend != "netns":
         raise schema.error(source, "[testbed] lab_hosts", f"the lab's host count; the {out.backend} backend's hosts "
                                                           f"are its machines")

@@ -80,6 +80,7 @@ TABLES: dict[str, dict[str, schema.Field]] = {
         "containers": F(str, schema.one_of(*CONTAINERS)),
         "lab_hosts": F(int, schema.int_range(2, MAX_LAB_HOSTS)),
         "lab_cpus": F(str, schema.one_of(*cpusets.CHOICES)),
+        "host_cpus": F(str, cpusets.cpu_list),
     },
     "sweep": {
         "from": F(str, _rate, "sweep_from"),

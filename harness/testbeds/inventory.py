@@ -20,6 +20,9 @@
                                     # host's); default: one started for each deployment
     flannel_network = "198.19.64.0/18"  # the flannel modes' network (the first host's): in
                                     # 198.18.0.0/15, clear of the lab's ranges; this is the default
+    cpus = "2-3"                    # the CPUs every process the harness starts here runs on
+                                    # (taskset -c: the tools, the data path's daemons); default:
+                                    # unpinned (testbeds/cpusets.py)
 
 Checked with the same field tables as scenarios (harness/core/schema.py): every error names
 the file and the key, with "did you mean". The same [[hosts]] may sit inline in a
@@ -39,6 +42,7 @@ from typing import Any
 from harness.core import schema
 from harness.core.errors import HarnessError, ScenarioError, read_text
 from harness.modes.flannel_config import check_network
+from harness.testbeds.cpusets import cpu_list
 
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")
 
@@ -57,6 +61,7 @@ class HostSpec:
     manage_underlay: bool = False
     etcd_endpoints: str | None = None
     flannel_network: str | None = None
+    cpus: str | None = None         # a CPU list as taskset reads it; None: unpinned
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -121,6 +126,7 @@ HOST_FIELDS: dict[str, schema.Field] = {
     "manage_underlay": F(bool),
     "etcd_endpoints": F(str, _etcd_endpoints),
     "flannel_network": F(str, check_network),
+    "cpus": F(str, cpu_list),
 }
 DEFAULT_FIELDS = {k: f for k, f in HOST_FIELDS.items() if k not in ("name", "address")}
 REQUIRED = ("name", "address")

@@ -1,5 +1,5 @@
-"""Checks on a host before anything is made there: root, tools, kernel features, and
-whether the sleeve can be had there.
+"""Checks on a host before anything is made there: root, tools, kernel features,
+whether the sleeve can be had there, and the CPUs its processes are to be pinned to.
 
 One shell script per host answers all of them in one round trip; each problem comes
 back as one line naming the host and what to install. `run` and `doctor --inventory`
@@ -19,7 +19,9 @@ import platform
 from harness import tools
 from harness.core.errors import HarnessError
 from harness.hosts.base import Host
+from harness.hosts.pinned import ranges
 from harness.sleeve import build as sleeve_build
+from harness.testbeds import cpusets
 from harness.tools.packages import install_hint
 
 BASE_BINARIES = ["ip", "tc", "ss", "bridge", "ethtool", "ping", "sysctl", "nft"]
@@ -40,6 +42,7 @@ for f in $FEATURES; do
   eval "probe=\$probe_$f"
   out=$(sh -c "$probe" 2>&1) || echo "nofeature $f ${out##*:}"
 done
+[ -z "$PINNED" ] || echo "allowed $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"
 if [ -n "$BUILD_NEEDS" ]; then
   echo "arch $(uname -m)"
   miss=$(sh -c "$MISSING_SH" sh $BUILD_NEEDS | tr '\n' ' ')
@@ -90,14 +93,18 @@ def _ships_prebuilt(sc) -> bool:
             and sleeve_build.prebuilt() is not None)
 
 
-def host_problems(host: Host, name: str, sc, without: tuple[str, ...] = ()) -> list[str]:
+def host_problems(host: Host, name: str, sc, without: tuple[str, ...] = (), cpus: str | None = None,
+                  cpus_from: str = "") -> list[str]:
     """One line per problem on `host` for scenario `sc` (empty: ready); `without`: commands
-    it need not have after all (an etcd the inventory names elsewhere)."""
+    it need not have after all (an etcd the inventory names elsewhere). With `cpus` (the
+    CPU list the host's processes are to run on, as `cpus_from` gives it) the host must
+    have taskset and may use each of those CPUs; `host` itself must be unpinned."""
     feats = needed_features(sc)
-    env = [f"TOOLS={' '.join(needed_binaries(sc, without=without))}", f"FEATURES={' '.join(feats)}",
+    binaries = needed_binaries(sc, without=without) + (["taskset"] if cpus else [])
+    env = [f"TOOLS={' '.join(binaries)}", f"FEATURES={' '.join(feats)}",
            f"BUILD_NEEDS={' '.join(sleeve_build.build_needs()) if sleeve_modes(sc) else ''}",
            f"MISSING_SH={sleeve_build.MISSING_SH}",
-           *(f"probe_{f}={FEATURES[f]}" for f in feats)]
+           *(f"probe_{f}={FEATURES[f]}" for f in feats), *(["PINNED=1"] if cpus else [])]
     done = host.run(["env", *env, "sh", "-c", SCRIPT], check=False, timeout=30)
     problems = []
     missing = []
@@ -116,8 +123,16 @@ def host_problems(host: Host, name: str, sc, without: tuple[str, ...] = ()) -> l
         elif word == "nosysctl":
             problems.append(f"{name}: /proc/sys is read-only (per-device sysctls such as forwarding cannot "
                             f"be set; in a container, --security-opt systempaths=unconfined)")
+        elif word == "missing" and rest == "taskset" and cpus:
+            problems.append(f"{name}: taskset not found, which cpus = \"{cpus}\" ({cpus_from}) needs: "
+                            f"{install_hint(['taskset'])}")
         elif word == "missing":
             missing.append(rest)
+        elif word == "allowed" and cpus:
+            lack = cpusets.lacking(cpus, rest.strip())
+            if lack:
+                problems.append(f"{name}: cpus = \"{cpus}\" ({cpus_from}) names CPU {ranges(lack)}, which it "
+                                f"cannot run on (its CPUs: {rest.strip() or 'unknown'})")
         elif word == "nofeature":
             f, _, why = rest.partition(" ")
             problems.append(f"{name}: kernel {f} unsupported here ({why.strip() or 'probe failed'})")

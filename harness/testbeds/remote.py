@@ -15,7 +15,9 @@ On each host, and nothing else:
 <P> = "ob" + 4 hex digits. The NIC is the underlay; its MTU and qdisc are never changed
 unless the inventory says manage_underlay = true (then restored at teardown). Every
 process the testbed starts carries OVERLAYBENCH_PREFIX=<P> in its environment, so
-`overlaybench down --inventory` finds what a killed run left on a host.
+`overlaybench down --inventory` finds what a killed run left on a host. A host given CPUs
+(the inventory's `cpus`, or the run's host_cpus) runs every such process under
+`taskset -c` (harness/testbeds/cpusets.py); preflight asks the host unpinned.
 """
 
 from __future__ import annotations
@@ -35,10 +37,11 @@ from harness.core.errors import HarnessError
 from harness.hosts import NetnsHost
 from harness.hosts.base import Host
 from harness.hosts.local import owned_tempdir
+from harness.hosts.pinned import Pinned
 from harness.net import confine
 from harness.net.underlay import apply_underlay
 from harness.sleeve import build as sleeve_build
-from harness.testbeds import facts, preflight
+from harness.testbeds import cpusets, facts, preflight
 from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.containers import base as containers_mod
 from harness.testbeds.cpu import PerHostMeter
@@ -56,9 +59,15 @@ class RemoteTestbed(Testbed):
     """Two or more remote hosts. Construct (nothing is made), preflight(), build(), teardown()."""
 
     def __init__(self, specs: tuple[HostSpec, ...], hosts: tuple[Host, ...], opts: Options,
-                 backend: str = "ssh", facts: dict | None = None, containers: str = "netns"):
+                 backend: str = "ssh", facts: dict | None = None, containers: str = "netns",
+                 host_cpus: str | None = None, source: str = "the inventory"):
         self.backend = backend
         self.specs = specs
+        # per host: (its CPU list, where it was given): the inventory's own, else the run's
+        self.pins: tuple[tuple[str | None, str], ...] = tuple(
+            (spec.cpus, source) if spec.cpus else (host_cpus, cpusets.HOST_CPUS_FROM) if host_cpus else (None, "")
+            for spec in specs)
+        self.placement = cpusets.given([cpus for cpus, _ in self.pins])
         self.opts = opts
         self.raw_hosts = hosts
         self.underlay_mtu = 0
@@ -82,8 +91,10 @@ class RemoteTestbed(Testbed):
         learnt of the underlay kept)."""
         self.prefix, self.state = p, f"{STATE_ROOT}/{p}"
         sides = []
+        self._unpinned = tuple(Tagged(raw, p) for raw in self.raw_hosts)     # what preflight asks
         for i, (spec, raw) in enumerate(zip(self.specs, self.raw_hosts)):
-            host = Tagged(raw, p)
+            cpus = self.pins[i][0]
+            host = Tagged(Pinned(raw, cpus), p) if cpus else self._unpinned[i]
             dev, ip = (self.sides[i].underlay_dev, self.sides[i].underlay_ip) if self.sides else \
                 (spec.underlay_interface, spec.underlay_address)
             sides.append(Side(index=i, host=host, underlay_dev=dev, underlay_ip=ip, overlay_ip=f"{OVERLAY_NET}.{i + 1}",
@@ -101,10 +112,11 @@ class RemoteTestbed(Testbed):
     def preflight(self, sc) -> None:
         problems = []
         for s, spec in zip(self.sides, self.specs):
-            problems += preflight.host_problems(s.host, spec.name, sc,
-                                                without=("etcd",) if self.etcd_endpoints else ())
-            problems += self.containers.check(s.host, spec.name)
-            used = s.host.run(["ip", "-o", "-4", "route", "show", "root", f"{OVERLAY_NET}.0/24"],
+            host, (cpus, cpus_from) = self._unpinned[s.index], self.pins[s.index]
+            problems += preflight.host_problems(host, spec.name, sc, without=("etcd",) if self.etcd_endpoints else (),
+                                                cpus=cpus, cpus_from=cpus_from)
+            problems += self.containers.check(host, spec.name)
+            used = host.run(["ip", "-o", "-4", "route", "show", "root", f"{OVERLAY_NET}.0/24"],
                               check=False, timeout=10).stdout.split("\n")
             clash = [ln.split()[ln.split().index("dev") + 1] for ln in used
                      if " dev " in f" {ln} " and ln.split()[0] != "default"]
@@ -317,6 +329,7 @@ class RemoteTestbed(Testbed):
     def facts(self) -> dict:
         return {"backend": self.backend, "prefix": self.prefix, "underlay_mtu": self.underlay_mtu,
                 "rate": self.rate, **self.extra_facts, **self.containers.facts(),
+                "cpus": self.placement.facts(),
                 "hosts": {f"h{s.index}": {"name": spec.name, "address": spec.address, "user": spec.user,
                                           "sudo": spec.sudo, "underlay_dev": s.underlay_dev,
                                           "underlay": s.underlay_ip, "nic_mtu": self._nic_mtu.get(s.index),

@@ -40,7 +40,8 @@ def open_testbed(sc, opts: Options) -> Testbed:
     specs, src = inventory_hosts(sc)
     pair = inventory.pick(specs, sc.pair, src)
     hosts = tuple(SshHost(ssh_settings(spec, opts)) for spec in pair)
-    return RemoteTestbed(pair, hosts, opts, backend="ssh", containers=sc.containers)
+    return RemoteTestbed(pair, hosts, opts, backend="ssh", containers=sc.containers, host_cpus=sc.host_cpus,
+                         source=src)
 
 
 def remove_leftovers(opts: Options, inventory_path: str | None, force: bool) -> tuple[list[str], list[str]]:

@@ -121,7 +121,8 @@ def open_testbed(sc, opts: Options) -> Testbed:
     facts = {"vagrant": {"dir": str(vagrant_dir(opts)), "machines": names, "provider": provider(opts),
                          "host_keys": "accepted on first sight (Vagrant turns host-key checking off for "
                                       "its machines), into the run's own known_hosts"}}
-    tb = RemoteTestbed(pair, tuple(hosts), opts, backend="vagrant", facts=facts, containers=sc.containers)
+    tb = RemoteTestbed(pair, tuple(hosts), opts, backend="vagrant", facts=facts, containers=sc.containers,
+                       host_cpus=sc.host_cpus)
     tb.after_teardown.append(lambda: shutil.rmtree(known.parent, ignore_errors=True))
     if opts.vagrant_destroy:
         tb.after_teardown.append(lambda: destroy(opts))

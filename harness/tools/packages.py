@@ -40,6 +40,7 @@ SYSTEM: dict[str, Command] = {c.binary: c for c in (
     Command("curl", "curl", ("curl", "--version"), r"curl ([0-9][\w.]*)"),
     Command("sh", "dash"),          # iperf.crr runs iperf between two `date` stamps in sh
     Command("date", "coreutils"),
+    Command("taskset", "util-linux"),  # a real host pinned to CPUs (inventory `cpus`)
     Command("gcc", "gcc"),
     Command("make", "make"),
 )}

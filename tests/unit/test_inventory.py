@@ -20,6 +20,7 @@ def test_the_shipped_example_loads_with_defaults_applied():
     assert alpha.user == "root" and alpha.port == 22 and not alpha.sudo
     assert beta.user == "bench" and beta.sudo and beta.underlay_interface == "eth1"
     assert gamma.underlay_interface == "auto" and gamma.underlay_address == "auto" and not gamma.manage_underlay
+    assert (alpha.cpus, beta.cpus, gamma.cpus) == (None, "2-3", None)      # unpinned unless given
 
 
 def test_pair_picks_by_name_and_defaults_to_the_first_two():
@@ -61,6 +62,11 @@ def _key(tmp_path, mode=0o600):
                 {"name": "b", "address": "198.18.1.2", "underlay_address": "198.18.0.1"}]},
      "[[hosts]] underlay_address: 198.18.0.1 given to more than one host"),
     ({"host": [{"name": "a", "address": "198.18.1.1"}]}, "inv.toml: [host]: unknown table (did you mean 'hosts'?)"),
+    ({"hosts": [{"name": "a", "address": "198.18.1.1", "cpus": "2-x"}]},
+     "inv.toml: [[hosts]] #1 cpus: '2-x': '2-x' is not a CPU number or range"),
+    ({"hosts": [{"name": "a", "address": "198.18.1.1", "cpus": 2}]}, "[[hosts]] #1 cpus: expected str, got int"),
+    ({"defaults": {"cpus": "3-1"}, "hosts": [{"name": "a", "address": "198.18.1.1"}]},
+     "inv.toml: [defaults] cpus: '3-1': '3-1' is not a range of CPUs"),
     ({"defaults": {"user": "root"}}, "inv.toml: [[hosts]]: no hosts"),
     ({"defaults": {"name": "x"}}, "inv.toml: [defaults] name: unknown key"),
     ({"hosts": {"name": "a"}}, "inv.toml: [[hosts]]: must be an array of tables"),

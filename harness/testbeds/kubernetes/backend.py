@@ -28,7 +28,7 @@ from harness.core.placements import PLACEMENTS
 from harness.hosts.kube.api import ApiError, Node
 from harness.hosts.kube.pod import PodHost
 from harness.hosts.local import owned_tempdir
-from harness.testbeds import facts as facts_mod
+from harness.testbeds import cpusets, facts as facts_mod
 from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.cpu import PerHostMeter
 from harness.testbeds.kubernetes import found, specs
@@ -213,6 +213,7 @@ class KubeTestbed(Testbed):
         return {"backend": self.backend, "prefix": self.prefix, "namespace": self.namespace,
                 "server_version": self.server_version, "image": self.image, "underlay_mtu": self.underlay_mtu,
                 "context": self.opts.kube_context, "service": self.service,
+                "cpus": cpusets.unpinned(len(self.sides)).facts(),     # pods, as the kubelet places them
                 "hosts": {f"h{s.index}": {"name": s.name, "node_ip": s.underlay_ip, "underlay_dev": s.underlay_dev,
                                           "nic_mtu": self._node_mtu.get(s.index), "pod_ip": s.container_ip,
                                           "service_ip": s.service_ip or None,
