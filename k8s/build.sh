@@ -28,7 +28,7 @@ run_step() {
 # Each component builds in its wrapper module under k8s/modules/, whose go.mod and go.sum pin it;
 # check_pin fails when versions.env names another version than the go.mod requires.
 check_pin() {
-	grep -q "^require $2 $3\$\|^	$2 $3\$" "$here/modules/$1/go.mod" || {
+	grep -qE "^(require)?[[:space:]]+$2 $3( |$)" "$here/modules/$1/go.mod" || {
 		echo "k8s/build.sh: k8s/modules/$1/go.mod does not require $2 $3 (k8s/versions.env)" >&2; exit 2; }
 }
 
