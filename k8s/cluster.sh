@@ -387,26 +387,32 @@ cluster_pids() {
 	true
 }
 
-kill_all() {
-	local sig=$1 pids
-	pids=$(cluster_pids | sort -un | grep -vx "$$" || true)
-	[ -n "$pids" ] || return 1
-	kill "-$sig" $pids 2>/dev/null || true
+kill_all() { # SIGNAL [COMM]: signals the cluster's processes (but those named COMM); 1 if none
+	local sig=$1 spare=${2:-} p out=
+	for p in $(cluster_pids | sort -un | grep -vx "$$" || true); do
+		[ -n "$spare" ] && [ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$spare" ] && continue
+		out="$out $p"
+	done
+	[ -n "$out" ] || return 1
+	kill "-$sig" $out 2>/dev/null || true
 }
 
 down() {
-	local t0=$SECONDS k v m h
-	if kill_all TERM; then
-		while kill_all 0 && [ $((SECONDS - t0)) -lt 10 ]; do sleep 0.2; done
-		if kill_all 0; then
-			say "still running after SIGTERM, killed: $(for p in $(cluster_pids | sort -un); do
-				cat "/proc/$p/comm" 2>/dev/null; done | sort | uniq -c | tr -s ' \n' ' ')"
-		fi
-		while kill_all KILL; do
-			[ $((SECONDS - t0)) -lt 30 ] || die "processes left: $(cluster_pids | sort -un | tr '\n' ' ')"
-			sleep 0.2
-		done
+	local t0=$SECONDS k v m h t spare
+	# etcd last: the API server's graceful stop waits for it, and would wait forever
+	for spare in etcd ""; do
+		t=$SECONDS
+		kill_all TERM "$spare" || continue
+		while kill_all 0 "$spare" && [ $((SECONDS - t)) -lt 10 ]; do sleep 0.2; done
+	done
+	if kill_all 0; then
+		say "still running after SIGTERM, killed: $(for p in $(cluster_pids | sort -un); do
+			cat "/proc/$p/comm" 2>/dev/null; done | sort | uniq -c | tr -s ' \n' ' ')"
 	fi
+	while kill_all KILL; do
+		[ $((SECONDS - t0)) -lt 40 ] || die "processes left: $(cluster_pids | sort -un | tr '\n' ' ')"
+		sleep 0.2
+	done
 	if [ -d "$S" ]; then
 		for m in $(findmnt -rn -o TARGET | grep "^$S/" | sort -r); do umount -l "$m" 2>/dev/null || true; done
 	fi
