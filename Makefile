@@ -164,7 +164,7 @@ images: vagrant-image tools-image
 # its pieces from Go modules (pinned in k8s/versions.env and k8s/modules/) into
 # ~/.cache/overlaybench/k8s/<version>/bin, each only once; k8s-up starts the cluster in network
 # namespaces and prints its kubeconfig's path last; k8s-down removes all it made. Root, under
-# the lab lock; the first build takes about half an hour on two cores.
+# the lab lock; the first build took about nine minutes on two cores.
 k8s-build: .apt-test.stamp
 	@k8s/build.sh >/dev/null
 
