@@ -3,7 +3,7 @@
 
 PY      := .venv/bin/python
 APT_RUN := iperf3 iperf irtt qperf sockperf iputils-ping iproute2 ethtool nftables gcc make libssl-dev pkg-config python3-venv git cmake etcd-server curl
-APT_TEST:= chromium clang openssh-server openssh-client sudo prometheus prometheus-pushgateway
+APT_TEST:= chromium clang openssh-server openssh-client sudo prometheus prometheus-pushgateway libseccomp-dev
 # Without Recommends (they name a kernel image, for the module): `wg` for the WireGuard modes.
 APT_RUN_BARE := wireguard-tools
 # Userspace WireGuard for mode wireguard-go, built from its Go module at a pinned version
@@ -26,6 +26,7 @@ APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvir
 .PHONY: setup setup-test bench test soak lint sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go flanneld
 .PHONY: dockerd-up dockerd-down images vagrant-image tools-image tools-archive
+.PHONY: k8s-build k8s-up k8s-down
 
 setup: .venv/.stamp sleeve aws-lc
 setup: wireguard-tools wireguard-go flanneld
@@ -158,6 +159,20 @@ tools-archive: dockerd-up
 	@images/build.sh tools-archive $(ARCHIVE)
 
 images: vagrant-image tools-image
+
+# A local Kubernetes cluster, a test fixture for the kubernetes backend (k8s/): k8s-build builds
+# its pieces from Go modules (pinned in k8s/versions.env and k8s/modules/) into
+# ~/.cache/overlaybench/k8s/<version>/bin, each only once; k8s-up starts the cluster in network
+# namespaces and prints its kubeconfig's path last; k8s-down removes all it made. Root, under
+# the lab lock; the first build took about nine minutes on two cores.
+k8s-build: .apt-test.stamp
+	@k8s/build.sh >/dev/null
+
+k8s-up: k8s-build
+	@k8s/cluster.sh up
+
+k8s-down:
+	@k8s/cluster.sh down
 
 # The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
 lint:
