@@ -230,19 +230,20 @@ def test_quick_scenario_over_ssh_matches_the_lab_and_leaves_nothing(ssh_lab, tmp
     # Each mode's throughput over its reference's, repeat by repeat (within a repeat the
     # modes run back to back, so the machine's drift cancels), both placements pooled,
     # compared as medians of 12 ratios. The two runs follow each other, so whatever load
-    # changes between them moves the ratios of one only: every ratio stayed within 17 % in
-    # two quiet runs (BENCHMARKS.md, the SSH backend beside the lab), and the sleeve's
-    # throughput moved by up to a third between repeats of one run over SSH at MTU 9000.
-    # The bar is what a defect of the backend does and chance does not: a sleeve that
-    # lost its offloads over SSH runs at about an eighth of its lab ratio. A factor of 2
-    # both ways is 4.4 times the largest move seen between two runs (on a log scale); a
-    # chance failure is designed out (well under 1 in 100,000).
+    # changes between them moves the ratios of one only. Beside two CPU hogs, 18 repeats of
+    # each run resampled as this test's statistic (tests/README.md) gave SSH over lab
+    # 0.55-1.21 for the sleeve (a normal fit to the logs: mean -0.14, sd 0.10 within the
+    # runs), and the two runs' own offset (-14 % here, up to 17 % in quiet runs) adds as
+    # much again. The bar is what a defect of the backend does and chance does not: a
+    # sleeve that lost its offloads over SSH runs at about an eighth of its lab ratio. A
+    # factor of 3 both ways is 7.8 standard deviations of both together; a chance failure
+    # is designed out (under 1 in 10^6). (A factor of 2 was 1.2 times the worst resample.)
     fa, fb = _paired_ratios(ra), _paired_ratios(rb)
     assert sorted(fa) == sorted(fb) == ["fastdp/native", "sleeve/fastdp"], (fa, fb)
     for name in fa:
         lab_ratio, ssh_ratio = float(np.median(fa[name])), float(np.median(fb[name]))
         assert len(fa[name]) == len(fb[name]) == 12, (name, fa[name], fb[name])
-        assert 0.5 <= ssh_ratio / lab_ratio <= 2.0, (name, lab_ratio, ssh_ratio, fa[name], fb[name])
+        assert 1 / 3 <= ssh_ratio / lab_ratio <= 3.0, (name, lab_ratio, ssh_ratio, fa[name], fb[name])
     meta = results.read_meta(b)
     assert meta["backend"] == "ssh" and meta["cpu_accounting"].startswith("per-host")
     for h in ("h0", "h1"):
