@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 
-from harness.core.errors import CommandError
-from harness.hosts.base import Completed, Host, Process
+from harness.hosts.base import Host
+from harness.hosts.wrapped import Wrapped
 
 _PART = re.compile(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$")
 MAX_CPU = 8191          # the kernel's largest NR_CPUS
@@ -58,39 +58,16 @@ def taskset(cpus: str) -> list[str]:
     return ["taskset", "-c", cpus]
 
 
-class Pinned(Host):
+class Pinned(Wrapped):
     """`inner` with every command on CPUs `cpus` (a CPU list as taskset reads it)."""
 
     def __init__(self, inner: Host, cpus: str):
         parse(cpus)
-        self.inner, self.cpus, self.name = inner, cpus, inner.name
+        super().__init__(inner)
+        self.cpus = cpus
 
-    def run(self, argv, *, timeout=60, check=True, input=None) -> Completed:
-        done = self.inner.run([*taskset(self.cpus), *argv], timeout=timeout, check=False, input=input)
-        done = Completed(list(argv), done.returncode, done.stdout, done.stderr)
-        if check and not done.ok:
-            raise CommandError(self.name, list(argv), done.returncode, done.stdout, done.stderr)
-        return done
-
-    def start(self, argv) -> Process:
-        try:
-            proc = self.inner.start([*taskset(self.cpus), *argv])
-        except CommandError as e:
-            raise CommandError(self.name, list(argv), e.returncode, e.stdout, e.stderr) from e
-        proc.argv = list(argv)
-        return proc
-
-    def put(self, local_path, remote_path, mode=0o644) -> None:
-        self.inner.put(local_path, remote_path, mode)
-
-    def get(self, remote_path, local_path) -> None:
-        self.inner.get(remote_path, local_path)
-
-    def stream(self, argv):
-        return self.inner.stream(argv)    # a byte stream for a client here, not a measured process
-
-    def close(self) -> None:
-        self.inner.close()
+    def front(self) -> list[str]:
+        return taskset(self.cpus)
 
     def __repr__(self) -> str:
         return f"<Pinned {self.inner!r} on CPUs {self.cpus}>"
