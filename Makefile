@@ -163,8 +163,8 @@ images: vagrant-image tools-image
 # A local Kubernetes cluster, a test fixture for the kubernetes backend (k8s/): k8s-build builds
 # its pieces from Go modules (pinned in k8s/versions.env and k8s/modules/) into
 # ~/.cache/overlaybench/k8s/<version>/bin, each only once; k8s-up starts the cluster in network
-# namespaces and prints its kubeconfig's path last; k8s-down removes all it made. Root, under
-# the lab lock; the first build took about nine minutes on two cores.
+# namespaces and prints its kubeconfig's path last; k8s-down removes all it made. As root; the
+# first build took about nine minutes on two cores.
 k8s-build: .apt-test.stamp
 	@k8s/build.sh >/dev/null
 

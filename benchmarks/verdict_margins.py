@@ -5,7 +5,7 @@ soak runs the tests. Each part prints n, min/median/max and the margin against t
 bar over the worst value seen, and the same distance on a log scale from the median, in
 units of the median's distance to the worst value.
 
-    flock /tmp/ob-lab.lock .venv/bin/python benchmarks/verdict_margins.py --only NAME \\
+    .venv/bin/python benchmarks/verdict_margins.py --only NAME \\
         [--repeats N] [--hogs 2]
 
 NAME: compare, flannel, tail, loaded, floors, ssh (one per invocation keeps each short).

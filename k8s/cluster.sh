@@ -1,6 +1,6 @@
 #!/bin/bash
 # A local Kubernetes cluster in network namespaces of its own, from the binaries k8s/build.sh
-# caches. Run as root, under the lab lock (flock /tmp/ob-lab.lock).
+# caches. Run as root.
 #   k8s/cluster.sh up      start it; prints the admin kubeconfig's path as its last line
 #   k8s/cluster.sh check   pause pods, on the node's network and on the pod network, must reach
 #                          Running (then they are deleted)
@@ -48,7 +48,7 @@ wait_for() {
 }
 
 # start NAME NETNS COMMAND...: a daemon in NETNS (nsenter: the mount namespace stays shared),
-# in a session of its own, without the caller's file descriptors (the lab lock's among them).
+# in a session of its own, without the caller's file descriptors (a lock's among them).
 start() {
 	local name=$1 ns=$2; shift 2
 	(

@@ -5,7 +5,7 @@
 # Runs on loopback (127.0.0.1, ports 15001, 15201, 15112; nothing listens on 15009, 15209,
 # 15119), one server per tool for the whole script, and kills them on exit. Each capture NAME
 # leaves NAME.out and NAME.err next to this script and replaces its line "NAME<TAB>RC<TAB>ARGV"
-# in captures.tsv. Needs no root; hold the machine's lock (flock /tmp/ob-lab.lock) while it
+# in captures.tsv. Needs no root; let nothing else measure on the machine while it
 # measures. The tests assert the exact figures of these files: update them with new ones.
 # Not made here: iperf2_lab_idle and iperf2_lab_loaded_16k, taken between two lab hosts
 # (`overlaybench up`; the client in <prefix>-h0, `iperf -s -p 5001` in <prefix>-h1, server
