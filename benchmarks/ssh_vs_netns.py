@@ -2,7 +2,7 @@
 into the same two host namespaces, each running a real sshd (one host as root, one through
 sudo): the ratios side by side, and each run's wall time over the sum of its tests' durations.
 
-    flock /work/heavy.lock .venv/bin/python benchmarks/ssh_vs_netns.py [--repeats N] [--duration S]
+    .venv/bin/python benchmarks/ssh_vs_netns.py [--repeats N] [--duration S]
 
 Needs root. Prints a markdown table for BENCHMARKS.md; removes what it made on every path.
 """
