@@ -26,7 +26,7 @@ APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvir
 .PHONY: setup setup-test bench test soak lint sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go flanneld
 .PHONY: dockerd-up dockerd-down images vagrant-image tools-image tools-archive
-.PHONY: k8s-build k8s-up k8s-down
+.PHONY: k8s-build k8s-up k8s-tools k8s-down test-k8s
 
 setup: .venv/.stamp sleeve aws-lc
 setup: wireguard-tools wireguard-go flanneld
@@ -163,16 +163,26 @@ images: vagrant-image tools-image
 # A local Kubernetes cluster, a test fixture for the kubernetes backend (k8s/): k8s-build builds
 # its pieces from Go modules (pinned in k8s/versions.env and k8s/modules/) into
 # ~/.cache/overlaybench/k8s/<version>/bin, each only once; k8s-up starts the cluster in network
-# namespaces and prints its kubeconfig's path last; k8s-down removes all it made. As root; the
+# namespaces (two nodes, flannel and kube-proxy) and prints its kubeconfig's path last;
+# k8s-tools loads the tools image into its nodes; k8s-down removes all it made. As root; the
 # first build took about nine minutes on two cores.
 k8s-build: .apt-test.stamp
 	@k8s/build.sh >/dev/null
 
-k8s-up: k8s-build
+k8s-up: k8s-build flanneld
 	@k8s/cluster.sh up
+
+k8s-tools: tools-archive
+	@k8s/cluster.sh load $(or $(ARCHIVE),$(or $(OVERLAYBENCH_IMAGE_CACHE),/var/cache/overlaybench)/overlaybench-tools.tar)
 
 k8s-down:
 	@k8s/cluster.sh down
+
+# The local cluster's tests (built first where missing; make test runs them only where built).
+test-k8s: k8s-build flanneld setup-test
+	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
+	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
+	$(PY) -m pytest -q tests/lab/test_k8s_cluster.py tests/lab/test_kubernetes_lab.py
 
 # The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
 lint:

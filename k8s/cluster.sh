@@ -3,9 +3,15 @@
 # caches. Run as root.
 #   k8s/cluster.sh up      start it; prints the admin kubeconfig's path as its last line
 #   k8s/cluster.sh check   pause pods, on the node's network and on the pod network, must reach
-#                          Running (then they are deleted)
+#                          Running on every node (then they are deleted)
+#   k8s/cluster.sh flannel B  restart flanneld on every node with backend B (vxlan, host-gw):
+#                          the old backend's device and routes removed, the CNI config at the
+#                          new MTU (pods made afterwards get it)
+#   k8s/cluster.sh load F  import the image archive F (images/build.sh tools-archive) into
+#                          every node's containerd
 #   k8s/cluster.sh down    remove every process, mount, cgroup, namespace, sysctl change and file
-#   k8s/cluster.sh status  exit 0 when a cluster's state directory exists
+#   k8s/cluster.sh status  exit 0: a cluster is up (every daemon it started runs); 3: one was
+#                          killed or stopped (its state is left: down removes it); 1: none
 #
 # Layout (every name starts with obk8s):
 #   netns obk8s-fab   the fabric: bridge obk8s-br 198.19.208.1/24, etcd, kube-apiserver
@@ -15,6 +21,12 @@
 #                     (own root, state, socket, runc root; cgroupfs) and a kubelet with
 #                     cgroupRoot /obk8s-nI in every cgroup v1 hierarchy
 #   pods 198.19.224.0/20 (a /24 per node), services 198.19.216.0/24
+# The pod network (OBK8S_CNI): flannel (default) runs the project's flanneld on every node with
+# --kube-subnet-mgr (its lease is the node's podCIDR; backend OBK8S_FLANNEL_BACKEND, vxlan by
+# default, or host-gw), and the node's CNI config is the one flannel's CNI plugin would hand
+# to its delegate: a bridge with host-local addresses from the lease, at flanneld's MTU.
+# bridge: that bridge alone, no route between nodes (one node). kube-proxy (iptables mode,
+# touching no conntrack sysctl) runs on every node. OBK8S_NODES nodes (default 2).
 # The kubelet rewrites kernel.panic, kernel.panic_on_oops and vm.overcommit_memory (not
 # namespaced): up saves them, down restores them.
 set -euo pipefail
@@ -22,7 +34,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/versions.env"
 BIN=${OBK8S_BIN:-${OVERLAYBENCH_CACHE:-$HOME/.cache/overlaybench}/k8s/$K8S_VERSION/bin}
 S=${OBK8S_STATE:-/var/lib/obk8s}
-NODES=${OBK8S_NODES:-1}
+NODES=${OBK8S_NODES:-2}
+CNI=${OBK8S_CNI:-flannel}
+FLANNEL_BACKEND=${OBK8S_FLANNEL_BACKEND:-vxlan}
+FLANNELD=${OBK8S_FLANNELD:-$here/../.venv/bin/flanneld}
 P=obk8s
 FAB=$P-fab
 API_IP=198.19.208.1
@@ -109,12 +124,16 @@ make_pki() {
 	cert controller-manager system:kube-controller-manager ""
 	cert scheduler system:kube-scheduler ""
 	for i in $(seq 1 "$NODES"); do cert "node-$i" "system:node:$P-n$i" system:nodes; done
+	cert kube-proxy system:kube-proxy ""      # bound to system:node-proxier by default
+	cert flannel $P-flannel system:masters    # flanneld patches its node's annotations and status
 	openssl ecparam -name prime256v1 -genkey -noout -out "$d/sa.key" 2>/dev/null
 	openssl ec -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
 	kubeconfig "$S/admin.kubeconfig" "$API_OUTER" admin
 	kubeconfig "$S/controller-manager.kubeconfig" 127.0.0.1 controller-manager
 	kubeconfig "$S/scheduler.kubeconfig" 127.0.0.1 scheduler
 	for i in $(seq 1 "$NODES"); do kubeconfig "$S/n$i/kubelet.kubeconfig" "$API_IP" "node-$i"; done
+	kubeconfig "$S/kube-proxy.kubeconfig" "$API_IP" kube-proxy
+	kubeconfig "$S/flannel.kubeconfig" "$API_IP" flannel
 }
 
 # ---- the pause image: an OCI archive of one uncompressed layer holding the static pause ----
@@ -204,6 +223,67 @@ kubelet_config() { # I
 	EOF
 }
 
+kube_proxy_config() { # I
+	cat >"$S/n$1/kube-proxy.yaml" <<-EOF
+	apiVersion: kubeproxy.config.k8s.io/v1alpha1
+	kind: KubeProxyConfiguration
+	clientConnection: {kubeconfig: "$S/kube-proxy.kubeconfig"}
+	mode: iptables
+	clusterCIDR: $POD_CIDR
+	hostnameOverride: $P-n$1
+	healthzBindAddress: 127.0.0.1:10256
+	metricsBindAddress: 127.0.0.1:10249
+	nodePortAddresses: [primary]
+	iptables: {localhostNodePorts: false}
+	conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+	EOF
+}
+
+# ---- flannel: one flanneld per node, its lease the node's podCIDR ----
+flannel_net_config() {
+	printf '{"Network": "%s", "SubnetLen": 24, "Backend": {"Type": "%s"}}\n' "$POD_CIDR" "$FLANNEL_BACKEND" \
+		>"$S/flannel-net.json"
+	echo "$FLANNEL_BACKEND" >"$S/flannel-backend"
+}
+
+start_flanneld() { # I
+	mkdir -p "$S/n$1/flannel"
+	start "flanneld-n$1" "$P-n$1" env NODE_NAME="$P-n$1" "$FLANNELD" --kube-subnet-mgr \
+		--kubeconfig-file "$S/flannel.kubeconfig" --net-config-path "$S/flannel-net.json" \
+		--subnet-file "$S/n$1/flannel/subnet.env" --iface eth0
+}
+
+# Every node's subnet file written, and its CNI config at flanneld's MTU.
+flannel_ready() {
+	local i t0=$SECONDS
+	for i in $(seq 1 "$NODES"); do
+		wait_for 60 "flanneld on $P-n$i" test -s "$S/n$i/flannel/subnet.env"
+		cni_config "$i" "$(node_cidr "$i")" "$(. "$S/n$i/flannel/subnet.env"; echo "$FLANNEL_MTU")"
+	done
+	say "flanneld ($FLANNEL_BACKEND) up on $NODES node(s) ($((SECONDS - t0)) s)"
+}
+
+flannel_switch() { # BACKEND
+	local i j pid
+	case ${1:-} in vxlan|host-gw) ;; *) die "flannel: backend vxlan or host-gw, not '${1:-}'" ;; esac
+	[ -f "$S/flannel-net.json" ] || die "flannel: no cluster with flannel is up"
+	FLANNEL_BACKEND=$1
+	for i in $(seq 1 "$NODES"); do
+		pid=$(cat "$S/pid/flanneld-n$i")
+		kill "$pid" 2>/dev/null || true
+		wait_for 20 "flanneld on $P-n$i to stop" dead "$pid"
+		rm -f "$S/n$i/flannel/subnet.env"
+		ip -n "$P-n$i" link del flannel.1 2>/dev/null || true
+		for j in $(seq 1 "$NODES"); do
+			[ "$j" = "$i" ] || ip -n "$P-n$i" route del "$(node_cidr "$j")" 2>/dev/null || true
+		done
+	done
+	flannel_net_config
+	for i in $(seq 1 "$NODES"); do start_flanneld "$i"; done
+	flannel_ready
+}
+dead() { ! kill -0 "$1" 2>/dev/null; }
+
 # ---- cgroups: /obk8s-nI in every v1 hierarchy (cpuset needs cpus and mems before use) ----
 v1_hierarchies() {
 	local h
@@ -229,9 +309,15 @@ up() {
 	[ -x "$BIN/kubelet" ] || die "no binaries in $BIN: run make k8s-build (k8s/build.sh)"
 	[ ! -e "$S" ] || die "$S exists: a cluster is up or was killed; run k8s/cluster.sh down first"
 	ip netns list | grep -q "^$P-" && die "namespaces $P-* exist: run k8s/cluster.sh down first"
+	case $CNI in
+	flannel) [ -x "$FLANNELD" ] || die "no flanneld at $FLANNELD: run make flanneld" ;;
+	bridge) [ "$NODES" = 1 ] || die "OBK8S_CNI=bridge routes no pod between nodes: use it with OBK8S_NODES=1" ;;
+	*) die "OBK8S_CNI=$CNI: flannel or bridge" ;;
+	esac
 	local t0=$SECONDS i n
 	trap 'say "up failed: removing the cluster; its logs are in ${OBK8S_KEEP_LOGS:=/tmp/$P-failed-logs}"; down' EXIT
 	mkdir -p "$S/log" "$S/pid"
+	echo "$NODES" >"$S/nodes"
 	for i in $(seq 1 "$NODES"); do mkdir -p "$S/n$i/cni" "$S/n$i/pod-logs"; done
 	for k in $SYSCTLS; do echo "$k=$(sysctl -n "$k")"; done >"$S/sysctl.saved"
 	make_pki
@@ -274,6 +360,7 @@ up() {
 		--service-account-key-file "$S/pki/sa.pub" --service-account-signing-key-file "$S/pki/sa.key" \
 		--service-account-issuer https://kubernetes.default.svc.cluster.local \
 		--authorization-mode Node,RBAC --allow-privileged=true --anonymous-auth=false \
+		--kubelet-preferred-address-types InternalIP \
 		--enable-admission-plugins NodeRestriction --profiling=false
 	wait_for 120 kube-apiserver kubectl --kubeconfig "$S/admin.kubeconfig" get --raw /readyz
 	say "kube-apiserver up ($((SECONDS - t0)) s)"
@@ -298,16 +385,27 @@ up() {
 		containerd_config "$i"
 		start "containerd-n$i" "$P-n$i" containerd --config "$n/containerd.toml"
 		wait_for 60 "containerd-n$i" ctr --address "$n/containerd.sock" version
-		ctr --address "$n/containerd.sock" -n k8s.io images import "$S/pause-oci.tar" >/dev/null
+		ctr --address "$n/containerd.sock" -n k8s.io images import "$S/pause-oci.tar" 2>&1 >/dev/null | quiet >&2
 		kubelet_config "$i"
 		make_cgroups "$i"
 		start "kubelet-n$i" "$P-n$i" kubelet --config "$n/kubelet.yaml" \
 			--kubeconfig "$n/kubelet.kubeconfig" --root-dir "$n/kubelet" --cert-dir "$n/kubelet/pki" \
 			--hostname-override "$P-n$i" --node-ip "$(node_ip "$i")" --v 1
 	done
+	[ "$CNI" != flannel ] || flannel_net_config
 	for i in $(seq 1 "$NODES"); do
 		wait_for 120 "node $P-n$i's pod CIDR" node_cidr "$i"
-		cni_config "$i" "$(node_cidr "$i")"
+		case $CNI in
+		flannel)
+			start_flanneld "$i" ;;
+		bridge) cni_config "$i" "$(node_cidr "$i")" 1500 ;;
+		esac
+		kube_proxy_config "$i"
+		start "kube-proxy-n$i" "$P-n$i" kube-proxy --config "$S/n$i/kube-proxy.yaml"
+	done
+	[ "$CNI" != flannel ] || flannel_ready
+	for i in $(seq 1 "$NODES"); do
+		wait_for 60 "kube-proxy on $P-n$i" nsenter --net=/run/netns/$P-n$i curl -fsS http://127.0.0.1:10256/healthz
 	done
 	for i in $(seq 1 "$NODES"); do
 		wait_for 120 "node $P-n$i Ready" node_ready "$i"
@@ -323,12 +421,14 @@ node_ready() {
 	[ "$(k get node "$P-n$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
 }
 
-# The node's pod network until an overlay provides one: a bridge with host-local addresses
-# from the node's pod CIDR (containerd picks the file up when it appears).
-cni_config() { # I CIDR
+# The node's pod network: a bridge at MTU with host-local addresses from the node's pod CIDR
+# (with flannel, the lease flanneld wrote: the same /24), and a default route through the
+# bridge, where flanneld's routes lead to the other nodes (containerd picks the file up when
+# it appears).
+cni_config() { # I CIDR MTU
 	cat >"$S/n$1/cni/10-$P.conflist" <<-EOF
 	{"cniVersion": "1.0.0", "name": "$P", "plugins": [
-	  {"type": "bridge", "bridge": "$P-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true,
+	  {"type": "bridge", "bridge": "$P-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true, "mtu": $3,
 	   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$2"}]],
 	            "dataDir": "$S/n$1/cni-ipam", "routes": [{"dst": "0.0.0.0/0"}]}},
 	  {"type": "portmap", "capabilities": {"portMappings": true}}
@@ -336,31 +436,35 @@ cni_config() { # I CIDR
 	EOF
 }
 
-# Two pause pods must reach Running: one on the node's network, one on the pod network (its
-# address from the node's pod CIDR). Both are deleted afterwards.
+# On every node two pause pods must reach Running: one on the node's network, one on the pod
+# network (its address from the node's pod CIDR). All are deleted afterwards.
 check() {
-	local t0=$SECONDS pod host
-	k delete pod $P-probe-host $P-probe-pod --ignore-not-found --wait >/dev/null
+	local t0=$SECONDS pod host i pods=
+	for i in $(seq 1 "$NODES"); do pods="$pods $P-probe-host-n$i $P-probe-pod-n$i"; done
+	k delete pod $pods --ignore-not-found --wait >/dev/null
 	wait_for 60 "service account default" k get serviceaccount default
-	for pod in $P-probe-host $P-probe-pod; do
-		host=false; [ $pod = $P-probe-host ] && host=true
-		k apply -f - >/dev/null <<-EOF
-		apiVersion: v1
-		kind: Pod
-		metadata: {name: $pod, namespace: default}
-		spec:
-		  hostNetwork: $host
-		  terminationGracePeriodSeconds: 0
-		  containers:
-		  - {name: pause, image: $PAUSE_IMAGE, imagePullPolicy: Never}
-		EOF
+	for i in $(seq 1 "$NODES"); do
+		for pod in $P-probe-host-n$i $P-probe-pod-n$i; do
+			host=false; [ $pod = $P-probe-host-n$i ] && host=true
+			k apply -f - >/dev/null <<-EOF
+			apiVersion: v1
+			kind: Pod
+			metadata: {name: $pod, namespace: default}
+			spec:
+			  nodeName: $P-n$i
+			  hostNetwork: $host
+			  terminationGracePeriodSeconds: 0
+			  containers:
+			  - {name: pause, image: $PAUSE_IMAGE, imagePullPolicy: Never}
+			EOF
+		done
 	done
-	for pod in $P-probe-host $P-probe-pod; do
+	for pod in $pods; do
 		wait_for 120 "pod $pod Running" pod_running "$pod"
 		say "pod $pod Running on $(k get pod "$pod" -o 'jsonpath={.spec.nodeName}') at" \
 			"$(k get pod "$pod" -o 'jsonpath={.status.podIP}') ($((SECONDS - t0)) s)"
 	done
-	k delete pod $P-probe-host $P-probe-pod --wait >/dev/null
+	k delete pod $pods --wait >/dev/null
 }
 pod_running() { [ "$(k get pod "$1" -o 'jsonpath={.status.phase}')" = Running ]; }
 
@@ -437,10 +541,40 @@ down() {
 	say "down ($((SECONDS - t0)) s)"
 }
 
+# stdin without containerd's warning that cgroup v1 is deprecated (this machine has no v2)
+quiet() { grep -v 'DEPRECATION: The support for cgroup v1' || true; }
+
+# An image archive into every node's containerd (the k8s.io namespace the kubelet uses).
+load() { # ARCHIVE
+	local i
+	[ -f "${1:-}" ] || die "load: no image archive ${1:-(none given)} (images/build.sh tools-archive writes one)"
+	[ -d "$S" ] || die "load: no cluster is up ($S missing)"
+	for i in $(seq 1 "$NODES"); do
+		ctr --address "$S/n$i/containerd.sock" -n k8s.io images import "$1" 2>&1 >/dev/null | quiet >&2
+		say "$P-n$i: imported $1"
+	done
+}
+
+# 0: up, every daemon alive; 3: state left with a daemon gone (a killed cluster); 1: none
+status() {
+	local f dead=
+	if [ ! -d "$S" ]; then
+		ip netns list | grep -q "^$P-" && { say "namespaces $P-* without $S"; return 3; }
+		return 1
+	fi
+	for f in "$S"/pid/*; do
+		[ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null || dead="$dead ${f##*/}"
+	done
+	[ -z "$dead" ] || { say "stopped:$dead"; return 3; }
+}
+
+[ "${1:-}" = up ] || [ ! -f "$S/nodes" ] || NODES=$(cat "$S/nodes")
 case ${1:-} in
 up) up ;;
 check) check ;;
+load) load "${2:-}" ;;
+flannel) flannel_switch "${2:-}" ;;
 down) down ;;
-status) [ -d "$S" ] ;;
-*) echo "usage: k8s/cluster.sh up|check|down|status" >&2; exit 2 ;;
+status) status ;;
+*) echo "usage: k8s/cluster.sh up|check|load ARCHIVE|flannel vxlan|host-gw|down|status" >&2; exit 2 ;;
 esac
