@@ -28,6 +28,9 @@ POD = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "c1", "namespace"
        "status": {"phase": "Pending", "containerStatuses": [
            {"name": "tools", "image": "x", "imageID": "", "ready": False, "restartCount": 0,
             "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image \"x\""}}}]}}
+NO_SA = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
+         "message": 'pods "h0" is forbidden: service account ns/default was not found, retry after the service '
+                    'account is created'}
 FORBIDDEN = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
              "message": 'namespaces is forbidden: User "u" cannot create resource "namespaces"'}
 
@@ -35,6 +38,7 @@ FORBIDDEN = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason"
 class Handler(BaseHTTPRequestHandler):
     seen: list = []
     broken_version = False
+    pod_refusals: list = []          # the answers to pod creates, in turn, before a 201
 
     def log_message(self, *a):
         pass
@@ -83,6 +87,11 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(201, {**body, "status": {"allowed": attrs.get("subresource") != "exec"}})
         elif self.path == "/api/v1/namespaces":
             self._answer(403, FORBIDDEN)
+        elif self.path == "/api/v1/namespaces/ns/pods":
+            if self.pod_refusals:
+                self._answer(403, self.pod_refusals.pop(0))
+            else:
+                self._answer(201, body)
         elif self.path == "/api/v1/namespaces/ns/services":
             self._answer(201, {**body, "spec": {**body["spec"], "clusterIP": "10.96.0.11"}})
         else:
@@ -96,6 +105,7 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def api(tmp_path):
     Handler.seen = []
+    Handler.pod_refusals = []
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     t = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     t.start()
@@ -161,3 +171,19 @@ def test_services_daemonsets_namespaces_and_a_delete_of_what_is_gone(api):
         in Handler.seen
     api.delete_namespace("overlaybench-ob12ab")        # already gone (404): not an error
     assert Handler.seen[-1][:2] == ("DELETE", "/api/v1/namespaces/overlaybench-ob12ab?propagationPolicy=Background")
+
+
+def test_a_pod_made_before_the_namespace_has_its_service_account_is_made_once_it_has(api):
+    """Admission refuses pods in a namespace whose `default` ServiceAccount the controller
+    manager has not made yet; that 403 is waited out (the pod is asked for again)."""
+    Handler.pod_refusals = [NO_SA, NO_SA]
+    api.create_pod("ns", specs.pod("h0", "node-a", "img:1", True))
+    assert [m for m, path, _ in Handler.seen if path == "/api/v1/namespaces/ns/pods"] == ["POST"] * 3
+
+
+def test_a_pod_create_forbidden_for_another_reason_fails_at_once(api):
+    Handler.pod_refusals = [{**FORBIDDEN, "message": 'pods is forbidden: User "u" cannot create resource "pods"'}]
+    with pytest.raises(ApiError) as e:
+        api.create_pod("ns", specs.pod("h0", "node-a", "img:1", True))
+    assert str(e.value) == "forbidden: this kubeconfig's user may not create pods in namespace ns"
+    assert len([p for _m, p, _ in Handler.seen if p == "/api/v1/namespaces/ns/pods"]) == 1

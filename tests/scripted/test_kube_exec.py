@@ -35,15 +35,22 @@ def _status(code: int) -> bytes:
                        "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}).encode()
 
 
+VERSION = {"major": "1", "minor": "34", "gitVersion": "v1.34.4", "gitCommit": "0" * 40, "gitTreeState": "clean",
+           "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.24", "compiler": "gc", "platform": "linux/amd64"}
+
+
 class ExecServer:
-    """Answers an exec by its command: `say OUT ERR CODE`, `hang` (never ends), and any exec
-    in pod `locked` with a 403 handshake."""
+    """Answers an exec by its command: `say OUT ERR CODE`, `hang` (never ends), `gate OUT ERR
+    CODE` (the handshake held until `release` is set; `held` says it arrived), and any exec
+    in pod `locked` with a 403 handshake; a plain HTTP request (no websocket) with the
+    server's version."""
 
     def __init__(self):
         self.sock = socket.create_server(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]
         self.seen: list[dict] = []
         self.stop = threading.Event()
+        self.held, self.release = threading.Event(), threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self):
@@ -64,9 +71,17 @@ class ExecServer:
             headers = {k.lower(): v.strip() for k, _, v in (ln.partition(":") for ln in lines[1:] if ln)}
             q = parse_qs(urlparse(path).query, keep_blank_values=True)
             self.seen.append({"path": urlparse(path).path, "query": q, "protocol": headers.get("sec-websocket-protocol")})
+            if "sec-websocket-key" not in headers:
+                body = json.dumps(VERSION).encode()
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+                return
             if "/pods/locked/" in path:
                 conn.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")
                 return
+            if q.get("command", [""])[0] == "gate":
+                self.held.set()
+                self.release.wait(10)
             accept = base64.b64encode(hashlib.sha1((headers["sec-websocket-key"] + GUID).encode()).digest()).decode()
             conn.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                           f"Sec-WebSocket-Accept: {accept}\r\nSec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n")
@@ -76,7 +91,7 @@ class ExecServer:
                 conn.sendall(_frame(b"\x01started\n"))
                 self.stop.wait(10)
                 return
-            _say, out, err, code = cmd
+            _say_or_gate, out, err, code = cmd
             conn.sendall(_frame(b"\x01" + out.encode()) + _frame(b"\x02" + err.encode())
                          + _frame(b"\x03" + _status(int(code))) + _frame(struct.pack("!H", 1000), opcode=0x8))
             time.sleep(0.05)            # let the client read before the socket closes
@@ -132,3 +147,20 @@ def test_a_command_past_its_timeout_is_given_up_with_what_it_printed(api):
     # 0.3 s, then at most 1 s for a close nobody answers: 1.3 s. The 5 s bound fails only if
     # this process stalls for 3.7 s more (the suite's timing tests assume no such stall).
     assert rc is None and out == "started\n" and time.monotonic() - t0 < 5
+
+
+def test_a_call_made_while_a_stream_opens_goes_out_as_plain_http(api, server):
+    """The client swaps its ApiClient's request method for a websocket one while a stream
+    opens; a call from another thread meanwhile (teardown deleting the namespace while a
+    server is stopped) must still be plain HTTP. The handshake is held open until the call
+    has been answered, so the overlap is certain, not a matter of timing."""
+    got = []
+    t = threading.Thread(target=lambda: got.append(api.exec("ns", "h0", ["gate", "ok\n", "", "0"], timeout=20)))
+    t.start()
+    try:
+        assert server.held.wait(10)
+        assert api.server_version() == "v1.34.4"
+    finally:
+        server.release.set()
+        t.join(20)
+    assert got == [(0, "ok\n", "")]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
+import threading
 import time
 
 from harness.core.errors import HarnessError
@@ -29,6 +30,8 @@ from harness.core.errors import HarnessError
 log = logging.getLogger(__name__)
 
 TIMEOUT = (5, 30)        # connect, read: every call but exec (a call hangs no longer than this)
+SA_WAIT = 30.0           # for a new namespace's default ServiceAccount (create_pod)
+NO_SA = "retry after the service account is created"      # admission's words for that 403
 
 
 class ApiError(HarnessError):
@@ -100,6 +103,12 @@ class KubeApi:
         self._client = api_client
         self.server = api_client.configuration.host
         self._core = client.CoreV1Api(api_client)
+        # The client's stream() swaps its ApiClient's request method for a websocket one while
+        # it opens a stream: exec gets an ApiClient of its own, so that no other call made
+        # meanwhile (from another thread) goes out as a websocket, and streams open one at a
+        # time, so that no swap undoes another's.
+        self._exec_core = client.CoreV1Api(client.ApiClient(api_client.configuration))
+        self._exec_lock = threading.Lock()
         self._apps = client.AppsV1Api(api_client)
         self._authz = client.AuthorizationV1Api(api_client)
         self._version = client.VersionApi(api_client)
@@ -151,7 +160,19 @@ class KubeApi:
                 for n in items]
 
     def create_pod(self, namespace: str, body: dict) -> None:
-        self._call("create", "pods", self._core.create_namespaced_pod, namespace, body, namespace=namespace)
+        """Create the pod; while the new namespace's `default` ServiceAccount is not made yet
+        (the controller manager makes it within moments), admission refuses every pod with a
+        403 that says so: that one is waited out, up to SA_WAIT seconds."""
+        deadline = time.monotonic() + SA_WAIT
+        while True:
+            try:
+                return self._core.create_namespaced_pod(namespace, body, _request_timeout=TIMEOUT)
+            except Exception as e:  # noqa: BLE001 (as in _call)
+                if getattr(e, "status", None) == 403 and NO_SA in str(getattr(e, "body", "") or "") \
+                        and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                    continue
+                raise _status_error(e, "create", "pods", namespace, self.server) from e
 
     def pod_status(self, namespace: str, name: str) -> PodStatus:
         p = self._call("get", "pods", self._core.read_namespaced_pod, name, namespace, namespace=namespace)
@@ -181,8 +202,9 @@ class KubeApi:
         import yaml
         from kubernetes.stream import stream
         try:
-            ws = stream(self._core.connect_get_namespaced_pod_exec, pod, namespace, command=argv, stderr=True,
-                        stdin=False, stdout=True, tty=False, _preload_content=False)
+            with self._exec_lock:
+                ws = stream(self._exec_core.connect_get_namespaced_pod_exec, pod, namespace, command=argv,
+                            stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
         except Exception as e:  # noqa: BLE001
             # The client reports every failed websocket as status 0; the handshake's own
             # status (403: the verb is forbidden, 404: no such pod) is in its reason.
