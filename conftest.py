@@ -168,7 +168,14 @@ def leftovers_now() -> list[str]:
     dirs = stray_tempdirs()
     if dirs:
         problems.append(f"temporary directories left behind: {dirs}")
+    if os.geteuid() == 0 and _cluster_state() == "stopped":
+        problems.append("a killed local Kubernetes cluster (k8s/cluster.sh status: stopped)")
     return problems
+
+
+def _cluster_state() -> str | None:
+    from harness.testbeds.kubernetes import local
+    return local.state()
 
 
 def stray_tempdirs() -> list[str]:
@@ -195,6 +202,9 @@ def nothing_left_behind():
             remove_lab(p)
     for d in stray_tempdirs():
         shutil.rmtree(d, ignore_errors=True)
+    if _cluster_state() == "stopped":
+        from harness.testbeds.kubernetes import local
+        local.remove()
     if problems:
         pytest.fail("; ".join(problems))
 
