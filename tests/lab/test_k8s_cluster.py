@@ -1,94 +1,70 @@
 """The local Kubernetes cluster of k8s/ (the kubernetes backend's test fixture), for real.
 
-`k8s/cluster.sh up` brings one node Ready, pause pods on the node's network and on the pod
-network reach Running (`check`), and `down` leaves nothing: no process of the cluster's
-binaries, no namespace, link, cgroup or mount, no state directory, and the kernel sysctls
+`k8s/cluster.sh up` brings two nodes Ready with flannel (vxlan, --kube-subnet-mgr) and
+kube-proxy; pause pods on each node's network and on the pod network reach Running
+(`check`); and `down` leaves nothing: no process of the cluster's binaries or its
+flanneld, no namespace, link, cgroup or mount, no state directory, and the kernel sysctls
 the kubelet rewrites are as they were.
 
-Needs the binaries `make k8s-build` caches (k8s/build.sh; minutes to build): skipped when
-they are not there, so a fresh machine's `make test` builds no Kubernetes.
+Needs the binaries `make k8s-build` caches (k8s/build.sh; minutes to build) and flanneld:
+skipped when they are not there, so a fresh machine's `make test` builds no Kubernetes.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import pathlib
-import subprocess
 
 import pytest
 
+import kube_cluster as kc
 from conftest import needs_root
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-CLUSTER = ROOT / "k8s" / "cluster.sh"
-STATE = pathlib.Path("/var/lib/obk8s")
 SYSCTLS = ("kernel.panic", "kernel.panic_on_oops", "vm.overcommit_memory")
-
-
-def _bin_dir() -> pathlib.Path:
-    env = dict(line.split("=", 1) for line in (ROOT / "k8s" / "versions.env").read_text().splitlines()
-               if line and not line.startswith("#"))
-    cache = pathlib.Path(os.environ.get("OVERLAYBENCH_CACHE", pathlib.Path.home() / ".cache" / "overlaybench"))
-    return cache / "k8s" / env["K8S_VERSION"] / "bin"
-
-
-BIN = _bin_dir()
-pytestmark = [
-    needs_root(),
-    pytest.mark.skipif(not all((BIN / b).exists() for b in ("kubelet", "kube-apiserver", "containerd", "etcd", "runc")),
-                       reason=f"the cluster's binaries are not in {BIN} (make k8s-build)"),
-]
+pytestmark = [needs_root(), pytest.mark.skipif(kc.missing() is not None, reason=kc.missing() or "")]
 
 
 def _sysctls() -> dict[str, str]:
     return {k: pathlib.Path("/proc/sys", *k.split(".")).read_text().strip() for k in SYSCTLS}
 
 
-def _cluster_objects() -> list[str]:
-    """Everything of the cluster's the machine still has, named."""
-    found = []
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-    found += [f"netns {n}" for n in netns if n.startswith("obk8s-")]
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True).stdout
-    found += [f"link {ln.split(':')[1].strip()}" for ln in links.splitlines() if ": obk8s-" in ln]
-    found += [f"cgroup {p}" for p in pathlib.Path("/sys/fs/cgroup").glob("*/obk8s-*")]
-    mounts = pathlib.Path("/proc/self/mountinfo").read_text().splitlines()
-    found += [f"mount {ln.split()[4]}" for ln in mounts if ln.split()[4].startswith(str(STATE))]
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            exe = os.readlink(f"/proc/{pid}/exe")
-        except OSError:
-            continue
-        if exe.startswith(str(BIN)):
-            found.append(f"process {pid} {exe}")
-    if STATE.exists():
-        found.append(f"directory {STATE}")
-    return found
-
-
-def _run(*args: str, timeout: int) -> subprocess.CompletedProcess:
-    return subprocess.run([str(CLUSTER), *args], capture_output=True, text=True, timeout=timeout)
-
-
-def test_one_node_up_pods_running_and_nothing_left():
-    if _cluster_objects():
-        pytest.skip(f"a cluster is up here already: {_cluster_objects()}")
+def test_two_nodes_flannel_and_kube_proxy_up_pods_running_and_nothing_left():
+    kc.clear_killed()
+    if kc.objects():
+        pytest.skip(f"a cluster is up here already: {kc.objects()}")
     before = _sysctls()
     try:
-        up = _run("up", timeout=300)
+        up = kc.run("up", timeout=300)
         assert up.returncode == 0, up.stderr
         kubeconfig = up.stdout.strip().splitlines()[-1]
-        assert kubeconfig == str(STATE / "admin.kubeconfig")
-        nodes = subprocess.run([str(BIN / "kubectl"), "--kubeconfig", kubeconfig, "get", "nodes", "-o",
-                                "jsonpath={range .items[*]}{.metadata.name} {.status.nodeInfo.kubeletVersion}{end}"],
-                               capture_output=True, text=True, timeout=30)
-        assert nodes.stdout.split() == ["obk8s-n1", "v1.34.4"], nodes.stderr
-        check = _run("check", timeout=300)
+        assert kubeconfig == str(kc.STATE / "admin.kubeconfig")
+        nodes = kc.kubectl(kubeconfig, "get", "nodes", "-o", "json")
+        items = json.loads(nodes.stdout)["items"]
+        assert [(n["metadata"]["name"], n["status"]["nodeInfo"]["kubeletVersion"]) for n in items] == \
+            [("obk8s-n1", "v1.34.4"), ("obk8s-n2", "v1.34.4")]
+        cidrs = {n["metadata"]["name"]: n["spec"]["podCIDR"] for n in items}
+        assert len(set(cidrs.values())) == 2
+        for n in items:
+            # flanneld took the node's podCIDR as its lease, and announced its VTEP on the node
+            assert "flannel.alpha.coreos.com/backend-type" in n["metadata"]["annotations"]
+            assert n["metadata"]["annotations"]["flannel.alpha.coreos.com/backend-type"] == "vxlan"
+        for me, peer in (("obk8s-n1", "obk8s-n2"), ("obk8s-n2", "obk8s-n1")):
+            link = kc.in_node(me, "ip", "-d", "-o", "link", "show", "flannel.1")
+            assert " vxlan id 1 " in link.stdout and "dstport 8472" in link.stdout, link.stdout + link.stderr
+            route = kc.in_node(me, "ip", "-4", "route", "show", cidrs[peer])
+            assert "dev flannel.1" in route.stdout, route.stdout
+            env = (kc.STATE / f"n{me[-1]}" / "flannel" / "subnet.env").read_text()
+            assert "FLANNEL_MTU=1450" in env and f"FLANNEL_SUBNET={cidrs[me].rsplit('.', 1)[0]}.1/24" in env
+            chains = kc.in_node(me, "iptables", "-t", "nat", "-S", "KUBE-SERVICES")
+            assert chains.returncode == 0 and "default/kubernetes:https" in chains.stdout, chains.stderr
+        check = kc.run("check", timeout=300)
         assert check.returncode == 0, check.stderr
-        assert "pod obk8s-probe-host Running on obk8s-n1 at 198.19.208.11" in check.stderr
-        assert "pod obk8s-probe-pod Running on obk8s-n1 at 198.19.22" in check.stderr   # the pod CIDR, 198.19.224.0/20
+        for i in (1, 2):
+            node, prefix = f"obk8s-n{i}", cidrs[f"obk8s-n{i}"].rsplit(".", 1)[0] + "."
+            assert f"pod obk8s-probe-host-n{i} Running on {node} at 198.19.208.1{i} " in check.stderr
+            assert f"pod obk8s-probe-pod-n{i} Running on {node} at {prefix}" in check.stderr
     finally:
-        down = _run("down", timeout=120)
+        down = kc.run("down", timeout=120)
     assert down.returncode == 0, down.stderr
-    assert _cluster_objects() == []
+    assert kc.objects() == []
     assert _sysctls() == before
