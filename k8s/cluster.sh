@@ -503,7 +503,12 @@ kill_all() { # SIGNAL [COMM]: signals the cluster's processes (but those named C
 
 down() {
 	local t0=$SECONDS k v m h t spare
-	# etcd last: the API server's graceful stop waits for it, and would wait forever
+	# the pods' processes first, at once (a container's PID 1, such as a pod's sleep, ignores
+	# SIGTERM); then the daemons, etcd last: the API server's graceful stop waits for it, and
+	# would wait forever
+	for h in /sys/fs/cgroup/*/$P-*; do
+		[ -d "$h" ] && find "$h" -name cgroup.procs -exec cat {} + 2>/dev/null
+	done | sort -un | xargs -r kill -KILL 2>/dev/null || true
 	for spare in etcd ""; do
 		t=$SECONDS
 		kill_all TERM "$spare" || continue

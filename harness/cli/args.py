@@ -4,10 +4,13 @@ and how they become scenario overrides, testbed options and the run's settings."
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 
 from harness.core.errors import HarnessError
 from harness.testbeds.registry import BACKENDS
+
+log = logging.getLogger(__name__)
 
 EXIT_USAGE = 2
 EXIT_FAILED_CASES = 3   # the run finished, but some cases failed (1 stays the gate's regression)
@@ -97,9 +100,18 @@ def overrides(a: argparse.Namespace) -> dict:
     (--hosts is the lab's host count, or for kubernetes a testbed option: how many nodes)."""
     raw = matrix_overrides(a)
     backend = backend_of(a)
-    if backend == "kubernetes" and getattr(a, "scenario", None) is None and a.modes is None:
-        # the built-in scenario's fastdp deploys onto hosts: on a cluster, its own network instead
-        raw.setdefault("matrix", {})["modes"] = ["native", "cni"]
+    if backend == "kubernetes" and a.modes is None:
+        # a scenario's modes are overlays the harness deploys onto hosts: on a cluster, the
+        # overlay is the cluster's own, so the same file measures its nodes' network and its pods'
+        from harness.run.scenario import load      # not for `--help`
+        from harness.testbeds.kubernetes.backend import MODE_KINDS
+        raw.setdefault("matrix", {})["modes"] = list(MODE_KINDS)
+        if getattr(a, "scenario", None):
+            other = [m for m in load(a.scenario).modes if m not in MODE_KINDS]
+            if other:
+                log.warning("kubernetes: measuring the cluster's network (native, cni) instead of the scenario's "
+                            "modes %s, which deploy overlays onto hosts (--modes native,cni says so)",
+                            ", ".join(other))
     tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
                             ("lab_hosts", a.hosts if backend != "kubernetes" else None),
                             ("lab_cpus", getattr(a, "lab_cpus", None)),

@@ -271,6 +271,20 @@ def resolve_underlay(sc: Scenario, auto_mtu: int) -> Scenario:
     return dataclasses.replace(sc, underlay_mtus=mtus, overlay_mtus=o)
 
 
+def keep_underlay(sc: Scenario, mtu: int, backend: str) -> Scenario:
+    """The scenario at the one underlay MTU a testbed that sets none measures at (a
+    cluster's nodes'): the others are left out, each said once; none of them being that
+    MTU is an error."""
+    if mtu not in sc.underlay_mtus:
+        asked = ", ".join(str(u) for u in sc.underlay_mtus)
+        raise HarnessError(f"underlay MTU {asked}: the {backend} backend measures at the nodes' MTU, {mtu}, and "
+                           f"changes none (--underlay-mtu {mtu} or auto)")
+    for u in sc.underlay_mtus:
+        if u != mtu:
+            log.warning("underlay MTU %s left out: the %s backend measures at the nodes' MTU, %s", u, backend, mtu)
+    return dataclasses.replace(sc, underlay_mtus=(mtu,))
+
+
 def from_command_line(path: str | None, overrides: dict | None = None, extra: tuple[Mode, ...] = ()) -> Scenario:
     """The scenario file (or the built-in default) with the command line's flags over it;
     `extra`: modes the caller defines for it (an A/B run's arms), which the flags may name."""

@@ -102,6 +102,9 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
                         cpuidle.DEVICE)
             idle_model = "default"
         sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
+        fixed = tb.fixed_underlay_mtu()
+        if fixed is not None:
+            sc = scen.keep_underlay(sc, fixed, tb.backend)
         cases = scen.expand(sc, pair_list)
         if store is None:
             store = _create_store(results_dir, opts.run_id, sc, tb, cases)

@@ -109,6 +109,11 @@ class Testbed(abc.ABC):
         """The underlay's MTU as it is (what underlay MTU "auto" means)."""
         return 1500
 
+    def fixed_underlay_mtu(self) -> int | None:
+        """The one underlay MTU this testbed measures at, where it sets none (a cluster's
+        nodes keep theirs); None where the scenario's MTUs are set on the underlay."""
+        return None
+
     @abc.abstractmethod
     def build(self, underlay_mtu: int, rate: str | None) -> None:
         """Make the testbed's objects on its hosts (bridge, containers, underlay settings);

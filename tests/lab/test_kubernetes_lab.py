@@ -111,6 +111,20 @@ def test_every_placement_measured_through_flannel_and_the_service_and_the_namesp
     assert gate.returncode == 0, gate.stdout + gate.stderr      # a run against its own baseline
 
 
+def test_the_regression_scenario_file_runs_unchanged_on_the_cluster(cluster, tmp_path):
+    """scenarios/quick.toml (fastdp and sleeve at underlay MTUs 1500 and 9000 on the lab):
+    on the cluster, native and cni at the nodes' MTU."""
+    p = ob("run", str(kc.ROOT / "scenarios" / "quick.toml"), "--kubeconfig", cluster, "--tests", "iperf3.tcp",
+           "--repeats", "1", "--duration", "1", "-q", "--results", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "instead of the scenario's modes fastdp, sleeve" in p.stderr
+    assert "underlay MTU 9000 left out" in p.stderr
+    rows = [json.loads(ln) for ln in (pathlib.Path(p.stdout.splitlines()[0]) / "measurements.jsonl").read_text()
+            .splitlines()]
+    assert {(r["mode"], r["placement"], r["underlay_mtu"], r["ok"]) for r in rows} == {
+        ("native", "host-host", 1500, True), ("cni", "container-container", 1500, True)}
+
+
 def test_flannel_host_gw_has_no_tunnel_and_the_nodes_mtu(cluster, tmp_path):
     switched = kc.run("flannel", "host-gw", timeout=120)
     assert switched.returncode == 0, switched.stderr

@@ -289,3 +289,59 @@ def test_the_command_line_says_a_missing_kubeconfig_in_one_line(capsys, tmp_path
     assert code == 2 and err.count("\n") == 1
     assert err.startswith(f"overlaybench: no usable kubeconfig ({tmp_path / 'nope'}): ")
     assert not (tmp_path / "results").exists()
+
+
+def test_a_lab_scenario_file_runs_unchanged_on_a_cluster(api, tmp_path, capsys, caplog):
+    """scenarios/quick.toml names fastdp and sleeve and the underlay MTUs 1500 and 9000: on a
+    cluster it measures native and cni at the nodes' MTU, and says what it left out."""
+    _incidental(api)
+    api.expect_start("h1", "iperf3 -s -1 -p 5201")
+    api.expect_start("h0", re.compile(r"iperf3 -c 192\.0\.2\.99 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    api.expect_start("c1", "iperf3 -s -1 -p 5201")
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.244\.1\.5 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    quick = pathlib.Path(__file__).resolve().parents[2] / "scenarios" / "quick.toml"
+    code = main(["run", str(quick), "--kubeconfig", str(tmp_path / "kubeconfig"), "--tests", "iperf3.tcp",
+                 "--repeats", "1", "--duration", "1", "-q", "--results", str(tmp_path / "results")])
+    assert code == 0, capsys.readouterr().err
+    (run_dir,) = (tmp_path / "results").iterdir()
+    rows = [json.loads(ln) for ln in (run_dir / "measurements.jsonl").read_text().splitlines()]
+    assert {(r["mode"], r["placement"], r["underlay_mtu"]) for r in rows} == {
+        ("native", "host-host", 1500), ("cni", "container-container", 1500)}
+    said = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any("instead of the scenario's modes fastdp, sleeve" in m for m in said), said
+    assert "underlay MTU 9000 left out: the kubernetes backend measures at the nodes' MTU, 1500" in said
+    api.assert_clean()
+
+
+@pytest.mark.parametrize("mtus, needle", [(("auto",), None), (("9000",), "underlay MTU 9000: the kubernetes "
+                                                                  "backend measures at the nodes' MTU, 1500")])
+def test_underlay_mtu_auto_is_the_nodes_and_another_is_refused(api, tmp_path, capsys, mtus, needle):
+    _incidental(api)
+    if needle is None:
+        api.expect_start("h1", "iperf3 -s -1 -p 5201")
+        api.expect_start("h0", re.compile(r"iperf3 -c 192\.0\.2\.99 -p 5201 .*"), returncode=0, stdout=IPERF,
+                         runs=False)
+    code = main(["run", "--kubeconfig", str(tmp_path / "kubeconfig"), "--modes", "native", "--underlay-mtu",
+                 *mtus, "--tests", "iperf3.tcp", "--repeats", "1", "--duration", "1", "-q",
+                 "--results", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    if needle is None:
+        assert code == 0, err
+        (run_dir,) = (tmp_path / "results").iterdir()
+        assert json.loads((run_dir / "run.json").read_text())["testbed"]["underlay_mtu"] == 1500
+    else:
+        assert code == 2 and err.count("\n") == 1 and needle in err, err
+        assert api.deleted and not api.namespaces        # the pods made to read the MTU are gone
+    api.assert_clean()
+
+
+def test_underlay_mtu_auto_with_a_node_pod_that_cannot_run_is_one_line(api, tmp_path, capsys):
+    _incidental(api)
+    api.pod_states["h0"] = [PULL]
+    code = main(["run", "--kubeconfig", str(tmp_path / "kubeconfig"), "--modes", "native", "--underlay-mtu", "auto",
+                 "--tests", "iperf3.tcp", "--repeats", "1", "--duration", "1", "-q",
+                 "--results", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert "node node-a: its MTU could not be read (pod h0 on node node-a: ImagePullBackOff" in err
+    assert "--underlay-mtu N" in err and api.deleted and not api.namespaces

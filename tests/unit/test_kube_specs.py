@@ -162,7 +162,9 @@ def test_kubeconfig_implies_the_backend_and_fills_the_options(tmp_path):
     assert overrides(a)["testbed"] == {"backend": "kubernetes"}      # --hosts is no lab host count here
     assert overrides(a)["matrix"]["modes"] == ["native", "cni"]      # the built-in scenario's, on a cluster
     assert overrides(_args("--kubeconfig", "kc", "--modes", "native"))["matrix"]["modes"] == ["native"]
-    assert "matrix" not in overrides(_args("s.toml", "--kubeconfig", "kc"))
+    quick = str(pathlib.Path(__file__).resolve().parents[2] / "scenarios" / "quick.toml")
+    assert overrides(_args(quick, "--kubeconfig", "kc"))["matrix"] == {"modes": ["native", "cni"]}   # a file's too
+    assert "matrix" not in overrides(_args(quick))
     o = options(a)
     assert o.kubeconfig.endswith("/kc") and o.kube_context == "ctx" and o.nodes == ("a", "b")
     assert o.image == "r/t:1" and o.node_count == 3

@@ -88,7 +88,8 @@ class KubeTestbed(Testbed):
         self.rate: str | None = None
         self.meter = PerHostMeter()
         self.service = False
-        self._made = False
+        self._made = False          # the namespace exists (teardown deletes it)
+        self._ready = False         # and everything in it was made and settled
         self._torn_down = False
         self._node_mtu: dict[int, int] = {}
         self._found: dict | None = None
@@ -121,11 +122,37 @@ class KubeTestbed(Testbed):
                                f"(the README's Kubernetes section has the ClusterRole the run needs)")
 
     def native_mtu(self) -> int:
-        raise HarnessError("underlay MTU auto: the kubernetes backend reads a node's MTU only once its pods run; "
-                           "give the nodes' MTU (--underlay-mtu N)")
+        """The first node's MTU, read in its hostNetwork pod: the pods are made here (build
+        then finds them made)."""
+        self._make()
+        if 0 not in self._node_mtu:
+            raise HarnessError(f"node {self.sides[0].name}: its MTU could not be read "
+                               f"({self.sides[0].host.broken or 'no device holds its address'}); "
+                               f"give the nodes' MTU (--underlay-mtu N)")
+        return self._node_mtu[0]
+
+    def fixed_underlay_mtu(self) -> int | None:
+        """The first node's MTU; None where it could not be read (its pod cannot run: the
+        cases that need it fail with the pod's reason)."""
+        self._make()
+        return self._node_mtu.get(0)
 
     # ------------------------------------------------------------- build
     def build(self, underlay_mtu: int, rate: str | None) -> None:
+        try:
+            self._make()
+            self.underlay_mtu, self.rate = underlay_mtu, rate
+            self._check_mtu(underlay_mtu)
+        except BaseException:
+            self.teardown()
+            raise
+        log.info("kubernetes testbed %s up on %s", self.namespace, ", ".join(n.name for n in self.nodes))
+
+    def _make(self) -> None:
+        """The namespace, the pods (and Services), each settled; once. On failure, what was
+        made is removed."""
+        if self._ready:
+            return
         try:
             self.api.create_namespace(specs.namespace(self.prefix, self.opts.run_id, os.getpid(),
                                                       socket.gethostname()))
@@ -140,12 +167,10 @@ class KubeTestbed(Testbed):
                                                                                          sets))
             for s in self.sides:
                 self._settle(s)
-            self.underlay_mtu, self.rate = underlay_mtu, rate
-            self._check_mtu(underlay_mtu)
+            self._ready = True
         except BaseException:
             self.teardown()
             raise
-        log.info("kubernetes testbed %s up on %s", self.namespace, ", ".join(n.name for n in self.nodes))
 
     def _settle(self, s: Side) -> None:
         """Wait for the side's pods; learn the pod's address and the node's device and MTU.
