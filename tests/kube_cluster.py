@@ -50,7 +50,7 @@ def objects() -> list[str]:
             exe = os.readlink(f"/proc/{pid}/exe")
         except OSError:
             continue
-        if exe.startswith(str(BIN)) or (exe == str(FLANNELD) and str(STATE) in _cmdline(pid)):
+        if exe.startswith(str(BIN)) or (exe == str(FLANNELD.resolve()) and str(STATE) in _cmdline(pid)):
             found.append(f"process {pid} {exe}")
     if STATE.exists():
         found.append(f"directory {STATE}")
