@@ -120,6 +120,16 @@ def test_which_cni():
     assert found.which_cni(ds[:1]) == ""
 
 
+def test_the_cni_from_a_real_ip_link_when_no_daemonset_names_it():
+    """flanneld run as a node daemon (the local cluster) has no DaemonSet; its device says it."""
+    text = (DATA / "ip_d_link_flannel_vxlan.txt").read_text()
+    assert found.device_names(text) == ["lo", "veth9c3a1b2e", "eth0", "flannel.1", "cni0"]
+    assert found.cni_of_devices(found.device_names(text)) == "flannel"
+    assert found.cni_of_devices(["lo", "eth0", "cni0"]) == ""          # host-gw: no device of its own
+    assert found.cni_of_devices(["lo", "cilium_host", "cilium_vxlan"]) == "cilium"
+    assert found.cni_of_devices(["lo", "vxlan.calico", "cali12ab"]) == "calico"
+
+
 # ------------------------------------------------------------------ the service placement
 def test_container_service_is_a_placement_only_cni_measures():
     assert "container-service" in NAMES and PLACEMENTS["container-service"].needs_service

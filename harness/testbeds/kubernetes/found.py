@@ -2,7 +2,9 @@
 
     daemonsets      every DaemonSet of the system namespaces with its images (the CNI's,
                     kube-proxy or its replacement)
-    cni             the CNI those names and images point to (flannel, calico, cilium …; "")
+    cni             the CNI those names and images point to (flannel, calico, cilium …), else
+                    the one the nodes' device names point to (flanneld run as a node daemon
+                    has no DaemonSet, but its flannel.1), else ""; `cni_from` says which
     pod_mtu         the MTU of a pod-network pod's eth0
     encapsulation   per node, the tunnel devices `ip -d link` shows in a hostNetwork pod
                     (vxlan with its id and port, geneve, wireguard, ipip's tunl …)
@@ -42,10 +44,26 @@ def parse_links(text: str) -> list[dict]:
     return out
 
 
+# device names each CNI gives the interfaces it makes on a node
+DEVICE_NAMES = (("flannel", re.compile(r"^flannel[.-]")), ("cilium", re.compile(r"^cilium_")),
+                ("calico", re.compile(r"^(vxlan\.calico|wireguard\.cali|cali)")), ("antrea", re.compile(r"^antrea-")),
+                ("weave", re.compile(r"^(weave|vxlan-6784)")), ("kube-router", re.compile(r"^kube-(bridge|dummy-if)")))
+
+
 def which_cni(daemonsets: list[dict]) -> str:
     """The CNI the system DaemonSets' names and images name first ("" where none)."""
     text = " ".join(f"{d['name']} {' '.join(d['images'])}" for d in daemonsets).lower()
     return next((c for c in KNOWN_CNIS if c in text), "")
+
+
+def cni_of_devices(names: list[str]) -> str:
+    """The CNI a node's device names point to first ("" where none)."""
+    return next((c for c, pattern in DEVICE_NAMES for n in names if pattern.match(n)), "")
+
+
+def device_names(text: str) -> list[str]:
+    """Every device name of `ip -o link show` output."""
+    return [m.group(1) for m in re.finditer(r"^\d+:\s+([^:@\s]+)", text, re.M)]
 
 
 def pod_network(api, sides) -> dict:
@@ -57,7 +75,7 @@ def pod_network(api, sides) -> dict:
         except ApiError as e:
             if ns == "kube-system" or e.status not in (403, 404):
                 info["errors"].append(str(e))
-    info["cni"] = which_cni(info["daemonsets"])
+    info["cni"], info["cni_from"] = which_cni(info["daemonsets"]), "daemonsets"
     info["pod_mtu"] = None
     for s in sides:
         done = s.container.run(["cat", "/sys/class/net/eth0/mtu"], check=False, timeout=20)
@@ -66,12 +84,17 @@ def pod_network(api, sides) -> dict:
             break
         info["errors"].append(f"{s.container.name}: pod MTU: {(done.stderr or done.stdout).strip()[-200:]}")
     info["encapsulation"] = {}
+    names: list[str] = []
     for s in sides:
         done = s.host.run(["ip", "-d", "-o", "link", "show"], check=False, timeout=20)
         if done.ok:
             info["encapsulation"][s.name] = parse_links(done.stdout)
+            names += device_names(done.stdout)
         else:
             info["errors"].append(f"{s.name}: ip -d link: {(done.stderr or done.stdout).strip()[-200:]}")
+    if not info["cni"]:
+        info["cni"] = cni_of_devices(names)
+        info["cni_from"] = "devices" if info["cni"] else ""
     if not info["errors"]:
         del info["errors"]
     return info
