@@ -58,7 +58,7 @@ def live_others() -> set[str]:
     """Testbeds (labs and remote testbeds' state on this machine) that another live process
     owns: a run going on beside the tests, whose objects are not the tests' leftovers."""
     from harness.testbeds.lab import leftovers
-    return {p for p, i in leftovers().items() if i["alive"] and i["pid"] != os.getpid()}
+    return {p for p, i in leftovers().items() if i["alive"] and not _mine(i)}
 
 
 def stray_processes() -> list[str]:
@@ -152,7 +152,7 @@ def leftovers_now() -> list[str]:
     """What the tests left on this machine: labs whose owner is dead or is this process,
     tool and sleeve processes in lab namespaces, and testbed containers. Empty when clean."""
     from harness.testbeds.lab import leftovers
-    labs = {p: i for p, i in leftovers().items() if not i["alive"] or i["pid"] == os.getpid()}
+    labs = {p: i for p, i in leftovers().items() if not i["alive"] or _mine(i)}
     problems = []
     if labs:
         problems.append(f"labs left behind: {labs}")
@@ -173,6 +173,12 @@ def leftovers_now() -> list[str]:
     return problems
 
 
+def _mine(lab: dict) -> bool:
+    """Whether a lab's owner is this process (the same pid in the same pid namespace)."""
+    from harness.hosts.local import pidns_of
+    return lab["pid"] == os.getpid() and lab.get("pidns") in (None, pidns_of())
+
+
 def _cluster_state() -> str | None:
     from harness.testbeds.kubernetes import local
     return local.state()
@@ -181,8 +187,9 @@ def _cluster_state() -> str | None:
 def stray_tempdirs() -> list[str]:
     """This machine's owned temporary directories (a remote testbed's artifacts, a tunnel's
     socket) whose owner is gone or is this process."""
-    from harness.hosts.local import owned_tempdirs, pid_alive
-    return sorted(str(d) for d, pid in owned_tempdirs().items() if pid == os.getpid() or not pid_alive(pid))
+    from harness.hosts.local import owned_tempdirs, owner_alive, pidns_of
+    return sorted(str(d) for d, (pid, ns) in owned_tempdirs().items()
+                  if (pid == os.getpid() and ns in (None, pidns_of())) or not owner_alive(pid, ns))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -198,7 +205,7 @@ def nothing_left_behind():
     from harness.testbeds.lab import leftovers, remove_lab
     problems = leftovers_now()
     for p, i in leftovers().items():
-        if not i["alive"] or i["pid"] == os.getpid():
+        if not i["alive"] or _mine(i):
             remove_lab(p)
     for d in stray_tempdirs():
         shutil.rmtree(d, ignore_errors=True)

@@ -179,6 +179,35 @@ def pid_alive(pid: int | None) -> bool:
     return True
 
 
+INIT_PIDNS = 0xEFFFFFFC          # the initial pid namespace's inode (the kernel's PROC_PID_INIT_INO)
+
+
+def pidns_of(pid: int | str = "self") -> int | None:
+    """The inode of a process's pid namespace (None: gone or unreadable)."""
+    try:
+        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+    except OSError:
+        return None
+
+
+def owner_alive(pid: int | None, pidns: int | None = None) -> bool:
+    """Whether the owner a run recorded (its pid, and the pid namespace that pid is in)
+    may still live. A pid of another pid namespace is not ours to look up: from the initial
+    namespace, the owner counts as alive while any process is in its namespace; from any
+    other, it cannot be seen and counts as alive (--force removes what it owns)."""
+    mine = pidns_of()
+    if pidns is None or pidns == mine:
+        return pid_alive(pid)
+    if mine != INIT_PIDNS:
+        return True
+    return any(pidns_of(p) == pidns for p in os.listdir("/proc") if p.isdigit())
+
+
+def owner_stamp() -> dict:
+    """What an owner file records of this process: its pid and its pid namespace."""
+    return {"pid": os.getpid(), "pidns": pidns_of()}
+
+
 # This machine's temporary directories a run makes (a remote testbed's artifacts, a tunnel's
 # socket) carry an owner file, as the SSH transport's directories on a host do, so that
 # `overlaybench down` can remove those of a run that was killed.
@@ -189,15 +218,16 @@ OWNER_FILE = "owner.json"           # {"owner_host", "pid", "created"}
 def owned_tempdir(what: str) -> pathlib.Path:
     """A new private directory, /tmp/overlaybench-<what>-<random>, owned by this process."""
     d = pathlib.Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{what}-"))
-    (d / OWNER_FILE).write_text(json.dumps({"owner_host": socket.gethostname(), "pid": os.getpid(),
+    (d / OWNER_FILE).write_text(json.dumps({"owner_host": socket.gethostname(), **owner_stamp(),
                                             "created": round(time.time())}))
     return d
 
 
-def owned_tempdirs() -> dict[pathlib.Path, int | None]:
-    """overlaybench's owned temporary directories on this machine → their owner's pid
-    (None: unreadable); those another machine owns (a host that is also an SSH target) are left out."""
-    out: dict[pathlib.Path, int | None] = {}
+def owned_tempdirs() -> dict[pathlib.Path, tuple[int | None, int | None]]:
+    """overlaybench's owned temporary directories on this machine → their owner's pid and
+    pid namespace (None: unreadable, or not recorded); those another machine owns (a host
+    that is also an SSH target) are left out."""
+    out: dict[pathlib.Path, tuple[int | None, int | None]] = {}
     for d in pathlib.Path(tempfile.gettempdir()).glob(TEMP_PREFIX + "*"):
         try:
             st = d.lstat()
@@ -208,8 +238,8 @@ def owned_tempdirs() -> dict[pathlib.Path, int | None]:
         owner = _read_owner(d / OWNER_FILE)
         if not isinstance(owner, dict) or owner.get("owner_host") != socket.gethostname():
             continue                                # no owner file: not one we know to be ours
-        pid = owner.get("pid")
-        out[d] = pid if isinstance(pid, int) and pid > 0 else None
+        pid, ns = owner.get("pid"), owner.get("pidns")
+        out[d] = (pid if isinstance(pid, int) and pid > 0 else None, ns if isinstance(ns, int) else None)
     return out
 
 
@@ -234,8 +264,8 @@ def _read_owner(path: pathlib.Path):
 def remove_stale_tempdirs(force: bool = False) -> list[str]:
     """Remove the owned temporary directories whose owner is gone (all of them with force)."""
     removed = []
-    for d, pid in owned_tempdirs().items():
-        if force or not pid_alive(pid):
+    for d, (pid, ns) in owned_tempdirs().items():
+        if force or not owner_alive(pid, ns):
             shutil.rmtree(d, ignore_errors=True)
             removed.append(f"temporary directory {d}")
     return removed

@@ -33,7 +33,7 @@ import time
 from harness.core import failpoints
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost, NetnsHost
-from harness.hosts.local import pid_alive
+from harness.hosts.local import owner_alive, pid_alive, pidns_of
 from harness.net import confine
 from harness.net.underlay import apply_underlay
 from harness.sleeve import build as sleeve_build
@@ -159,6 +159,7 @@ class Lab(Testbed):
             raise HarnessError("no free lab prefix after 8 tries: run `overlaybench down`")
         (lab.state_dir / "state.json").write_text(json.dumps(
             {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
+             "pidns": None if persistent else pidns_of(),
              "run_id": run_id, "containers": containers, "hosts": hosts, "created": time.time()}))
         return lab
 
@@ -350,15 +351,17 @@ def remove_lab(prefix: str) -> list[str]:
 
 
 def leftovers() -> dict[str, dict]:
-    """Every lab on this machine: prefix → {owner pid, alive, namespaces, links}."""
+    """Every lab on this machine: prefix → {owner pid and pid namespace, alive, namespaces, links}."""
     prefixes = set(_lab_namespaces()) | set(_lab_links())
     if STATE_ROOT.is_dir():
         prefixes |= {d.name for d in STATE_ROOT.iterdir() if PREFIX_RE.match(d.name)}
     ns, links = _lab_namespaces(), _lab_links()
     out = {}
     for p in sorted(prefixes):
-        pid = _read_state(STATE_ROOT / p).get("pid")
-        out[p] = {"pid": pid, "alive": pid_alive(pid), "namespaces": ns.get(p, []),
+        st = _read_state(STATE_ROOT / p)
+        pid = st.get("pid")
+        out[p] = {"pid": pid, "pidns": st.get("pidns"), "alive": owner_alive(pid, st.get("pidns")),
+                  "namespaces": ns.get(p, []),
                   "links": links.get(p, [])}
     return out
 

@@ -10,7 +10,8 @@ import subprocess
 import sys
 import tempfile
 
-from harness.hosts.local import OWNER_FILE, owned_tempdir, owned_tempdirs, remove_stale_tempdirs
+from harness.hosts import local
+from harness.hosts.local import OWNER_FILE, owned_tempdir, owned_tempdirs, owner_alive, pidns_of, remove_stale_tempdirs
 
 MAKE_ONE = "from harness.hosts.local import owned_tempdir; print(owned_tempdir('test'))"
 
@@ -32,7 +33,7 @@ def test_a_dead_owners_directory_goes_and_a_live_ones_stays(tmp_path):
     try:
         assert json.loads((live / OWNER_FILE).read_text())["pid"] == os.getpid()
         found = owned_tempdirs()
-        assert found[live] == os.getpid() and str(dead) in map(str, found)
+        assert found[live] == (os.getpid(), pidns_of()) and str(dead) in map(str, found)
         removed = remove_stale_tempdirs()
         assert f"temporary directory {dead}" in removed
         assert not os.path.exists(dead) and live.is_dir() and os.path.isdir(foreign) and outside.is_dir()
@@ -43,3 +44,24 @@ def test_a_dead_owners_directory_goes_and_a_live_ones_stays(tmp_path):
         os.rmdir(foreign)
         subprocess.run(["rm", "-rf", str(fifo)])
         subprocess.run(["rm", "-rf", str(live), dead])
+
+
+# ------------------------------------------------------------------ owners in other pid namespaces
+def test_an_owner_of_this_pid_namespace_is_looked_up_by_pid():
+    assert owner_alive(os.getpid(), pidns_of()) and owner_alive(os.getpid())
+    assert not owner_alive(1 << 30, pidns_of()) and not owner_alive(None)
+
+
+def test_an_owner_in_another_pid_namespace_seen_from_inside_one_counts_as_alive(monkeypatch):
+    """A session in a private pid namespace cannot look up a pid of the machine's: whatever
+    that pid is here, the owner counts as alive (the soak's lab is not removed under it)."""
+    monkeypatch.setattr(local, "pidns_of", lambda pid="self": 4026532999 if pid == "self" else None)
+    assert owner_alive(1 << 30, local.INIT_PIDNS)
+
+
+def test_from_the_initial_namespace_an_owner_lives_while_its_namespace_has_processes(monkeypatch):
+    spaces = {"self": local.INIT_PIDNS, "41": 4026532999}
+    monkeypatch.setattr(local, "pidns_of", lambda pid="self": spaces.get(str(pid), local.INIT_PIDNS))
+    monkeypatch.setattr(local.os, "listdir", lambda path: ["1", "41", "self"])
+    assert owner_alive(1 << 30, 4026532999)             # pid 41 is in it
+    assert not owner_alive(1 << 30, 4026532888)         # nobody is: the namespace is gone
