@@ -126,8 +126,7 @@ test: setup-test
 	  $(MAKE) -s -C overlay/sleeve test BUILD=build/awslc AWSLC=$(AWSLC_DIR); fi
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
-	$(MAKE) -s images && $(PY) -m pytest -q -n auto --dist worksteal tests/unit tests/scripted && \
-	$(PY) -m pytest -q --durations=20 tests/lab
+	$(MAKE) -s images && $(PY) -m pytest -q --durations=20 tests
 
 # Prove tests that depend on timing or measurement: TESTS (pytest arguments) run N times in
 # a row beside one CPU hog per CPU, with dockerd and the images up as for make test; prints
