@@ -200,7 +200,12 @@ def owner_alive(pid: int | None, pidns: int | None = None) -> bool:
         return pid_alive(pid)
     if mine != INIT_PIDNS:
         return True
-    return any(pidns_of(p) == pidns for p in os.listdir("/proc") if p.isdigit())
+    return any(pidns_of(p) == pidns for p in _pids())
+
+
+def _pids() -> list[str]:
+    """Every process this pid namespace sees."""
+    return [p for p in os.listdir("/proc") if p.isdigit()]
 
 
 def owner_stamp() -> dict:
@@ -212,7 +217,7 @@ def owner_stamp() -> dict:
 # socket) carry an owner file, as the SSH transport's directories on a host do, so that
 # `overlaybench down` can remove those of a run that was killed.
 TEMP_PREFIX = "overlaybench-"
-OWNER_FILE = "owner.json"           # {"owner_host", "pid", "created"}
+OWNER_FILE = "owner.json"           # {"owner_host", "pid", "pidns", "created"}
 
 
 def owned_tempdir(what: str) -> pathlib.Path:

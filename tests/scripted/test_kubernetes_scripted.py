@@ -8,6 +8,7 @@ import os
 import pathlib
 import re
 import socket
+import tempfile
 
 import pytest
 
@@ -262,6 +263,7 @@ def test_down_deletes_the_namespaces_whose_owner_is_gone(monkeypatch, capsys, tm
                                _ns("overlaybench-far", 1, host="elsewhere")])
     fake.namespaces["kube-system"] = {"name": "kube-system", "labels": {}, "phase": "Active"}
     monkeypatch.setattr(kube, "connect", lambda opts: fake)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))      # down --force empties /tmp of owned dirs
     assert main(["down", "--kubeconfig", str(tmp_path / "kc")] + (["--force"] if force else [])) == 0
     out = capsys.readouterr().out
     assert set(fake.deleted) == gone and "kube-system" in fake.namespaces

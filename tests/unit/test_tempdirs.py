@@ -16,8 +16,10 @@ from harness.hosts.local import OWNER_FILE, owned_tempdir, owned_tempdirs, owner
 MAKE_ONE = "from harness.hosts.local import owned_tempdir; print(owned_tempdir('test'))"
 
 
-def test_a_dead_owners_directory_goes_and_a_live_ones_stays(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+def test_a_dead_owners_directory_goes_and_a_live_ones_stays(tmp_path, monkeypatch):
+    # a /tmp of the test's own: a forced removal here must not take anyone else's directories
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), TMPDIR=str(tmp_path))
     dead = subprocess.run([sys.executable, "-c", MAKE_ONE], capture_output=True, text=True, check=True,
                           env=env).stdout.strip()
     live = owned_tempdir("test")
@@ -62,6 +64,6 @@ def test_an_owner_in_another_pid_namespace_seen_from_inside_one_counts_as_alive(
 def test_from_the_initial_namespace_an_owner_lives_while_its_namespace_has_processes(monkeypatch):
     spaces = {"self": local.INIT_PIDNS, "41": 4026532999}
     monkeypatch.setattr(local, "pidns_of", lambda pid="self": spaces.get(str(pid), local.INIT_PIDNS))
-    monkeypatch.setattr(local.os, "listdir", lambda path: ["1", "41", "self"])
+    monkeypatch.setattr(local, "_pids", lambda: ["1", "41"])
     assert owner_alive(1 << 30, 4026532999)             # pid 41 is in it
     assert not owner_alive(1 << 30, 4026532888)         # nobody is: the namespace is gone
