@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import pathlib
 import re
 import secrets
@@ -36,7 +35,7 @@ from harness.core import failpoints
 from harness.core.errors import HarnessError
 from harness.hosts import NetnsHost
 from harness.hosts.base import Host
-from harness.hosts.local import owned_tempdir
+from harness.hosts.local import owned_tempdir, owner_stamp
 from harness.hosts.pinned import Pinned
 from harness.net import confine
 from harness.net.underlay import apply_underlay
@@ -188,7 +187,7 @@ class RemoteTestbed(Testbed):
 
     # ------------------------------------------------------------- build
     def build(self, underlay_mtu: int, rate: str | None) -> None:
-        owner = {"prefix": self.prefix, "kind": "remote", "pid": os.getpid(), "owner_host": socket.gethostname(),
+        owner = {"prefix": self.prefix, "kind": "remote", **owner_stamp(), "owner_host": socket.gethostname(),
                  "run_id": self.opts.run_id, "created": time.time()}
         try:
             self._claim()

@@ -15,7 +15,7 @@ import socket
 
 from harness.core.errors import HarnessError
 from harness.hosts.base import Host
-from harness.hosts.local import pid_alive
+from harness.hosts.local import owner_alive as local_owner_alive
 from harness.hosts.ssh.host import DIR_PREFIXES, OWNER_FILE
 
 STATE_ROOT = "/run/overlaybench"
@@ -206,8 +206,8 @@ def owner_alive(state: dict) -> bool | None:
     """Is the run that made a testbed still alive? None: its orchestrator is another machine."""
     if state.get("owner_host") != socket.gethostname():
         return None
-    pid = state.get("pid")
-    return isinstance(pid, int) and pid > 0 and pid_alive(pid)
+    pid, ns = state.get("pid"), state.get("pidns")
+    return isinstance(pid, int) and pid > 0 and local_owner_alive(pid, ns if isinstance(ns, int) else None)
 
 
 def _why_kept(owner: dict) -> str | None:

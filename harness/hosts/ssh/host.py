@@ -31,6 +31,7 @@ import paramiko
 
 from harness.core.errors import CommandError, SshConnectError, SshConnectionLost, SshError, SshSudoError
 from harness.hosts.base import Completed, Host, Process
+from harness.hosts.local import owner_stamp
 from harness.hosts.ssh.connect import SshSettings, Target, connect
 from harness.hosts.ssh.process import SshProcess, exit_code
 from harness.hosts.ssh.shell import KILL_CHILDREN, Frame, Shell, ShellClosed
@@ -41,7 +42,7 @@ log = logging.getLogger(__name__)
 
 MAX_SHELLS = 4                      # control shells per host (more threads wait for one)
 DIR_PREFIXES = ("/tmp/overlaybench-ssh-", "/tmp/overlaybench-up-")   # + 8 hex digits: a host's remote dirs
-OWNER_FILE = "owner.json"           # in each: {"owner_host", "pid", "created"}
+OWNER_FILE = "owner.json"           # in each: {"owner_host", "pid", "pidns", "created"}
 RECONNECT_DELAYS = (0.5, 1.0, 2.0, 4.0)
 
 
@@ -163,7 +164,7 @@ class SshHost(Host):
             raise SshConnectionLost(f"{self.name}: cannot open an SSH channel: {e}") from e
 
     def _owner(self) -> str:
-        return json.dumps({"owner_host": socket.gethostname(), "pid": os.getpid(), "created": time.time()})
+        return json.dumps({"owner_host": socket.gethostname(), **owner_stamp(), "created": time.time()})
 
     def _shell_command(self) -> str:
         """The control shell: first the state directory and its owner file (kept if there:

@@ -15,7 +15,7 @@ import logging
 import socket
 
 from harness.hosts.kube import api as api_mod
-from harness.hosts.local import pid_alive
+from harness.hosts.local import owner_alive
 from harness.testbeds.base import Options
 from harness.testbeds.kubernetes import nodes as nodes_mod, specs
 from harness.testbeds.kubernetes.backend import KubeTestbed, refuse_modes
@@ -40,9 +40,10 @@ def open_testbed(sc, opts: Options) -> KubeTestbed:
 def why_kept(labels: dict) -> str | None:
     """Why a run namespace with these labels stays without --force; None: its owner is gone."""
     host, pid = labels.get(specs.OWNER_HOST, ""), labels.get(specs.OWNER_PID, "")
+    ns = labels.get(specs.OWNER_PIDNS, "")
     if host != specs.label_value(socket.gethostname()):
         return f"owned by {host or 'an unknown machine'}, which this machine cannot check"
-    if pid.isdigit() and pid_alive(int(pid)):
+    if pid.isdigit() and owner_alive(int(pid), int(ns) if ns.isdigit() else None):
         return f"owned by running pid {pid}"
     return None
 

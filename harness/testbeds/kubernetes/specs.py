@@ -17,6 +17,7 @@ import re
 MANAGED = "app.kubernetes.io/managed-by"
 RUN, OWNER_PID, OWNER_HOST, PREFIX, SIDE = ("overlaybench/run", "overlaybench/owner-pid", "overlaybench/owner-host",
                                             "overlaybench/prefix", "overlaybench/side")
+OWNER_PIDNS = "overlaybench/owner-pidns"        # the owner pid's pid namespace (its inode)
 SELECTOR = f"{MANAGED}=overlaybench"
 PSA = {"pod-security.kubernetes.io/enforce": "privileged"}
 DEFAULT_IMAGE = "overlaybench/tools:bookworm"       # images/build.sh tools
@@ -35,11 +36,11 @@ def label_value(text: str) -> str:
     return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", v)
 
 
-def namespace(prefix: str, run_id: str, pid: int, host: str) -> dict:
+def namespace(prefix: str, run_id: str, pid: int, host: str, pidns: int | None = None) -> dict:
+    owner = {OWNER_PID: str(pid), OWNER_HOST: label_value(host), **({OWNER_PIDNS: str(pidns)} if pidns else {})}
     return {"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": namespace_name(prefix),
-                         "labels": {MANAGED: "overlaybench", PREFIX: prefix, RUN: label_value(run_id),
-                                    OWNER_PID: str(pid), OWNER_HOST: label_value(host), **PSA}}}
+                         "labels": {MANAGED: "overlaybench", PREFIX: prefix, RUN: label_value(run_id), **owner, **PSA}}}
 
 
 def pull_policy(image: str) -> str:
