@@ -102,13 +102,16 @@ def overrides(a: argparse.Namespace) -> dict:
     backend = backend_of(a)
     if backend == "kubernetes" and a.modes is None:
         # a scenario's modes are overlays the harness deploys onto hosts: on a cluster, the
-        # overlay is the cluster's own, so the same file measures its nodes' network and its pods'
-        from harness.run.scenario import load      # not for `--help`
+        # overlay is the cluster's own, so the same file measures its nodes' network and its
+        # pods' (a file whose modes are all of the cluster's kinds keeps them)
+        from harness.run.scenario import Scenario, load      # not for `--help`
         from harness.testbeds.kubernetes.backend import MODE_KINDS
-        raw.setdefault("matrix", {})["modes"] = list(MODE_KINDS)
-        if getattr(a, "scenario", None):
-            other = [m for m in load(a.scenario).modes if m not in MODE_KINDS]
-            if other:
+        path = getattr(a, "scenario", None)
+        base = load(path) if path else Scenario()
+        other = [m for m in base.modes if base.mode(m).kind not in MODE_KINDS]
+        if other:
+            raw.setdefault("matrix", {})["modes"] = list(MODE_KINDS)
+            if path:
                 log.warning("kubernetes: measuring the cluster's network (native, cni) instead of the scenario's "
                             "modes %s, which deploy overlays onto hosts (--modes native,cni says so)",
                             ", ".join(other))

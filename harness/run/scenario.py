@@ -282,7 +282,10 @@ def keep_underlay(sc: Scenario, mtu: int, backend: str) -> Scenario:
     for u in sc.underlay_mtus:
         if u != mtu:
             log.warning("underlay MTU %s left out: the %s backend measures at the nodes' MTU, %s", u, backend, mtu)
-    return dataclasses.replace(sc, underlay_mtus=(mtu,))
+    o = sc.overlay_mtus
+    if isinstance(o, dict):
+        o = {k: v for k, v in o.items() if k == str(mtu)}
+    return dataclasses.replace(sc, underlay_mtus=(mtu,), overlay_mtus=o)
 
 
 def from_command_line(path: str | None, overrides: dict | None = None, extra: tuple[Mode, ...] = ()) -> Scenario:

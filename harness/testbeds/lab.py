@@ -41,7 +41,6 @@ from harness.testbeds import cpusets
 from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.containers import base as containers_mod
 from harness.testbeds.cpu import MachineMeter
-from harness.testbeds.kubernetes import local as local_cluster
 from harness.testbeds.preflight import needed_binaries
 from harness.tools.packages import install_hint
 
@@ -384,10 +383,14 @@ def remove_leftovers(opts: Options, inventory: str | None, force: bool) -> tuple
     Kubernetes cluster of k8s/ when one of its daemons was killed (a running one with force)."""
     if inventory:
         raise HarnessError("down --inventory removes leftovers on SSH hosts: leave out --backend netns")
+    from harness.testbeds.kubernetes import local as local_cluster    # the backend's package: on use only
     removed, kept = down(force=force)
-    cluster = local_cluster.state()
-    if cluster == "stopped" or (cluster == "up" and force):
-        removed += local_cluster.remove()
-    elif cluster == "up":
-        kept.append("the local Kubernetes cluster (k8s/cluster.sh; make k8s-down removes it)")
+    try:
+        cluster = local_cluster.state()
+        if cluster == "stopped" or (cluster == "up" and force):
+            removed += local_cluster.remove()
+        elif cluster == "up":
+            kept.append("the local Kubernetes cluster (k8s/cluster.sh; make k8s-down removes it)")
+    except HarnessError as e:
+        kept.append(f"the local Kubernetes cluster: {e}")
     return removed, kept

@@ -175,6 +175,9 @@ def test_kubeconfig_implies_the_backend_and_fills_the_options(tmp_path):
     quick = str(pathlib.Path(__file__).resolve().parents[2] / "scenarios" / "quick.toml")
     assert overrides(_args(quick, "--kubeconfig", "kc"))["matrix"] == {"modes": ["native", "cni"]}   # a file's too
     assert "matrix" not in overrides(_args(quick))
+    own = tmp_path / "pods.toml"
+    own.write_text('[matrix]\nmodes = ["cni"]\nplacements = ["container-service"]\n')
+    assert "matrix" not in overrides(_args(str(own), "--kubeconfig", "kc"))    # a cluster's modes only: kept
     o = options(a)
     assert o.kubeconfig.endswith("/kc") and o.kube_context == "ctx" and o.nodes == ("a", "b")
     assert o.image == "r/t:1" and o.node_count == 3

@@ -152,3 +152,14 @@ def test_a_payload_that_cannot_cross_a_modes_overlay_mtu_is_refused_or_skipped()
     assert ("sleeve-crypto", "iperf3.pps64", 1) in got
     # one sender per packet-rate case; only the bulk iperf3 tests take the stream counts
     assert ("native", "iperf3.pps64", 2) not in got and ("sleeve-crypto", "iperf3.tcp", 2) in got
+
+
+def test_keep_underlay_leaves_out_the_other_mtus_and_their_overlays():
+    sc = S.build({"matrix": {"modes": ["native", "fastdp"], "underlay_mtu": [1500, 9000],
+                             "overlay_mtu": {"1500": [1400], "9000": [8900]}}})
+    kept = S.keep_underlay(sc, 1500, "kubernetes")
+    assert kept.underlay_mtus == (1500,) and kept.overlay_mtus == {"1500": (1400,)}
+    assert {(c.underlay_mtu, c.overlay_mtu) for c in S.expand(kept) if c.mode == "fastdp"} == {(1500, 1400)}
+    with pytest.raises(S.HarnessError, match=r"^underlay MTU 1500, 9000: the kubernetes backend measures at the "
+                                             r"nodes' MTU, 1450, and changes none \(--underlay-mtu 1450 or auto\)$"):
+        S.keep_underlay(sc, 1450, "kubernetes")

@@ -27,7 +27,7 @@ from harness.core.errors import HarnessError
 from harness.core.placements import PLACEMENTS
 from harness.hosts.kube.api import ApiError, Node
 from harness.hosts.kube.pod import PodHost
-from harness.hosts.local import owned_tempdir
+from harness.hosts.local import owned_tempdir, pidns_of
 from harness.testbeds import cpusets, facts as facts_mod
 from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.cpu import PerHostMeter
@@ -132,10 +132,10 @@ class KubeTestbed(Testbed):
         return self._node_mtu[0]
 
     def fixed_underlay_mtu(self) -> int | None:
-        """The first node's MTU; None where it could not be read (its pod cannot run: the
-        cases that need it fail with the pod's reason)."""
+        """The first node's MTU that could be read; None where none could (their pods cannot
+        run: the cases that need them fail with the pods' reasons)."""
         self._make()
-        return self._node_mtu.get(0)
+        return next((self._node_mtu[i] for i in sorted(self._node_mtu)), None)
 
     # ------------------------------------------------------------- build
     def build(self, underlay_mtu: int, rate: str | None) -> None:
@@ -155,7 +155,7 @@ class KubeTestbed(Testbed):
             return
         try:
             self.api.create_namespace(specs.namespace(self.prefix, self.opts.run_id, os.getpid(),
-                                                      socket.gethostname()))
+                                                      socket.gethostname(), pidns_of()))
             self._made = True
             for s in self.sides:
                 for pod, host_network in ((s.host, True), (s.container, False)):

@@ -20,17 +20,24 @@ SCRIPT = PROJECT / "k8s" / "cluster.sh"
 STATES = {0: "up", 3: "stopped", 1: None}
 
 
+def _script(command: str, timeout: float) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["bash", str(SCRIPT), command], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise HarnessError(f"{SCRIPT} {command}: no answer within {timeout:.0f} s") from e
+
+
 def state() -> str | None:
     if not SCRIPT.exists():
         return None
-    done = subprocess.run(["bash", str(SCRIPT), "status"], capture_output=True, text=True, timeout=30)
+    done = _script("status", 30)
     if done.returncode not in STATES:
         raise HarnessError(f"{SCRIPT} status: exit {done.returncode}: {done.stderr.strip()[-300:]}")
     return STATES[done.returncode]
 
 
 def remove() -> list[str]:
-    done = subprocess.run(["bash", str(SCRIPT), "down"], capture_output=True, text=True, timeout=180)
+    done = _script("down", 180)
     if done.returncode != 0:
         raise HarnessError(f"{SCRIPT} down: exit {done.returncode}: {done.stderr.strip()[-300:]}")
     return ["the local Kubernetes cluster (k8s/cluster.sh: namespaces obk8s-*)"]
