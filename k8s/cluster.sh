@@ -10,8 +10,9 @@
 #   k8s/cluster.sh load F  import the image archive F (images/build.sh tools-archive) into
 #                          every node's containerd
 #   k8s/cluster.sh down    remove every process, mount, cgroup, namespace, sysctl change and file
-#   k8s/cluster.sh status  exit 0: a cluster is up (every daemon it started runs); 3: one was
-#                          killed or stopped (its state is left: down removes it); 1: none
+#   k8s/cluster.sh status  exit 0: a cluster is up (every daemon it started runs) or coming up;
+#                          3: a daemon or its `up` was killed (its state is left: down removes
+#                          it); 1: none
 #
 # Layout (every name starts with obk8s):
 #   netns obk8s-fab   the fabric: bridge obk8s-br 198.19.208.1/24, etcd, kube-apiserver
@@ -48,6 +49,7 @@ POD_CIDR=198.19.224.0/20
 PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 SYSCTLS="kernel.panic kernel.panic_on_oops vm.overcommit_memory"
 export PATH=$BIN:$PATH
+. "$here/config.sh"      # the files it writes: certificates, configurations, cgroups
 
 say() { echo "k8s/cluster.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -76,176 +78,7 @@ start() {
 	echo $! >"$S/pid/$name"
 }
 
-# ---- certificates (openssl, EC P-256, one CA) ----
-cert() { # NAME CN ORG [SAN]
-	local name=$1 cn=$2 org=$3 san=${4:-} d=$S/pki subj
-	subj="/CN=$cn"; [ -z "$org" ] || subj="/O=$org$subj"
-	openssl ecparam -name prime256v1 -genkey -noout -out "$d/$name.key" 2>/dev/null
-	openssl req -new -key "$d/$name.key" -subj "$subj" -out "$d/$name.csr" 2>/dev/null
-	{
-		echo "basicConstraints=CA:FALSE"
-		echo "keyUsage=critical,digitalSignature,keyEncipherment"
-		echo "extendedKeyUsage=serverAuth,clientAuth"
-		[ -z "$san" ] || echo "subjectAltName=$san"
-	} >"$d/$name.ext"
-	openssl x509 -req -in "$d/$name.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
-		-days 30 -extfile "$d/$name.ext" -out "$d/$name.crt" 2>/dev/null
-	rm -f "$d/$name.csr" "$d/$name.ext"
-}
-
-kubeconfig() { # FILE SERVER CERTNAME
-	local ca crt key
-	ca=$(base64 -w0 "$S/pki/ca.crt"); crt=$(base64 -w0 "$S/pki/$3.crt"); key=$(base64 -w0 "$S/pki/$3.key")
-	cat >"$1" <<-EOF
-	apiVersion: v1
-	kind: Config
-	clusters:
-	- name: $P
-	  cluster: {server: "https://$2:6443", certificate-authority-data: $ca}
-	users:
-	- name: $3
-	  user: {client-certificate-data: $crt, client-key-data: $key}
-	contexts:
-	- name: $P
-	  context: {cluster: $P, user: $3}
-	current-context: $P
-	EOF
-	chmod 600 "$1"
-}
-
-make_pki() {
-	local d=$S/pki i
-	mkdir -p "$d"
-	openssl ecparam -name prime256v1 -genkey -noout -out "$d/ca.key" 2>/dev/null
-	openssl req -x509 -new -key "$d/ca.key" -subj "/CN=$P-ca" -days 30 -out "$d/ca.crt" 2>/dev/null
-	cert apiserver kube-apiserver "" "IP:$API_IP,IP:$API_OUTER,IP:127.0.0.1,IP:${SERVICE_CIDR%.0/24}.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
-	cert apiserver-kubelet kube-apiserver-kubelet-client system:masters
-	cert admin $P-admin system:masters
-	cert controller-manager system:kube-controller-manager ""
-	cert scheduler system:kube-scheduler ""
-	for i in $(seq 1 "$NODES"); do cert "node-$i" "system:node:$P-n$i" system:nodes; done
-	cert kube-proxy system:kube-proxy ""      # bound to system:node-proxier by default
-	cert flannel $P-flannel system:masters    # flanneld patches its node's annotations and status
-	openssl ecparam -name prime256v1 -genkey -noout -out "$d/sa.key" 2>/dev/null
-	openssl ec -in "$d/sa.key" -pubout -out "$d/sa.pub" 2>/dev/null
-	kubeconfig "$S/admin.kubeconfig" "$API_OUTER" admin
-	kubeconfig "$S/controller-manager.kubeconfig" 127.0.0.1 controller-manager
-	kubeconfig "$S/scheduler.kubeconfig" 127.0.0.1 scheduler
-	for i in $(seq 1 "$NODES"); do kubeconfig "$S/n$i/kubelet.kubeconfig" "$API_IP" "node-$i"; done
-	kubeconfig "$S/kube-proxy.kubeconfig" "$API_IP" kube-proxy
-	kubeconfig "$S/flannel.kubeconfig" "$API_IP" flannel
-}
-
-# ---- the pause image: an OCI archive of one uncompressed layer holding the static pause ----
-pause_archive() { # OUT
-	local w=$S/oci l d cfg man sz csz msz
-	rm -rf "$w"; mkdir -p "$w/rootfs" "$w/layout/blobs/sha256"
-	cp "$BIN/pause" "$w/rootfs/pause"
-	tar -C "$w/rootfs" --owner=0 --group=0 --numeric-owner --mtime=@0 -cf "$w/layer.tar" pause
-	l=$(sha256sum "$w/layer.tar" | cut -d' ' -f1); sz=$(stat -c %s "$w/layer.tar")
-	mv "$w/layer.tar" "$w/layout/blobs/sha256/$l"
-	printf '{"architecture":"amd64","os":"linux","config":{"Entrypoint":["/pause"],"User":"65535:65535"},"rootfs":{"type":"layers","diff_ids":["sha256:%s"]}}' \
-		"$l" >"$w/config.json"
-	cfg=$(sha256sum "$w/config.json" | cut -d' ' -f1); csz=$(stat -c %s "$w/config.json")
-	mv "$w/config.json" "$w/layout/blobs/sha256/$cfg"
-	printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:%s","size":%s}]}' \
-		"$cfg" "$csz" "$l" "$sz" >"$w/manifest.json"
-	man=$(sha256sum "$w/manifest.json" | cut -d' ' -f1); msz=$(stat -c %s "$w/manifest.json")
-	mv "$w/manifest.json" "$w/layout/blobs/sha256/$man"
-	printf '{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:%s","size":%s,"platform":{"architecture":"amd64","os":"linux"},"annotations":{"io.containerd.image.name":"%s","org.opencontainers.image.ref.name":"%s"}}]}' \
-		"$man" "$msz" "$PAUSE_IMAGE" "${PAUSE_IMAGE##*:}" >"$w/layout/index.json"
-	echo '{"imageLayoutVersion":"1.0.0"}' >"$w/layout/oci-layout"
-	tar -C "$w/layout" -cf "$1" .
-	rm -rf "$w"
-}
-
-# ---- configuration files ----
-containerd_config() { # I
-	local n=$S/n$1
-	cat >"$n/containerd.toml" <<-EOF
-	version = 3
-	root = "$n/containerd/root"
-	state = "$n/containerd/state"
-	oom_score = 0
-	[grpc]
-	  address = "$n/containerd.sock"
-	[ttrpc]
-	  address = "$n/containerd.sock.ttrpc"
-	[plugins.'io.containerd.internal.v1.opt']
-	  path = "$n/containerd/opt"
-	[plugins.'io.containerd.nri.v1.nri']
-	  disable = true
-	[plugins.'io.containerd.cri.v1.images'.pinned_images]
-	  sandbox = "$PAUSE_IMAGE"
-	[plugins.'io.containerd.cri.v1.runtime']
-	  restrict_oom_score_adj = true
-	  netns_mounts_under_state_dir = true
-	  cdi_spec_dirs = []
-	[plugins.'io.containerd.cri.v1.runtime'.cni]
-	  bin_dirs = ["$BIN/cni"]
-	  conf_dir = "$n/cni"
-	[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-	  runtime_type = "io.containerd.runc.v2"
-	[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-	  BinaryName = "$BIN/runc"
-	  Root = "$n/runc"
-	  SystemdCgroup = false
-	EOF
-}
-
-kubelet_config() { # I
-	local n=$S/n$1
-	cat >"$n/kubelet.yaml" <<-EOF
-	apiVersion: kubelet.config.k8s.io/v1beta1
-	kind: KubeletConfiguration
-	address: $(node_ip "$1")
-	port: 10250
-	readOnlyPort: 0
-	healthzBindAddress: 127.0.0.1
-	healthzPort: 10248
-	authentication:
-	  anonymous: {enabled: false}
-	  webhook: {enabled: false}
-	  x509: {clientCAFile: "$S/pki/ca.crt"}
-	authorization: {mode: AlwaysAllow}
-	cgroupDriver: cgroupfs
-	cgroupRoot: /$P-n$1
-	cgroupsPerQOS: true
-	containerRuntimeEndpoint: unix://$n/containerd.sock
-	podLogsDir: $n/pod-logs
-	failSwapOn: false
-	oomScoreAdj: 0
-	protectKernelDefaults: false
-	clusterDomain: cluster.local
-	evictionHard: {memory.available: 100Mi, nodefs.available: 1%, imagefs.available: 1%, nodefs.inodesFree: 1%}
-	imageGCHighThresholdPercent: 100
-	imageGCLowThresholdPercent: 99
-	EOF
-}
-
-kube_proxy_config() { # I
-	cat >"$S/n$1/kube-proxy.yaml" <<-EOF
-	apiVersion: kubeproxy.config.k8s.io/v1alpha1
-	kind: KubeProxyConfiguration
-	clientConnection: {kubeconfig: "$S/kube-proxy.kubeconfig"}
-	mode: iptables
-	clusterCIDR: $POD_CIDR
-	hostnameOverride: $P-n$1
-	healthzBindAddress: 127.0.0.1:10256
-	metricsBindAddress: 127.0.0.1:10249
-	nodePortAddresses: [primary]
-	iptables: {localhostNodePorts: false}
-	conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
-	EOF
-}
-
 # ---- flannel: one flanneld per node, its lease the node's podCIDR ----
-flannel_net_config() {
-	printf '{"Network": "%s", "SubnetLen": 24, "Backend": {"Type": "%s"}}\n' "$POD_CIDR" "$FLANNEL_BACKEND" \
-		>"$S/flannel-net.json"
-	echo "$FLANNEL_BACKEND" >"$S/flannel-backend"
-}
-
 start_flanneld() { # I
 	mkdir -p "$S/n$1/flannel"
 	start "flanneld-n$1" "$P-n$1" env NODE_NAME="$P-n$1" "$FLANNELD" --kube-subnet-mgr \
@@ -253,15 +86,23 @@ start_flanneld() { # I
 		--subnet-file "$S/n$1/flannel/subnet.env" --iface eth0
 }
 
-# Every node's subnet file written, and its CNI config at flanneld's MTU.
+# Every node's subnet file written, its CNI config at flanneld's MTU, and its routes to
+# every other node's pods (flanneld adds them after it writes the file).
 flannel_ready() {
-	local i t0=$SECONDS
+	local i j t0=$SECONDS
 	for i in $(seq 1 "$NODES"); do
 		wait_for 60 "flanneld on $P-n$i" test -s "$S/n$i/flannel/subnet.env"
 		cni_config "$i" "$(node_cidr "$i")" "$(. "$S/n$i/flannel/subnet.env"; echo "$FLANNEL_MTU")"
 	done
+	for i in $(seq 1 "$NODES"); do
+		for j in $(seq 1 "$NODES"); do
+			[ "$i" = "$j" ] || wait_for 60 "$P-n$i's route to $P-n$j's pods" has_route "$i" "$(node_cidr "$j")"
+		done
+	done
 	say "flanneld ($FLANNEL_BACKEND) up on $NODES node(s) ($((SECONDS - t0)) s)"
 }
+has_route() { [ -n "$(ip -n "$P-n$1" route show "$2")" ]; }
+kube_rules() { nsenter --net="/run/netns/$P-n$1" iptables -t nat -S KUBE-SERVICES | grep -q 'default/kubernetes:https'; }
 
 flannel_switch() { # BACKEND
 	local i j pid
@@ -282,27 +123,7 @@ flannel_switch() { # BACKEND
 	for i in $(seq 1 "$NODES"); do start_flanneld "$i"; done
 	flannel_ready
 }
-dead() { ! kill -0 "$1" 2>/dev/null; }
-
-# ---- cgroups: /obk8s-nI in every v1 hierarchy (cpuset needs cpus and mems before use) ----
-v1_hierarchies() {
-	local h
-	for h in /sys/fs/cgroup/*; do
-		[ "$(stat -f -c %T "$h" 2>/dev/null)" = cgroupfs ] && echo "$h"
-	done
-}
-
-make_cgroups() { # I
-	local h g
-	for h in $(v1_hierarchies); do
-		g=$h/$P-n$1
-		mkdir -p "$g"
-		if [ -e "$h/cpuset.cpus" ]; then
-			cat "$h/cpuset.cpus" >"$g/cpuset.cpus"
-			cat "$h/cpuset.mems" >"$g/cpuset.mems"
-		fi
-	done
-}
+dead() { ! alive "$1"; }
 
 # ---- up ----
 up() {
@@ -318,6 +139,7 @@ up() {
 	trap 'say "up failed: removing the cluster; its logs are in ${OBK8S_KEEP_LOGS:=/tmp/$P-failed-logs}"; down' EXIT
 	mkdir -p "$S/log" "$S/pid"
 	echo "$NODES" >"$S/nodes"
+	echo $$ >"$S/up.pid"
 	for i in $(seq 1 "$NODES"); do mkdir -p "$S/n$i/cni" "$S/n$i/pod-logs"; done
 	for k in $SYSCTLS; do echo "$k=$(sysctl -n "$k")"; done >"$S/sysctl.saved"
 	make_pki
@@ -406,11 +228,13 @@ up() {
 	[ "$CNI" != flannel ] || flannel_ready
 	for i in $(seq 1 "$NODES"); do
 		wait_for 60 "kube-proxy on $P-n$i" nsenter --net=/run/netns/$P-n$i curl -fsS http://127.0.0.1:10256/healthz
+		wait_for 60 "kube-proxy's rules on $P-n$i" kube_rules "$i"
 	done
 	for i in $(seq 1 "$NODES"); do
 		wait_for 120 "node $P-n$i Ready" node_ready "$i"
 	done
 	say "$NODES node(s) Ready ($((SECONDS - t0)) s)"
+	touch "$S/ready"
 	trap - EXIT
 	echo "$S/admin.kubeconfig"
 }
@@ -419,21 +243,6 @@ k() { kubectl --kubeconfig "$S/admin.kubeconfig" "$@"; }
 node_cidr() { local c; c=$(k get node "$P-n$1" -o 'jsonpath={.spec.podCIDR}'); [ -n "$c" ] && echo "$c"; }
 node_ready() {
 	[ "$(k get node "$P-n$1" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}')" = True ]
-}
-
-# The node's pod network: a bridge at MTU with host-local addresses from the node's pod CIDR
-# (with flannel, the lease flanneld wrote: the same /24), and a default route through the
-# bridge, where flanneld's routes lead to the other nodes (containerd picks the file up when
-# it appears).
-cni_config() { # I CIDR MTU
-	cat >"$S/n$1/cni/10-$P.conflist" <<-EOF
-	{"cniVersion": "1.0.0", "name": "$P", "plugins": [
-	  {"type": "bridge", "bridge": "$P-cni0", "isGateway": true, "ipMasq": false, "hairpinMode": true, "mtu": $3,
-	   "ipam": {"type": "host-local", "ranges": [[{"subnet": "$2"}]],
-	            "dataDir": "$S/n$1/cni-ipam", "routes": [{"dst": "0.0.0.0/0"}]}},
-	  {"type": "portmap", "capabilities": {"portMappings": true}}
-	]}
-	EOF
 }
 
 # On every node two pause pods must reach Running: one on the node's network, one on the pod
@@ -567,11 +376,19 @@ status() {
 		ip netns list | grep -q "^$P-" && { say "namespaces $P-* without $S"; return 3; }
 		return 1
 	fi
+	if [ ! -e "$S/ready" ]; then         # coming up, or its `up` was killed
+		alive "$(cat "$S/up.pid" 2>/dev/null)" && return 0
+		say "its up (pid $(cat "$S/up.pid" 2>/dev/null || echo ?)) ended before the cluster was ready"
+		return 3
+	fi
 	for f in "$S"/pid/*; do
-		[ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null || dead="$dead ${f##*/}"
+		[ -e "$f" ] || continue
+		alive "$(cat "$f")" || dead="$dead ${f##*/}"
 	done
 	[ -z "$dead" ] || { say "stopped:$dead"; return 3; }
 }
+# a process of that pid exists (read in /proc: kill -0 would fail on another user's)
+alive() { [ -n "$1" ] && [ -d "/proc/$1" ]; }
 
 [ "${1:-}" = up ] || [ ! -f "$S/nodes" ] || NODES=$(cat "$S/nodes")
 case ${1:-} in
