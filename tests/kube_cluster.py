@@ -14,14 +14,11 @@ STATE = pathlib.Path("/var/lib/obk8s")
 NEEDED = ("kubelet", "kube-apiserver", "kube-proxy", "containerd", "etcd", "runc", "kubectl")
 
 
-def bin_dir() -> pathlib.Path:
-    env = dict(line.split("=", 1) for line in (ROOT / "k8s" / "versions.env").read_text().splitlines()
-               if line and not line.startswith("#"))
-    cache = pathlib.Path(os.environ.get("OVERLAYBENCH_CACHE", pathlib.Path.home() / ".cache" / "overlaybench"))
-    return cache / "k8s" / env["K8S_VERSION"] / "bin"
-
-
-BIN = bin_dir()
+VERSIONS = dict(line.split("=", 1) for line in (ROOT / "k8s" / "versions.env").read_text().splitlines()
+                if line and not line.startswith("#"))
+VERSION = VERSIONS["K8S_VERSION"]         # the cluster's Kubernetes (v1.34.4)
+BIN = pathlib.Path(os.environ.get("OVERLAYBENCH_CACHE", pathlib.Path.home() / ".cache" / "overlaybench")) \
+    / "k8s" / VERSION / "bin"
 FLANNELD = ROOT / ".venv" / "bin" / "flanneld"
 
 

@@ -41,7 +41,7 @@ def test_two_nodes_flannel_and_kube_proxy_up_pods_running_and_nothing_left():
         nodes = kc.kubectl(kubeconfig, "get", "nodes", "-o", "json")
         items = json.loads(nodes.stdout)["items"]
         assert [(n["metadata"]["name"], n["status"]["nodeInfo"]["kubeletVersion"]) for n in items] == \
-            [("obk8s-n1", "v1.34.4"), ("obk8s-n2", "v1.34.4")]
+            [("obk8s-n1", kc.VERSION), ("obk8s-n2", kc.VERSION)]
         cidrs = {n["metadata"]["name"]: n["spec"]["podCIDR"] for n in items}
         assert len(set(cidrs.values())) == 2
         for n in items:

@@ -8,9 +8,11 @@ pod network is (flannel's VXLAN device on each node, the pods' MTU 1450, the nod
 addresses); `show`, `report`, `baseline` and `gate` work on that run; the run's namespace
 is deleted when it ends. With flannel restarted on host-gw, the pod network has no tunnel
 and the pods' MTU is the nodes'. `overlaybench down --kubeconfig` deletes the namespace of
-a run that was killed; a ServiceAccount without the right to exec is refused in one line
-before anything is made. No timing is asserted: the verdicts are about what ran, not how
-fast.
+a run that was killed; a ServiceAccount without the right to exec, a node the cluster
+lacks, more nodes than it has and an overlay mode are each refused in one line before
+anything is made; an image no node can pull fails every case with the pod's reason. The
+regression scenario file runs unchanged. No timing is asserted: the verdicts are about
+what ran, not how fast.
 
 Needs the binaries `make k8s-build` caches, flanneld and dockerd (for the tools image):
 skipped without the binaries, so a fresh machine's `make test` builds no Kubernetes.
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -63,6 +66,12 @@ def cluster(dockerd, tmp_path_factory):
         assert kc.objects() == []
 
 
+def active(kubeconfig: str) -> set[str]:
+    """The run namespaces not on their way out (one an earlier test's run deleted may still
+    be Terminating, and vanish at any moment)."""
+    return {n for n, phase in run_namespaces(kubeconfig).items() if phase == "Active"}
+
+
 def run_namespaces(kubeconfig: str) -> dict[str, str]:
     """The run namespaces the cluster has, with their phase (Terminating while they go)."""
     got = kc.kubectl(kubeconfig, "get", "namespaces", "-l", MANAGED, "-o", "json")
@@ -87,7 +96,7 @@ def test_every_placement_measured_through_flannel_and_the_service_and_the_namesp
 
     meta = json.loads((run_dir / "run.json").read_text())
     tb = meta["testbed"]
-    assert tb["backend"] == "kubernetes" and tb["server_version"].startswith("v1.34.4")
+    assert tb["backend"] == "kubernetes" and tb["server_version"].startswith(kc.VERSION)
     assert [h["name"] for h in tb["hosts"].values()] == ["obk8s-n1", "obk8s-n2"]
     assert [h["node_ip"] for h in tb["hosts"].values()] == ["198.19.208.11", "198.19.208.12"]
     assert all(h["nic_mtu"] == 1500 and h["pod_ip"].startswith("198.19.2") and h["service_ip"].startswith("198.19.216.")
@@ -160,19 +169,19 @@ def test_a_service_account_that_may_not_exec_is_refused_before_anything_is_made(
             "clusters": [{"name": "c", "cluster": server["cluster"]}],
             "users": [{"name": "sa", "user": {"token": token.stdout.strip()}}],
             "contexts": [{"name": "sa", "context": {"cluster": "c", "user": "sa"}}]}))
-        before = set(run_namespaces(cluster))
+        before = active(cluster)
         p = ob("run", "--kubeconfig", str(cfg), "--modes", "native", "--underlay-mtu", "1500", "--tests",
                "iperf3.tcp", "--repeats", "1", "--duration", "1", "-q", "--results", str(tmp_path))
         assert p.returncode == 2, p.stdout + p.stderr
         lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and "may not create pods/exec" in lines[0], p.stderr
-        assert set(run_namespaces(cluster)) == before
+        assert active(cluster) == before
     finally:
         kc.kubectl(cluster, "delete", "-f", str(role), "--ignore-not-found")
 
 
 def test_down_deletes_the_namespace_of_a_killed_run(cluster, tmp_path):
-    before = set(run_namespaces(cluster))
+    before = active(cluster)
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", "--kubeconfig", cluster, "--modes",
                              "native", "--underlay-mtu", "1500", "--tests", "iperf3.tcp", "--repeats", "20",
                              "--duration", "5", "-q", "--results", str(tmp_path)],
@@ -183,7 +192,7 @@ def test_down_deletes_the_namespace_of_a_killed_run(cluster, tmp_path):
         while not made:                 # the run's namespace, once made (polled: no event tells us)
             assert proc.poll() is None, proc.communicate()[1][-2000:]
             assert time.monotonic() < deadline, "the run made no namespace within 120 s"
-            made = {n for n, phase in run_namespaces(cluster).items() if phase == "Active"} - before
+            made = active(cluster) - before
             time.sleep(0.5)
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -194,3 +203,34 @@ def test_down_deletes_the_namespace_of_a_killed_run(cluster, tmp_path):
     assert down.returncode == 0, down.stderr
     assert name in down.stdout + down.stderr
     assert run_namespaces(cluster).get(name, "Terminating") == "Terminating"
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--nodes", "obk8s-n1,obk8s-n9"], "no node named 'obk8s-n9' in the cluster (nodes: obk8s-n1, obk8s-n2)"),
+    (["--hosts", "3"], "the cluster has 2 Ready, schedulable nodes (obk8s-n1, obk8s-n2); the run needs 3"),
+    (["--modes", "native,fastdp"], "mode fastdp deploys an overlay onto the hosts; the kubernetes backend measures "
+                                   "the cluster as found: --modes native,cni"),
+])
+def test_bad_input_on_the_cluster_is_one_line_before_anything_is_made(cluster, tmp_path, args, line):
+    before = active(cluster)
+    p = ob("run", "--kubeconfig", cluster, "--underlay-mtu", "1500", "--tests", "iperf3.tcp", "--repeats", "1",
+           "--duration", "1", "-q", "--results", str(tmp_path), *args)
+    assert (p.returncode, p.stderr) == (2, f"overlaybench: {line}\n")
+    assert active(cluster) == before and not any(tmp_path.iterdir())
+
+
+def test_an_image_the_nodes_cannot_pull_fails_its_cases_with_the_pods_reason(cluster, tmp_path):
+    """No registry is reachable here: a tag no node has fails to pull at once. Every case
+    is a failed row naming the pod and its reason; the run ends (exit 3) and its namespace
+    is deleted."""
+    p = ob("run", "--kubeconfig", cluster, "--modes", "native,cni", "--underlay-mtu", "1500", "--image",
+           "overlaybench/tools:missing", "--placements", "host-host,container-container", "--tests", "iperf3.tcp",
+           "--repeats", "1", "--duration", "1", "-q", "--results", str(tmp_path))
+    assert p.returncode == 3, p.stderr[-3000:]
+    rows = [json.loads(ln) for ln in (pathlib.Path(p.stdout.splitlines()[0]) / "measurements.jsonl").read_text()
+            .splitlines()]
+    assert {(r["mode"], r["placement"]) for r in rows} == {("native", "host-host"), ("cni", "container-container")}
+    assert not any(r["ok"] for r in rows)
+    assert all(re.search(r"pod [hc][01] on node obk8s-n[12]: (ErrImagePull|ImagePullBackOff)", r["error"])
+               for r in rows), [r["error"] for r in rows]
+    assert set(run_namespaces(cluster).values()) <= {"Terminating"}
