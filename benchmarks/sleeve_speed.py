@@ -13,7 +13,8 @@ divided by the whole machine's busy cores in that repeat (median), × fastdp's.
 
 from __future__ import annotations
 
-import os
+import json
+import pathlib
 import statistics as st
 import sys
 
@@ -23,7 +24,7 @@ from harness.results import load
 def main(run_dir: str) -> None:
     df = load(run_dir)
     df = df[df["ok"]]
-    cores = os.cpu_count() or 1
+    cores = json.loads((pathlib.Path(run_dir) / "run.json").read_text())["machine"]["cpus"]   # the run's machine
     v = df.pivot_table(index=["underlay_mtu", "overlay_mtu", "mode", "repeat"], columns=["test", "metric"],
                        values="value", aggfunc="first")
     print("| underlay / overlay | mode | TCP Gbit/s | × fastdp | tcp_lat µs | lat × sleeve | cpu_sleeve "
