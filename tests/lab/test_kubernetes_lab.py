@@ -220,11 +220,12 @@ def test_bad_input_on_the_cluster_is_one_line_before_anything_is_made(cluster, t
 
 
 def test_an_image_the_nodes_cannot_pull_fails_its_cases_with_the_pods_reason(cluster, tmp_path):
-    """No registry is reachable here: a tag no node has fails to pull at once. Every case
-    is a failed row naming the pod and its reason; the run ends (exit 3) and its namespace
-    is deleted."""
+    """An image from a registry that refuses the connection (the fabric's bridge address,
+    a port nothing listens on: the pull fails at once and no packet leaves the cluster's
+    namespaces). Every case is a failed row naming the pod and its reason; the run ends
+    (exit 3) and its namespace is deleted."""
     p = ob("run", "--kubeconfig", cluster, "--modes", "native,cni", "--underlay-mtu", "1500", "--image",
-           "overlaybench/tools:missing", "--placements", "host-host,container-container", "--tests", "iperf3.tcp",
+           "198.19.208.1:1/overlaybench/tools:missing", "--placements", "host-host,container-container", "--tests", "iperf3.tcp",
            "--repeats", "1", "--duration", "1", "-q", "--results", str(tmp_path))
     assert p.returncode == 3, p.stderr[-3000:]
     rows = [json.loads(ln) for ln in (pathlib.Path(p.stdout.splitlines()[0]) / "measurements.jsonl").read_text()

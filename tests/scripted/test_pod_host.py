@@ -86,6 +86,17 @@ def test_a_pod_whose_image_cannot_be_pulled_answers_with_its_reason(api):
     assert [c[0] for c in api.calls].count("pod_status") == 2      # asked until stuck, then never again
 
 
+def test_a_long_pull_error_is_cut_so_that_the_reason_survives_a_cases_tail(api):
+    """containerd's pull errors run to hundreds of characters, and a case keeps the last 300
+    of what its server said: the pod and its reason come first, the message is cut."""
+    long = 'failed to pull and unpack image "r.example/t:x": ' + "x" * 400
+    api.pod_states["h0"] = [PodStatus("Pending", reason="ErrImagePull", message=long)]
+    h = host(api)
+    err = h.run(["iperf3", "-s"], check=False).stderr
+    assert err.startswith("pod h0 on node node-a: ErrImagePull: failed to pull and unpack image")
+    assert len(err.strip()) <= 300 and err.strip().endswith("…")
+
+
 def test_a_pod_that_never_runs_is_broken_after_the_deadline(api):
     api.pod_states["h0"] = [PodStatus("Pending", reason="ContainerCreating")]
     h = host(api, ready_timeout=0)

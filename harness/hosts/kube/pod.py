@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT = 300.0    # an image pull of the tools image (~60 MB) on a slow link
 READY_POLL = 0.5
 GRACE = 10.0             # the stream waits this much past a command's own timeout
+WHY_CHARS = 160         # of a stuck pod's message in its error line
 STUCK = ("ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
          "CreateContainerConfigError", "CreateContainerError", "RunContainerError")
 BROKEN = 125             # the exit code of a command on a pod that cannot run
@@ -77,8 +78,12 @@ class PodHost(Host):
                 self._sleep(READY_POLL)
 
     def _why(self, reason: str, message: str) -> str:
+        """The pod and its reason first, the message after it cut to WHY_CHARS: a case's error
+        keeps the tail of what a command said, and the reason must survive that."""
         where = f" on node {self.node}" if self.node else ""
-        return f"pod {self.pod}{where}: {reason}" + (f": {message.strip()}" if message.strip() else "")
+        msg = message.strip()
+        msg = msg if len(msg) <= WHY_CHARS else msg[:WHY_CHARS - 1] + "…"
+        return f"pod {self.pod}{where}: {reason}" + (f": {msg}" if msg else "")
 
     # ------------------------------------------------------------ commands
     def exec(self, argv: list[str], timeout: float | None) -> tuple[int | None, str, str]:
