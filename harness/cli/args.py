@@ -100,7 +100,8 @@ def overrides(a: argparse.Namespace) -> dict:
     (--hosts is the lab's host count, or for kubernetes a testbed option: how many nodes)."""
     raw = matrix_overrides(a)
     backend = backend_of(a)
-    if backend == "kubernetes" and a.modes is None:
+    resuming = getattr(a, "resume", None)      # the run's scenario, its backend among it, is stored
+    if backend == "kubernetes" and a.modes is None and not resuming:
         # a scenario's modes are overlays the harness deploys onto hosts: on a cluster, the
         # overlay is the cluster's own, so the same file measures its nodes' network and its
         # pods' (a file whose modes are all of the cluster's kinds keeps them)
@@ -115,7 +116,7 @@ def overrides(a: argparse.Namespace) -> dict:
                 log.warning("kubernetes: measuring the cluster's network (native, cni) instead of the scenario's "
                             "modes %s, which deploy overlays onto hosts (--modes native,cni says so)",
                             ", ".join(other))
-    tb = {k: v for k, v in (("backend", backend), ("pair", a.pair), ("containers", a.containers),
+    tb = {k: v for k, v in (("backend", None if resuming else backend), ("pair", a.pair), ("containers", a.containers),
                             ("lab_hosts", a.hosts if backend != "kubernetes" else None),
                             ("lab_cpus", getattr(a, "lab_cpus", None)),
                             ("host_cpus", getattr(a, "host_cpus", None)),

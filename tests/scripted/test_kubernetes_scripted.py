@@ -347,3 +347,25 @@ def test_underlay_mtu_auto_with_a_node_pod_that_cannot_run_is_one_line(api, tmp_
     assert code == 2 and err.count("\n") == 1, err
     assert "node node-a: its MTU could not be read (pod h0 on node node-a: ImagePullBackOff" in err
     assert "--underlay-mtu N" in err and api.deleted and not api.namespaces
+
+
+def test_resume_on_a_cluster_finishes_what_is_missing(api, tmp_path, capsys):
+    """--resume with --kubeconfig: the run's stored scenario (backend and modes) is used, a
+    new namespace is made, and only the missing cases run."""
+    _incidental(api)
+    api.expect_start("h1", "iperf3 -s -1 -p 5201")
+    api.expect_start("h0", re.compile(r"iperf3 -c 192\.0\.2\.99 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    for _ in range(2):                                          # the cni case, then again on resume
+        api.expect_start("c1", "iperf3 -s -1 -p 5201")
+        api.expect_start("c0", re.compile(r"iperf3 -c 10\.244\.1\.5 -p 5201 .*"), returncode=0, stdout=IPERF,
+                         runs=False)
+    store = _run(tmp_path)
+    store.unlock()                                              # as if its process had ended
+    jsonl = store.path / "measurements.jsonl"
+    jsonl.write_text("".join(ln + "\n" for ln in jsonl.read_text().splitlines() if '"mode": "cni"' not in ln))
+    code = main(["run", "--resume", str(store.path), "--kubeconfig", str(tmp_path / "kc"), "-q"])
+    assert code == 0, capsys.readouterr().err
+    rows = _rows(store)
+    assert sorted({(r["mode"], r["repeat"]) for r in rows}) == [("cni", 0), ("native", 0)]
+    assert len(api.deleted) == 2 and not api.namespaces       # one namespace per attempt, both gone
+    api.assert_clean()
