@@ -33,11 +33,6 @@ from harness import results  # noqa: E402
 from harness.modes.native import Native  # noqa: E402
 from harness.modes.sleeve import Sleeve  # noqa: E402
 from harness.run import session  # noqa: E402
-from harness.run.endpoints import endpoints  # noqa: E402
-from harness.run.procs import wait_listening  # noqa: E402
-from harness.tools import get as get_tool  # noqa: E402
-from harness.tools.base import TestSpec  # noqa: E402
-from harness.tools.iperf2 import bounceback  # noqa: E402
 
 # A busy loop that dies with its parent (PR_SET_PDEATHSIG, SIGKILL), however that ends.
 SPIN = "import ctypes; ctypes.CDLL(None).prctl(1, 9)\nwhile True: pass"
@@ -137,34 +132,15 @@ def part_flannel(a) -> None:
 
 
 def _pingpong_p99(lab, dp) -> float:
-    tool = get_tool("sockperf.pingpong")
-    c, s = endpoints(lab, dp, "host-host")
-    spec = TestSpec(server_addr=s.addr, duration=2, port=11111)
-    srv = s.host.start(tool.server_argv(spec))
-    try:
-        assert wait_listening(s.host, 11111, srv, proto=tool.listen) is None
-        out = c.host.run(tool.client_argv(spec), check=False, timeout=tool.timeout(spec))
-    finally:
-        srv.stop()
-    res = tool.parse(out.stdout, out.stderr, out.returncode)
-    assert res.ok, res.error
-    return {x.metric: x.value for x in res.samples}["latency_p99_us"]
+    """The breadth test's own 2 s sockperf probe, host to host: its P99 (µs)."""
+    from test_breadth_lab import _pingpong
+    return _pingpong(lab, dp, "host-host")["latency_p99_us"]
 
 
 def _loaded_p99(lab, dp) -> float:
-    tool = get_tool("load.bounceback")
-    c, s = endpoints(lab, dp, "host-host")
-    spec = TestSpec(server_addr=s.addr, duration=3, streams=1, port=5001)
-    (loaded,) = [ph for ph in tool.phases(spec) if ph.name == "loaded"]
-    srv = s.host.start(tool.server_argv(spec))
-    try:
-        assert wait_listening(s.host, 5001, srv) is None
-        out = c.host.run(loaded.argv, check=False, timeout=loaded.timeout)
-    finally:
-        srv.stop()
-    got, why = bounceback(out.stdout, out.stderr, out.returncode)
-    assert why is None, why
-    return got["p99"]
+    """The under-load test's own probe, host to host, for 3 s: its P99 (µs)."""
+    from test_under_load_lab import _loaded_probe
+    return _loaded_probe(lab, dp, "host-host", duration=3)["p99"]
 
 
 def _native_repeats(a, measure) -> list[float]:

@@ -179,12 +179,12 @@ class Waits5ms(Calibrated):
     flags = ("--calibrate-ns", str(CAL_NS))
 
 
-def _loaded_probe(lab, dp, placement: str) -> dict[str, float]:
-    """load.bounceback's loaded phase alone across a deployed data path, for PROBE_S seconds
-    beside one TCP stream each way: its figures (µs)."""
+def _loaded_probe(lab, dp, placement: str, duration: float = PROBE_S) -> dict[str, float]:
+    """load.bounceback's loaded phase alone across a deployed data path, for `duration`
+    seconds beside one TCP stream each way: its figures (µs)."""
     tool = get_tool("load.bounceback")
     c, s = endpoints(lab, dp, placement)
-    spec = TestSpec(server_addr=s.addr, duration=PROBE_S, streams=1, port=5001)
+    spec = TestSpec(server_addr=s.addr, duration=duration, streams=1, port=5001)
     (loaded,) = [ph for ph in tool.phases(spec) if ph.name == "loaded"]
     srv = s.host.start(tool.server_argv(spec))
     try:
