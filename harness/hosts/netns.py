@@ -9,15 +9,22 @@ With `cpus` (a CPU list as taskset reads it, "0" or "2-3") every command runs on
 CPUs alone, through the wrapped host pinned (harness/hosts/pinned.py, the mechanism real
 hosts are pinned by too): the lab gives each of its hosts CPUs of its own this way, and
 whatever a command starts (a daemon's threads, a shell's children) inherits the affinity.
+
+`start` on this machine returns only once the process has entered the namespace:
+`ip netns exec` enters it after it runs, and a teardown in between (an error, a Ctrl-C right
+after a daemon starts) would look for the namespace's processes, miss this one and leave it
+running in a namespace nobody can name any more.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import time
 
 from harness.core.errors import CommandError
 from harness.hosts.base import Completed, Host, Process
-from harness.hosts.local import LocalHost
+from harness.hosts.local import LocalHost, LocalProcess
 from harness.hosts.pinned import Pinned
 
 log = logging.getLogger(__name__)
@@ -50,6 +57,8 @@ class NetnsHost(Host):
         except CommandError as e:
             raise CommandError(self.name, list(argv), e.returncode, e.stdout, e.stderr) from e
         proc.argv = list(argv)   # what the caller asked for, as its Completed will say
+        if isinstance(proc, LocalProcess):
+            _await_entry(proc)
         return proc
 
     def put(self, local_path, remote_path, mode=0o644) -> None:
@@ -63,3 +72,28 @@ class NetnsHost(Host):
 
     def __repr__(self) -> str:
         return f"<NetnsHost {self.name} ({self.netns} on {self.host!r})>"
+
+
+def _netns(pid: int | str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(f"/proc/{pid}/ns/net")
+    except OSError:                 # gone, or a zombie
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _await_entry(proc: LocalProcess, timeout: float = 10.0) -> None:
+    """Return once a process started on this machine has left this process's network
+    namespace (for the one `ip netns exec` enters) or has ended. Polls /proc: the wait is
+    the few milliseconds `taskset` and `ip` take to exec; past `timeout` it returns anyway
+    and the process is left to whoever waits for it."""
+    own = _netns("self")
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        now = _netns(proc.pid)
+        if now is None or now != own:
+            return
+        if time.monotonic() >= deadline:
+            log.warning("%s: %s has not entered its namespace after %.0f s", proc.argv[0], proc.pid, timeout)
+            return
+        time.sleep(0.001)

@@ -1,6 +1,7 @@
 """The lab for real: namespaces, veth, bridge, addresses, teardown and `down`."""
 
 import ipaddress
+import os
 import subprocess
 import sys
 
@@ -55,6 +56,21 @@ def test_teardown_on_error_removes_everything_and_kills_processes():
     assert prefix not in labmod.leftovers()
     assert proc.poll() is not None
     assert not (labmod.STATE_ROOT / prefix).exists()
+
+
+def test_start_returns_with_the_process_inside_its_namespace(lab):
+    """`ip netns exec` enters the namespace only after it runs; were start to return before,
+    a teardown right after it would not find the process among the namespace's and leave it
+    running. Twenty starts, each checked the moment start returns."""
+    host = lab.sides[1].host
+    want = os.stat(f"/run/netns/{host.netns}")
+    for _ in range(20):
+        proc = host.start(["sleep", "60"])
+        try:
+            now = os.stat(f"/proc/{proc.pid}/ns/net")
+            assert (now.st_dev, now.st_ino) == (want.st_dev, want.st_ino)
+        finally:
+            proc.stop()
 
 
 # A lab's owner that blocks on its stdin until the test kills it: no deadline of its own.
