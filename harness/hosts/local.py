@@ -182,12 +182,18 @@ def pid_alive(pid: int | None) -> bool:
 INIT_PIDNS = 0xEFFFFFFC          # the initial pid namespace's inode (the kernel's PROC_PID_INIT_INO)
 
 
-def pidns_of(pid: int | str = "self") -> int | None:
-    """The inode of a process's pid namespace (None: gone or unreadable)."""
+def ns_of(pid: int | str, kind: str) -> int | None:
+    """The inode of a process's namespace of `kind` ("pid", "net"); None: gone, a zombie or
+    unreadable. Every namespace lives on the one nsfs, so the inode alone names it."""
     try:
-        return os.stat(f"/proc/{pid}/ns/pid").st_ino
+        return os.stat(f"/proc/{pid}/ns/{kind}").st_ino
     except OSError:
         return None
+
+
+def pidns_of(pid: int | str = "self") -> int | None:
+    """The inode of a process's pid namespace (None: gone or unreadable)."""
+    return ns_of(pid, "pid")
 
 
 def owner_alive(pid: int | None, pidns: int | None = None) -> bool:

@@ -19,12 +19,11 @@ running in a namespace nobody can name any more.
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 from harness.core.errors import CommandError
 from harness.hosts.base import Completed, Host, Process
-from harness.hosts.local import LocalHost, LocalProcess
+from harness.hosts.local import LocalHost, LocalProcess, ns_of
 from harness.hosts.pinned import Pinned
 
 log = logging.getLogger(__name__)
@@ -74,26 +73,18 @@ class NetnsHost(Host):
         return f"<NetnsHost {self.name} ({self.netns} on {self.host!r})>"
 
 
-def _netns(pid: int | str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(f"/proc/{pid}/ns/net")
-    except OSError:                 # gone, or a zombie
-        return None
-    return st.st_dev, st.st_ino
-
-
 def _await_entry(proc: LocalProcess, timeout: float = 10.0) -> None:
     """Return once a process started on this machine has left this process's network
     namespace (for the one `ip netns exec` enters) or has ended. Polls /proc: the wait is
     the few milliseconds `taskset` and `ip` take to exec; past `timeout` it returns anyway
     and the process is left to whoever waits for it."""
-    own = _netns("self")
+    own = ns_of("self", "net")
     deadline = time.monotonic() + timeout
     while proc.poll() is None:
-        now = _netns(proc.pid)
+        now = ns_of(proc.pid, "net")
         if now is None or now != own:
             return
         if time.monotonic() >= deadline:
-            log.warning("%s: %s has not entered its namespace after %.0f s", proc.argv[0], proc.pid, timeout)
+            log.warning("%s (pid %s) has not entered its namespace after %.0f s", proc.argv[0], proc.pid, timeout)
             return
         time.sleep(0.001)
