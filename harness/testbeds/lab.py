@@ -19,6 +19,7 @@ namespaces have no default route, so no traffic leaves what the lab made.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -141,25 +142,33 @@ class Lab(Testbed):
         if not shutil.which("ip"):
             raise HarnessError("`ip` (iproute2) not found: apt-get install iproute2")
         STATE_ROOT.mkdir(parents=True, exist_ok=True)
-        used = {_read_state(d).get("index") for d in STATE_ROOT.iterdir() if d.is_dir()}
-        index = next((i for i in range(MAX_LABS) if i not in used), None)
-        if index is None:
-            raise HarnessError(f"{MAX_LABS} labs exist already: run `overlaybench down`")
-        for _ in range(8):
-            # mkdir, not exist_ok: a prefix whose directory exists is another lab's, never shared
-            prefix = "ob" + secrets.token_hex(2)
-            lab = cls(prefix, index, persistent, containers, run_id, hosts, cpus)
-            try:
-                lab.state_dir.mkdir(mode=0o700)
-                break
-            except FileExistsError:
-                log.info("lab prefix %s is taken: picking another", prefix)
-        else:
-            raise HarnessError("no free lab prefix after 8 tries: run `overlaybench down`")
-        (lab.state_dir / "state.json").write_text(json.dumps(
-            {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
-             "pidns": None if persistent else pidns_of(),
-             "run_id": run_id, "containers": containers, "hosts": hosts, "created": time.time()}))
+        # One allocation at a time on this machine (an flock on the state directory itself):
+        # the free index is read from the other labs' state files, so two labs allocated at
+        # once could otherwise both take it, and with it the same management addresses.
+        held = os.open(STATE_ROOT, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            used = {_read_state(d).get("index") for d in STATE_ROOT.iterdir() if d.is_dir()}
+            index = next((i for i in range(MAX_LABS) if i not in used), None)
+            if index is None:
+                raise HarnessError(f"{MAX_LABS} labs exist already: run `overlaybench down`")
+            for _ in range(8):
+                # mkdir, not exist_ok: a prefix whose directory exists is another lab's, never shared
+                prefix = "ob" + secrets.token_hex(2)
+                lab = cls(prefix, index, persistent, containers, run_id, hosts, cpus)
+                try:
+                    lab.state_dir.mkdir(mode=0o700)
+                    break
+                except FileExistsError:
+                    log.info("lab prefix %s is taken: picking another", prefix)
+            else:
+                raise HarnessError("no free lab prefix after 8 tries: run `overlaybench down`")
+            (lab.state_dir / "state.json").write_text(json.dumps(
+                {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
+                 "pidns": None if persistent else pidns_of(),
+                 "run_id": run_id, "containers": containers, "hosts": hosts, "created": time.time()}))
+        finally:
+            os.close(held)
         return lab
 
     def build(self, underlay_mtu: int = 1500, rate: str | None = None) -> None:

@@ -1,5 +1,6 @@
 """A testbed prefix has 16 bits: a new testbed that draws one another testbed holds picks
-again, and never builds on, nor tears down, the other's objects (lab and SSH)."""
+again, and never builds on, nor tears down, the other's objects (lab and SSH). Labs
+allocated at once take different indexes, and so different management addresses."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pathlib
 import secrets
 import shutil
 import socket
+import threading
+import time
 
 import pytest
 from test_testbed_ssh import ssh_lab  # noqa: F401 - the fixture
@@ -79,3 +82,38 @@ def test_a_remote_testbed_draws_again_and_leaves_the_other_testbeds_objects(ssh_
     finally:
         h0.run(["ip", "link", "del", f"{taken}-br0"], check=False)
     assert ssh_lab.leftovers() == []
+
+
+def test_labs_allocated_at_once_take_different_indexes(monkeypatch):
+    """The free index is read from the other labs' state files. Here each allocation also
+    pauses 0.2 s between that read and writing its own state file, so labs allocated at
+    once without the allocation lock would all read the same labs and take one index."""
+    real = labmod.pidns_of
+
+    def slow(*args):
+        time.sleep(0.2)
+        return real(*args)
+
+    monkeypatch.setattr(labmod, "pidns_of", slow)
+    n, start = 4, threading.Barrier(4)
+    labs, errors = [], []
+
+    def allocate():
+        start.wait()
+        try:
+            labs.append(labmod.Lab.allocate())
+        except Exception as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+
+    threads = [threading.Thread(target=allocate) for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert errors == []
+        assert len({lab.index for lab in labs}) == n, sorted(lab.index for lab in labs)
+        assert len({lab.mgmt_addrs(0) for lab in labs}) == n
+    finally:
+        for lab in labs:
+            lab.teardown()
