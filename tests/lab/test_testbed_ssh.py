@@ -277,7 +277,7 @@ def _set(text: str, host: int, key: str, value: str) -> str:
 
 
 BAD = [
-    ("unreachable-address", lambda sl, t: _set(t, 1, "address", '"198.18.199.1"'), [], "198.18.199.1"),
+    ("unreachable-address", lambda sl, t: _set(t, 1, "address", f'"{sl.dark}"'), [], lambda sl: sl.dark),
     ("connection-refused", lambda sl, t: _set(t, 1, "port", "2222"), [], "refused"),
     ("wrong-key", lambda sl, t: _set(t, 0, "key_file", f'"{sl.other_key}"'), [], "authentication failed"),
     ("unknown-host-key", lambda sl, t: "\n".join(ln for ln in t.splitlines() if not ln.startswith("known_hosts"))
@@ -291,6 +291,23 @@ BAD = [
     ("rate-on-an-unmanaged-nic", lambda sl, t: t, ["--rate", "1gbit"], "tbf"),
     ("pair-not-in-inventory", lambda sl, t: t, ["--pair", "h0,h7"], "no host 'h7'"),
 ]
+
+
+def _dark_address(lab: labmod.Lab) -> str:
+    """An address nothing answers, on a link of the lab's own: the host side of the lab's
+    spare management /30 (the slot after its hosts'), on a veth whose far end, in h1's
+    namespace, has no address. A connection to it fails once ARP gives up, and its packets
+    stay on that link; an address routed nowhere in the lab would leave through this
+    machine's default route. The root end carries the lab's link name, so its teardown
+    removes the pair."""
+    spare = len(lab.sides)
+    root_ip, dark = lab.mgmt_addrs(spare)
+    link, far = lab.ns(f"m{spare}"), lab.sides[1].host.netns
+    for argv in (["link", "add", link, "type", "veth", "peer", "name", "dk0", "netns", far],
+                 ["addr", "add", f"{root_ip}/30", "dev", link], ["link", "set", link, "up"],
+                 ["-n", far, "link", "set", "dk0", "up"]):
+        subprocess.run(["ip", *argv], check=True)
+    return dark
 
 
 @pytest.fixture(scope="module")
@@ -307,6 +324,7 @@ def ssh_lab_bare():
         sl.changed_known = tmp / "changed_known_hosts"
         sl.changed_known.write_text(sl.sshds[0].known_hosts_line(other_host) + sl.sshds[1].known_hosts_line())
         sl.bare()
+        sl.dark = _dark_address(sl.lab)
         yield sl
     finally:
         sl.close()
@@ -321,7 +339,7 @@ def test_bad_ssh_input_is_one_line_exit_2_and_leaves_nothing(ssh_lab_bare, tmp_p
     p = ob("run", "--modes", "native,fastdp", "--tests", "iperf3.tcp", "--repeats", "1", "--duration", "1",
            "--inventory", str(inv), *flags, "--results", str(tmp_path / "results"), env=sl.env(), timeout=120)
     line = _one_line(p)
-    assert needle in line, line
+    assert (needle(sl) if callable(needle) else needle) in line, line
     assert not (tmp_path / "results").exists()
     assert sl.leftovers() == []
 
