@@ -57,7 +57,7 @@ def _netns_inode(path: str) -> int | None:
 def live_others() -> set[str]:
     """Testbeds (labs and remote testbeds' state on this machine) that another live process
     owns: a run going on beside the tests, whose objects are not the tests' leftovers."""
-    from harness.testbeds.lab import leftovers
+    from harness.testbeds.lab_state import leftovers
     return {p for p, i in leftovers().items() if i["alive"] and not _mine(i)}
 
 
@@ -151,7 +151,7 @@ def stray_containers() -> list[str]:
 def leftovers_now() -> list[str]:
     """What the tests left on this machine: labs whose owner is dead or is this process,
     tool and sleeve processes in lab namespaces, and testbed containers. Empty when clean."""
-    from harness.testbeds.lab import leftovers
+    from harness.testbeds.lab_state import leftovers
     labs = {p: i for p, i in leftovers().items() if not i["alive"] or _mine(i)}
     problems = []
     if labs:
@@ -204,7 +204,7 @@ def nothing_left_behind():
         return                      # one of several sessions at once: another's live objects are not leftovers
     import shutil
 
-    from harness.testbeds.lab import leftovers, remove_lab
+    from harness.testbeds.lab_state import leftovers, remove_lab
     problems = leftovers_now()
     for p, i in leftovers().items():
         if not i["alive"] or _mine(i):

@@ -24,17 +24,13 @@ import json
 import logging
 import os
 import pathlib
-import re
 import secrets
 import shutil
-import signal
-import subprocess
 import time
 
-from harness.core import failpoints
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost, NetnsHost
-from harness.hosts.local import owner_alive, pid_alive, pidns_of
+from harness.hosts.local import pidns_of
 from harness.net import confine
 from harness.net.underlay import apply_underlay
 from harness.sleeve import build as sleeve_build
@@ -42,14 +38,12 @@ from harness.testbeds import cpusets
 from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.containers import base as containers_mod
 from harness.testbeds.cpu import MachineMeter
+from harness.testbeds.lab_state import STATE_ROOT, down, ip, read_state, remove_lab, require_root, state_lock
 from harness.testbeds.preflight import needed_binaries
 from harness.tools.packages import install_hint
 
 log = logging.getLogger(__name__)
 
-STATE_ROOT = pathlib.Path("/run/overlaybench")
-PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
-NAME_RE = re.compile(r"^(ob[0-9a-f]{4})-(?:[hcm][0-9]+|sw)$")
 
 UNDERLAY_NET = "198.18.0"
 OVERLAY_NET = "198.18.64"
@@ -57,17 +51,6 @@ MGMT_BASE = 128  # management /30s live in 198.18.128.0/17, MAX_HOSTS of them pe
 MAX_LABS = 64
 MAX_HOSTS = 8     # per lab: they share this machine's CPUs
 LAB_BINARIES = ["ip", "tc", "ss", "bridge", "nft"]
-
-def require_root() -> None:
-    if os.geteuid() != 0:
-        raise HarnessError("the local lab needs root (network namespaces): run as root or with sudo")
-
-
-def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    p = subprocess.run(["ip", *args], capture_output=True, text=True)
-    if check and p.returncode != 0:
-        raise HarnessError(f"ip {' '.join(args)}: {p.stderr.strip() or 'failed'}")
-    return p
 
 
 def open_testbed(sc, opts: Options) -> "Lab":
@@ -142,13 +125,8 @@ class Lab(Testbed):
         if not shutil.which("ip"):
             raise HarnessError("`ip` (iproute2) not found: apt-get install iproute2")
         STATE_ROOT.mkdir(parents=True, exist_ok=True)
-        # One allocation at a time on this machine (an flock on the state directory itself):
-        # the free index is read from the other labs' state files, so two labs allocated at
-        # once could otherwise both take it, and with it the same management addresses.
-        held = os.open(STATE_ROOT, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            fcntl.flock(held, fcntl.LOCK_EX)
-            used = {_read_state(d).get("index") for d in STATE_ROOT.iterdir() if d.is_dir()}
+        with state_lock(fcntl.LOCK_EX):
+            used = {read_state(d).get("index") for d in STATE_ROOT.iterdir() if d.is_dir()}
             index = next((i for i in range(MAX_LABS) if i not in used), None)
             if index is None:
                 raise HarnessError(f"{MAX_LABS} labs exist already: run `overlaybench down`")
@@ -167,8 +145,6 @@ class Lab(Testbed):
                 {"prefix": prefix, "index": index, "pid": None if persistent else os.getpid(),
                  "pidns": None if persistent else pidns_of(),
                  "run_id": run_id, "containers": containers, "hosts": hosts, "created": time.time()}))
-        finally:
-            os.close(held)
         return lab
 
     def build(self, underlay_mtu: int = 1500, rate: str | None = None) -> None:
@@ -208,47 +184,47 @@ class Lab(Testbed):
 
     def _build(self) -> None:
         for s in self.sides:
-            _ip("netns", "add", s.host.netns)
+            ip("netns", "add", s.host.netns)
             self.containers.create(self.root, s.container.netns,
                                    {"overlaybench.prefix": self.prefix, "overlaybench.run": self.run_id})
             for h in (s.host, s.container):
-                _ip("-n", h.netns, "link", "set", "lo", "up")
+                ip("-n", h.netns, "link", "set", "lo", "up")
                 # No IPv6 chatter (DAD, router solicitations) in the measurements.
                 h.run(["sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1"], check=False)
             os.makedirs(s.workdir, mode=0o700, exist_ok=True)
         if self.switched:
             sw = self.ns("sw")
-            _ip("netns", "add", sw)
-            _ip("-n", sw, "link", "set", "lo", "up")
-            _ip("-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
-            _ip("-n", sw, "link", "set", "br0", "up")
+            ip("netns", "add", sw)
+            ip("-n", sw, "link", "set", "lo", "up")
+            ip("-n", sw, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            ip("-n", sw, "link", "set", "br0", "up")
             for s in self.sides:
                 port = f"p{s.index}"
-                _ip("link", "add", port, "netns", sw, "type", "veth", "peer", "name", "ul0", "netns", s.host.netns)
-                _ip("-n", sw, "link", "set", port, "master", "br0", "up")
+                ip("link", "add", port, "netns", sw, "type", "veth", "peer", "name", "ul0", "netns", s.host.netns)
+                ip("-n", sw, "link", "set", port, "master", "br0", "up")
         else:
             h0, h1 = (s.host.netns for s in self.sides)
-            _ip("link", "add", "ul0", "netns", h0, "type", "veth", "peer", "name", "ul0", "netns", h1)
+            ip("link", "add", "ul0", "netns", h0, "type", "veth", "peer", "name", "ul0", "netns", h1)
         for s in self.sides:
             h, c = s.host.netns, s.container.netns
             confine.confine(s.host, s.table, s.bridge)      # before anything forwards
             s.host.run(["sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])
-            _ip("-n", h, "addr", "add", f"{s.underlay_ip}/24", "dev", "ul0")
-            _ip("-n", h, "link", "set", "ul0", "up")
-            _ip("-n", h, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
-            _ip("-n", h, "addr", "add", f"{s.overlay_ip}/{self.overlay_prefix}", "dev", "br0")
-            _ip("-n", h, "link", "set", "br0", "up")
-            _ip("link", "add", "eth0", "netns", c, "type", "veth", "peer", "name", "vc0", "netns", h)
-            _ip("-n", h, "link", "set", "vc0", "master", "br0", "up")
-            _ip("-n", c, "addr", "add", f"{s.container_ip}/{self.overlay_prefix}", "dev", "eth0")
-            _ip("-n", c, "link", "set", "eth0", "up")
+            ip("-n", h, "addr", "add", f"{s.underlay_ip}/24", "dev", "ul0")
+            ip("-n", h, "link", "set", "ul0", "up")
+            ip("-n", h, "link", "add", "br0", "type", "bridge", "stp_state", "0", "forward_delay", "0")
+            ip("-n", h, "addr", "add", f"{s.overlay_ip}/{self.overlay_prefix}", "dev", "br0")
+            ip("-n", h, "link", "set", "br0", "up")
+            ip("link", "add", "eth0", "netns", c, "type", "veth", "peer", "name", "vc0", "netns", h)
+            ip("-n", h, "link", "set", "vc0", "master", "br0", "up")
+            ip("-n", c, "addr", "add", f"{s.container_ip}/{self.overlay_prefix}", "dev", "eth0")
+            ip("-n", c, "link", "set", "eth0", "up")
             root_ip, host_ip = self.mgmt_addrs(s.index)
             m = self.ns(f"m{s.index}")
-            _ip("link", "add", m, "type", "veth", "peer", "name", "mg0", "netns", h)
-            _ip("addr", "add", f"{root_ip}/30", "dev", m)
-            _ip("link", "set", m, "up")
-            _ip("-n", h, "addr", "add", f"{host_ip}/30", "dev", "mg0")
-            _ip("-n", h, "link", "set", "mg0", "up")
+            ip("link", "add", m, "type", "veth", "peer", "name", "mg0", "netns", h)
+            ip("addr", "add", f"{root_ip}/30", "dev", m)
+            ip("link", "set", m, "up")
+            ip("-n", h, "addr", "add", f"{host_ip}/30", "dev", "mg0")
+            ip("-n", h, "link", "set", "mg0", "up")
         for s in self.sides:
             self.containers.verify(self.root, s.container.netns)
 
@@ -261,7 +237,7 @@ class Lab(Testbed):
         if self.switched:
             sw = self.ns("sw")
             for s in self.sides:         # the switch carries every frame a host's link may send
-                _ip("-n", sw, "link", "set", f"p{s.index}", "mtu", str(mtu))
+                ip("-n", sw, "link", "set", f"p{s.index}", "mtu", str(mtu))
         for s in self.sides:
             apply_underlay(s.host, s.underlay_dev, mtu, rate)
         self.underlay_mtu, self.rate = mtu, rate
@@ -284,107 +260,6 @@ class Lab(Testbed):
                 "addresses": {f"h{s.index}": {"underlay": s.underlay_ip, "overlay": s.overlay_ip,
                                               "container": s.container_ip,
                                               "mgmt": self.mgmt_addrs(s.index)[1]} for s in self.sides}}
-
-
-# leftovers -------------------------------------------------------------------
-
-def _read_state(d: pathlib.Path) -> dict:
-    try:
-        return json.loads((d / "state.json").read_text())
-    except (OSError, ValueError):
-        return {}
-
-
-def _lab_namespaces() -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    p = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-    for line in p.stdout.splitlines():
-        name = line.split()[0] if line.strip() else ""
-        m = NAME_RE.match(name)
-        if m:
-            out.setdefault(m.group(1), []).append(name)
-    return out
-
-
-def _lab_links() -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    p = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True)
-    for line in p.stdout.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) < 2:
-            continue
-        name = parts[1].strip().split("@")[0]
-        m = NAME_RE.match(name)
-        if m:
-            out.setdefault(m.group(1), []).append(name)
-    return out
-
-
-def remove_lab(prefix: str) -> list[str]:
-    """Remove the lab's containers, kill its processes, delete its namespaces, links and files.
-    Returns what went. Containers go first: their own process ends with them (a signal from
-    outside would be ignored by a container's init), and their namespaces stay attached
-    until the processes the lab started in them are gone."""
-    if not PREFIX_RE.match(prefix):
-        raise HarnessError(f"{prefix!r} is not a lab prefix (ob + 4 hex digits)")
-    removed = containers_mod.remove_prefix_everywhere(LocalHost("root"), prefix)
-    namespaces = _lab_namespaces().get(prefix, [])
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        pids = set()
-        for ns in namespaces:
-            p = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True)
-            pids.update(int(x) for x in p.stdout.split() if x.isdigit())
-        for pid in pids:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        if not pids:
-            break
-        deadline = time.monotonic() + 3
-        while time.monotonic() < deadline and any(pid_alive(pid) for pid in pids):
-            time.sleep(0.05)
-    for ns in namespaces:
-        _ip("netns", "del", ns, check=False)
-        removed.append(f"netns {ns}")
-        failpoints.reached("teardown")
-    for link in _lab_links().get(prefix, []):
-        _ip("link", "del", link, check=False)
-        removed.append(f"link {link}")
-    d = STATE_ROOT / prefix
-    if d.exists():
-        shutil.rmtree(d, ignore_errors=True)
-        removed.append(f"dir {d}")
-    return removed
-
-
-def leftovers() -> dict[str, dict]:
-    """Every lab on this machine: prefix → {owner pid and pid namespace, alive, namespaces, links}."""
-    prefixes = set(_lab_namespaces()) | set(_lab_links())
-    if STATE_ROOT.is_dir():
-        prefixes |= {d.name for d in STATE_ROOT.iterdir() if PREFIX_RE.match(d.name)}
-    ns, links = _lab_namespaces(), _lab_links()
-    out = {}
-    for p in sorted(prefixes):
-        st = _read_state(STATE_ROOT / p)
-        pid = st.get("pid")
-        out[p] = {"pid": pid, "pidns": st.get("pidns"), "alive": owner_alive(pid, st.get("pidns")),
-                  "namespaces": ns.get(p, []),
-                  "links": links.get(p, [])}
-    return out
-
-
-def down(force: bool = False) -> tuple[list[str], list[str]]:
-    """Remove every lab whose owner is gone (all of them with force).
-    Returns (removed items, prefixes left alone because a live run owns them)."""
-    require_root()
-    removed, kept = [], []
-    for prefix, info in leftovers().items():
-        if info["alive"] and not force:
-            kept.append(f"{prefix} (owned by running pid {info['pid']})")
-            continue
-        removed += remove_lab(prefix)
-    return removed, kept
 
 
 def remove_leftovers(opts: Options, inventory: str | None, force: bool) -> tuple[list[str], list[str]]:

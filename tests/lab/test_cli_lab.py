@@ -13,7 +13,7 @@ import time
 import pytest
 
 from conftest import needs_root
-from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIELDS = ["case", "mode", "datapath", "underlay_mtu", "overlay_mtu", "placement", "test", "streams",
@@ -110,7 +110,7 @@ def test_ctrl_c_mid_run_removes_the_lab_and_keeps_measurements(tmp_path):
     assert len(kept) >= 2 and all(json.loads(ln) for ln in kept)
     meta = json.loads((jsonl.parent / "run.json").read_text())
     assert meta["status"] == "interrupted"
-    mine = [pfx for pfx, i in labmod.leftovers().items() if i["pid"] == p.pid]
+    mine = [pfx for pfx, i in lab_state.leftovers().items() if i["pid"] == p.pid]
     assert mine == []
     # --resume finishes what is missing and no more.
     r = ob("run", "--resume", str(jsonl.parent), "-q", timeout=600)

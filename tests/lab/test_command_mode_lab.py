@@ -36,6 +36,7 @@ from harness.run import scenario as S
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import cpu
 from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -163,7 +164,7 @@ def test_after_a_sigkill_down_removes_the_lab_with_the_daemon_and_resume_defines
     assert len(pids) == 2 and all(running(x) for x in pids), pids
     d = ob("down")
     assert d.returncode == 0, d.stderr
-    assert prefix not in labmod.leftovers() and not any(running(x) for x in pids)
+    assert prefix not in lab_state.leftovers() and not any(running(x) for x in pids)
     r = ob("run", "--resume", str(run_dir), "-q")
     assert r.returncode == 0, r.stderr[-2000:]
     assert {(x["placement"], x["ok"]) for x in results.read_records(run_dir) if x["metric"] == "throughput_bps"} == \

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import needs_root, stray_processes
 from harness import results
-from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def labelled() -> set[str]:
 
 def dead_labs() -> set[str]:
     """Labs whose owner is gone: a run's subprocess that left something."""
-    return {p for p, i in labmod.leftovers().items() if not i["alive"]}
+    return {p for p, i in lab_state.leftovers().items() if not i["alive"]}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +91,7 @@ def test_trimmed_quick_scenario_in_docker_containers_on_the_lab(clean, tools_ima
     assert p.returncode == 0, p.stderr[-3000:]
     prefix = _check_run(pathlib.Path(p.stdout.splitlines()[0]), tools_image, started)
     assert not [c for c in labelled() if c.startswith(prefix)]
-    assert prefix not in labmod.leftovers()          # no namespace, link or directory of it
+    assert prefix not in lab_state.leftovers()          # no namespace, link or directory of it
 
 
 def test_trimmed_quick_scenario_in_docker_containers_over_ssh(tools_image, tmp_path):
@@ -175,7 +175,7 @@ def test_down_removes_the_containers_of_a_killed_run(clean, tmp_path):
     assert d.returncode == 0, d.stderr
     assert f"removed container {prefix}-c0" in d.stdout and f"removed container {prefix}-c1" in d.stdout
     assert not [c for c in labelled() if c.startswith(prefix)]
-    assert prefix not in labmod.leftovers()
+    assert prefix not in lab_state.leftovers()
 
 
 def test_killed_over_ssh_down_inventory_removes_everything_and_resume_completes(tools_image, tmp_path):

@@ -15,7 +15,7 @@ from harness.core import failpoints
 from harness import results
 from harness.run import scenario as S
 from harness.run.runner import Runner
-from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 from harness.tools.iperf3 import Iperf3Tcp
 
 pytestmark = [needs_root(), pytest.mark.lab]
@@ -113,5 +113,5 @@ def test_a_full_disk_is_one_line_earlier_lines_intact_and_the_lab_removed(small_
     recs = results.read_records(run_dir)
     assert recs, "what was measured before the disk filled is kept"
     assert all(json.loads(ln) for ln in (run_dir / "measurements.jsonl").read_text().splitlines())
-    mine = [pfx for pfx, i in labmod.leftovers().items() if i["pid"] == p.pid]
+    mine = [pfx for pfx, i in lab_state.leftovers().items() if i["pid"] == p.pid]
     assert mine == []

@@ -20,6 +20,7 @@ import pytest
 from conftest import needs_root
 from harness import results
 from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def run_of(tmp_path, *args) -> pathlib.Path:
 def test_four_hosts_share_a_switch_that_carries_full_frames_between_every_pair():
     with labmod.Lab.create(hosts=4) as lab:
         assert [s.name for s in lab.sides] == ["h0", "h1", "h2", "h3"]
-        assert f"{lab.prefix}-sw" in labmod.leftovers()[lab.prefix]["namespaces"]
+        assert f"{lab.prefix}-sw" in lab_state.leftovers()[lab.prefix]["namespaces"]
         assert len({lab.mgmt_addrs(i) for i in range(4)}) == 4
         lab.set_underlay(9000, "2gbit")
         for a in lab.sides:
@@ -49,7 +50,7 @@ def test_four_hosts_share_a_switch_that_carries_full_frames_between_every_pair()
                 if a is not b:
                     a.host.run(["ping", "-c", "1", "-W", "10", "-M", "do", "-s", str(9000 - 28), b.underlay_ip])
         prefix = lab.prefix
-    assert prefix not in labmod.leftovers()
+    assert prefix not in lab_state.leftovers()
 
 
 def test_three_hosts_every_pair_over_fastdp_auto_and_native(tmp_path):
@@ -149,9 +150,9 @@ def test_four_hosts_measured_in_rounds_and_as_a_mesh(tmp_path, schedule):
      "mode flannel-vxlan runs between two hosts only; this testbed has 3"),
 ])
 def test_bad_host_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, args, needle):
-    before = set(labmod.leftovers())
+    before = set(lab_state.leftovers())
     p = ob("run", "--tests", "ping.flood", "--repeats", "1", "--duration", "1", "--results", str(tmp_path), *args)
     lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
     assert p.returncode == 2 and len(lines) == 1 and needle in lines[0], (p.returncode, p.stderr)
-    assert set(labmod.leftovers()) <= before
+    assert set(lab_state.leftovers()) <= before
     assert not any(tmp_path.iterdir())

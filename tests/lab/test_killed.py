@@ -13,6 +13,7 @@ from conftest import needs_root, stray_processes
 from harness.core import failpoints
 from harness import results
 from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -52,11 +53,11 @@ def test_killed_at_any_point_loses_nothing_and_resume_completes(point, tmp_path,
         assert (run_dir / "run.json.tmp").exists() and "datapaths" in meta
     prefix = meta["testbed"]["prefix"]
     if point != "teardown":
-        assert prefix in labmod.leftovers() and not labmod.leftovers()[prefix]["alive"]
+        assert prefix in lab_state.leftovers() and not lab_state.leftovers()[prefix]["alive"]
 
     d = ob("down")
     assert d.returncode == 0, d.stderr
-    info = labmod.leftovers()
+    info = lab_state.leftovers()
     assert prefix not in info, info.get(prefix)
     assert bystander.prefix in info and info[bystander.prefix]["namespaces"], "down removed a live lab"
     assert not [s for s in stray_processes() if prefix in s]

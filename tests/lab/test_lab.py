@@ -10,6 +10,7 @@ import pytest
 from conftest import needs_root
 from harness.core.errors import HarnessError
 from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 pytestmark = [needs_root(), pytest.mark.lab]
 LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
@@ -53,9 +54,9 @@ def test_teardown_on_error_removes_everything_and_kills_processes():
             prefix = lab.prefix
             proc = lab.sides[1].host.start(["sleep", "60"])
             raise RuntimeError("boom")
-    assert prefix not in labmod.leftovers()
+    assert prefix not in lab_state.leftovers()
     assert proc.poll() is not None
-    assert not (labmod.STATE_ROOT / prefix).exists()
+    assert not (lab_state.STATE_ROOT / prefix).exists()
 
 
 def test_start_returns_with_the_process_inside_its_namespace(lab):
@@ -91,21 +92,21 @@ def test_down_removes_a_killed_runs_lab_and_leaves_a_live_one():
         dead_prefix = killed.stdout.readline().strip()
         killed.kill()
         killed.wait()
-        info = labmod.leftovers()
+        info = lab_state.leftovers()
         assert info[dead_prefix]["namespaces"] and not info[dead_prefix]["alive"]
         assert info[live_prefix]["alive"]
-        removed, kept = labmod.down()
+        removed, kept = lab_state.down()
         assert any(dead_prefix in r for r in removed)
         assert any(live_prefix in k for k in kept)
-        info = labmod.leftovers()
+        info = lab_state.leftovers()
         assert dead_prefix not in info and live_prefix in info
     finally:
         live.kill()
         live.wait()
-        labmod.remove_lab(live_prefix)
-    assert live_prefix not in labmod.leftovers()
+        lab_state.remove_lab(live_prefix)
+    assert live_prefix not in lab_state.leftovers()
 
 
 def test_remove_lab_refuses_foreign_names():
     with pytest.raises(HarnessError, match="not a lab prefix"):
-        labmod.remove_lab("docker0")
+        lab_state.remove_lab("docker0")

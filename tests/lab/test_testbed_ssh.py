@@ -26,6 +26,7 @@ from harness.net import confine
 from harness import results
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -122,8 +123,8 @@ class SshLab:
                     if not t.startswith(self.lab.prefix)]
         ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
         out += [f"netns {n}" for n in ns if n.startswith("ob") and n[6:7] == "-" and not n.startswith(self.lab.prefix)
-                and not n.startswith("obssh") and n[:6] not in labmod.leftovers()]
-        out += [f"dir {d}" for d in state.glob("ob????") if d.name not in labmod.leftovers()
+                and not n.startswith("obssh") and n[:6] not in lab_state.leftovers()]
+        out += [f"dir {d}" for d in state.glob("ob????") if d.name not in lab_state.leftovers()
                 and (d / "state.json").exists() and json.loads((d / "state.json").read_text()).get("kind") == "remote"]
         for e in pathlib.Path("/proc").glob("[0-9]*/environ"):
             try:

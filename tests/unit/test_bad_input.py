@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -113,7 +113,7 @@ def _orphan_labs() -> set[str]:
     to runs going on beside the tests, not to the command under test."""
     if os.geteuid() != 0:
         return set()
-    return {pfx for pfx, i in labmod.leftovers().items() if not i["alive"]}
+    return {pfx for pfx, i in lab_state.leftovers().items() if not i["alive"]}
 
 
 @pytest.mark.parametrize("make, needle", [c[1:] for c in CASES], ids=[c[0] for c in CASES])

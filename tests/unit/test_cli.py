@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_bad_input_is_one_line_exit_2_and_leaves_nothing(tmp_path, args, needle)
     # Labs whose owner is gone: what a refused command would have left. Live labs belong to
     # runs going on beside the tests (other users of the machine), not to this command.
     def orphans():
-        return {pfx for pfx, i in labmod.leftovers().items() if not i["alive"]}
+        return {pfx for pfx, i in lab_state.leftovers().items() if not i["alive"]}
 
     before = orphans()
     p = ob(*args, "--results", str(tmp_path)) if args[0] == "run" else ob(*args)

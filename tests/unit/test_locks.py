@@ -24,7 +24,8 @@ import pytest
 from harness.core.errors import HarnessError
 from harness import results
 from harness.run import scenario as S
-from harness.testbeds.lab import STATE_ROOT, pid_alive
+from harness.hosts.local import pid_alive
+from harness.testbeds.lab_state import STATE_ROOT
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TIMEOUT = 30            # seconds: the most any step of these tests waits for a child
