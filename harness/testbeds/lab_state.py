@@ -46,7 +46,8 @@ def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
 @contextlib.contextmanager
 def state_lock(how: int):
     """An flock on the state directory: allocation holds it from reading the labs' indexes to
-    writing its state file, so each lab's index and management addresses are its own."""
+    writing its state file (so each lab's index and addresses are its own), a listing shared
+    (so a lab whose state file is still to come never looks like a dead owner's)."""
     fd = os.open(STATE_ROOT, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, how)
@@ -128,12 +129,15 @@ def remove_lab(prefix: str) -> list[str]:
 def leftovers() -> dict[str, dict]:
     """Every lab on this machine: prefix → {owner pid and pid namespace, alive, namespaces, links}."""
     prefixes = set(_lab_namespaces()) | set(_lab_links())
+    states = {}
     if STATE_ROOT.is_dir():
-        prefixes |= {d.name for d in STATE_ROOT.iterdir() if PREFIX_RE.match(d.name)}
+        with state_lock(fcntl.LOCK_SH):      # no lab half allocated: its state file is written
+            states = {d.name: read_state(d) for d in STATE_ROOT.iterdir() if PREFIX_RE.match(d.name)}
+    prefixes |= set(states)
     ns, links = _lab_namespaces(), _lab_links()
     out = {}
     for p in sorted(prefixes):
-        st = read_state(STATE_ROOT / p)
+        st = states.get(p, {})
         pid = st.get("pid")
         out[p] = {"pid": pid, "pidns": st.get("pidns"), "alive": owner_alive(pid, st.get("pidns")),
                   "namespaces": ns.get(p, []),

@@ -1,6 +1,7 @@
 """A testbed prefix has 16 bits: a new testbed that draws one another testbed holds picks
 again, and never builds on, nor tears down, the other's objects (lab and SSH). Labs
-allocated at once take different indexes, and so different management addresses."""
+allocated at once take different indexes, and so different management addresses; `down`
+beside an allocation leaves the lab being allocated alone."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from test_testbed_ssh import ssh_lab  # noqa: F401 - the fixture
 
 from conftest import needs_root
 from harness.testbeds import lab as labmod
+from harness.testbeds import lab_state
 
 pytestmark = [needs_root(), pytest.mark.lab]
 STATE = pathlib.Path("/run/overlaybench")
@@ -116,4 +118,38 @@ def test_labs_allocated_at_once_take_different_indexes(monkeypatch):
         assert len({lab.mgmt_addrs(0) for lab in labs}) == n
     finally:
         for lab in labs:
+            lab.teardown()
+
+
+def test_down_beside_an_allocation_never_takes_the_lab_for_a_dead_owners(monkeypatch):
+    """A lab's state directory exists a moment before its state file (its owner) does. Here
+    that moment lasts 0.3 s, and `down` runs inside it: without the shared lock it would
+    see a lab without an owner, remove its directory and fail the allocation."""
+    real, inside = labmod.pidns_of, threading.Event()
+
+    def slow(*args):
+        inside.set()
+        time.sleep(0.3)
+        return real(*args)
+
+    monkeypatch.setattr(labmod, "pidns_of", slow)
+    got, errors = [], []
+
+    def allocate():
+        try:
+            got.append(labmod.Lab.allocate())
+        except Exception as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+
+    t = threading.Thread(target=allocate)
+    t.start()
+    assert inside.wait(30)
+    removed, _ = lab_state.down()
+    t.join()
+    try:
+        assert errors == [] and len(got) == 1
+        assert not any(got[0].prefix in r for r in removed), removed
+        assert json.loads((got[0].state_dir / "state.json").read_text())["pid"] == os.getpid()
+    finally:
+        for lab in got:
             lab.teardown()
