@@ -16,6 +16,7 @@ import pathlib
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 
@@ -127,19 +128,22 @@ def remove_lab(prefix: str) -> list[str]:
 
 
 def leftovers() -> dict[str, dict]:
-    """Every lab on this machine: prefix → {owner pid and pid namespace, alive, namespaces, links}."""
+    """Every lab on this machine: prefix → {owner pid and pid namespace, alive, namespaces, links}.
+    An owner on another machine (a remote testbed's, this machine one of its hosts) counts as
+    alive: its pid means nothing here, and `down --inventory` there removes what it made."""
     prefixes = set(_lab_namespaces()) | set(_lab_links())
     states = {}
     if STATE_ROOT.is_dir():
         with state_lock(fcntl.LOCK_SH):      # no lab half allocated: its state file is written
             states = {d.name: read_state(d) for d in STATE_ROOT.iterdir() if PREFIX_RE.match(d.name)}
     prefixes |= set(states)
-    ns, links = _lab_namespaces(), _lab_links()
+    ns, links, here = _lab_namespaces(), _lab_links(), socket.gethostname()
     out = {}
     for p in sorted(prefixes):
         st = states.get(p, {})
-        pid = st.get("pid")
-        out[p] = {"pid": pid, "pidns": st.get("pidns"), "alive": owner_alive(pid, st.get("pidns")),
+        pid, host = st.get("pid"), st.get("owner_host", here)
+        out[p] = {"pid": pid, "pidns": st.get("pidns"), "host": host,
+                  "alive": host != here or owner_alive(pid, st.get("pidns")),
                   "namespaces": ns.get(p, []),
                   "links": links.get(p, [])}
     return out
@@ -149,10 +153,11 @@ def down(force: bool = False) -> tuple[list[str], list[str]]:
     """Remove every lab whose owner is gone (all of them with force).
     Returns (removed items, prefixes left alone because a live run owns them)."""
     require_root()
-    removed, kept = [], []
+    removed, kept, here = [], [], socket.gethostname()
     for prefix, info in leftovers().items():
         if info["alive"] and not force:
-            kept.append(f"{prefix} (owned by running pid {info['pid']})")
+            kept.append(f"{prefix} (owned by running pid {info['pid']})" if info["host"] == here
+                        else f"{prefix} (owned by pid {info['pid']} on {info['host']})")
             continue
         removed += remove_lab(prefix)
     return removed, kept

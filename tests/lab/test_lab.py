@@ -1,7 +1,12 @@
-"""The lab for real: namespaces, veth, bridge, addresses, teardown and `down`."""
+"""The lab for real: namespaces, veth, bridge, addresses, teardown and `down` (which leaves a
+remote testbed's directory alone while its owner, on another machine, may live)."""
 
 import ipaddress
+import json
 import os
+import secrets
+import shutil
+import socket
 import subprocess
 import sys
 
@@ -110,3 +115,30 @@ def test_down_removes_a_killed_runs_lab_and_leaves_a_live_one():
 def test_remove_lab_refuses_foreign_names():
     with pytest.raises(HarnessError, match="not a lab prefix"):
         lab_state.remove_lab("docker0")
+
+
+def test_down_leaves_a_remote_testbeds_directory_whose_owner_is_on_another_machine():
+    """This machine as a host of a remote testbed run from elsewhere: the state directory
+    names an owner whose pid means nothing here. `down` keeps it and says whose it is; the
+    same directory owned from this machine by a pid that cannot exist goes."""
+    dead = int(open("/proc/sys/kernel/pid_max").read()) + 1
+    made = []
+    try:
+        for host in ("elsewhere.invalid", socket.gethostname()):
+            while True:
+                d = lab_state.STATE_ROOT / ("ob" + secrets.token_hex(2))
+                try:
+                    d.mkdir(mode=0o700, parents=True)
+                    break
+                except FileExistsError:     # another lab's
+                    continue
+            made.append(d)
+            (d / "state.json").write_text(json.dumps({"prefix": d.name, "kind": "remote", "pid": dead,
+                                                      "pidns": None, "owner_host": host}))
+        foreign, local = made
+        removed, kept = lab_state.down()
+        assert foreign.is_dir() and f"{foreign.name} (owned by pid {dead} on elsewhere.invalid)" in kept
+        assert not local.exists() and f"dir {local}" in removed
+    finally:
+        for d in made:
+            shutil.rmtree(d, ignore_errors=True)
