@@ -136,7 +136,7 @@ soak: setup-test
 	@[ -n "$(TESTS)" ] || { echo 'make soak needs TESTS="tests/lab/test_x.py ..." (and N=rounds, default 30)'; exit 2; }
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
-	$(MAKE) -s images && $(PY) tests/soak.py -n $(N) $(TESTS)
+	$(MAKE) -s images && $(PY) tests/soak.py -n $(N) -- $(TESTS)
 
 # dockerd with its bridge in the benchmark range (198.19.254.1/24), started only when none
 # answers; dockerd-down stops only the one dockerd-up started.

@@ -1,6 +1,7 @@
 """Run chosen tests N times in a row while CPU hogs keep every CPU busy; count the runs.
 
     .venv/bin/python tests/soak.py -n 30 tests/lab/test_compare_lab.py
+    .venv/bin/python tests/soak.py -n 30 -- --durations=0 -k drop tests/lab/test_faults.py
     make soak TESTS="tests/lab/test_gate_lab.py tests/lab/test_killed.py" N=30
 
 A test whose outcome could depend on timing or on a measured number is proven here:
@@ -56,7 +57,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="soak", description="Rerun chosen tests N times under a CPU hog and count the rounds "
                                  "(every round runs; a failure is reported, never retried).")
-    p.add_argument("tests", nargs="+", help="pytest arguments: files, node ids, -k EXPR")
+    p.add_argument("tests", nargs="+", help="pytest arguments: files and node ids; after `--`, options "
+                                            "too (-k EXPR, --durations=0)")
     p.add_argument("-n", "--rounds", type=int, default=30, help="rounds (default 30)")
     p.add_argument("--hogs", type=int, default=os.cpu_count() or 1,
                    help="busy-loop processes beside the tests (default: one per CPU; 0: none)")
