@@ -174,9 +174,9 @@ def leftovers_now() -> list[str]:
 
 
 def _mine(lab: dict) -> bool:
-    """Whether a lab's owner is this process (the same pid in the same pid namespace)."""
+    """Whether a lab's owner is this process (the same pid in the same pid namespace, on this machine)."""
     from harness.hosts.local import pidns_of
-    return lab["pid"] == os.getpid() and lab.get("pidns") in (None, pidns_of())
+    return lab["pid"] == os.getpid() and lab.get("pidns") in (None, pidns_of()) and not lab.get("foreign")
 
 
 def _cluster_state() -> str | None:

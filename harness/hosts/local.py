@@ -214,9 +214,18 @@ def _pids() -> list[str]:
     return [p for p in os.listdir("/proc") if p.isdigit()]
 
 
+def boot_id() -> str | None:
+    """This kernel's boot id: one for every process and container on it until it reboots, and
+    another on any other machine, whatever its host name."""
+    try:
+        return pathlib.Path("/proc/sys/kernel/random/boot_id").read_text().strip() or None
+    except OSError:
+        return None
+
+
 def owner_stamp() -> dict:
-    """What an owner file records of this process: its pid and its pid namespace."""
-    return {"pid": os.getpid(), "pidns": pidns_of()}
+    """What an owner file records of this process: its pid, its pid namespace, its kernel's boot id."""
+    return {"pid": os.getpid(), "pidns": pidns_of(), "boot_id": boot_id()}
 
 
 # This machine's temporary directories a run makes (a remote testbed's artifacts, a tunnel's

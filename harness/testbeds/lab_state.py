@@ -16,7 +16,6 @@ import pathlib
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 
@@ -25,6 +24,7 @@ from harness.core.errors import HarnessError
 from harness.hosts import LocalHost
 from harness.hosts.local import owner_alive, pid_alive
 from harness.testbeds.containers import base as containers_mod
+from harness.testbeds.remote_down import owner_alive as remote_owner_alive
 
 STATE_ROOT = pathlib.Path("/run/overlaybench")
 PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
@@ -128,22 +128,24 @@ def remove_lab(prefix: str) -> list[str]:
 
 
 def leftovers() -> dict[str, dict]:
-    """Every lab on this machine: prefix → {owner pid and pid namespace, alive, namespaces, links}.
-    An owner on another machine (a remote testbed's, this machine one of its hosts) counts as
-    alive: its pid means nothing here, and `down --inventory` there removes what it made."""
+    """Every lab on this machine: prefix → {owner pid and pid namespace, alive, foreign, its host,
+    namespaces, links}. A remote testbed's directory (this machine one of its hosts) whose
+    owner is another machine is foreign and counts as alive: its pid means nothing here, and
+    that machine's `down --inventory` removes what it made."""
     prefixes = set(_lab_namespaces()) | set(_lab_links())
     states = {}
     if STATE_ROOT.is_dir():
         with state_lock(fcntl.LOCK_SH):      # no lab half allocated: its state file is written
             states = {d.name: read_state(d) for d in STATE_ROOT.iterdir() if PREFIX_RE.match(d.name)}
     prefixes |= set(states)
-    ns, links, here = _lab_namespaces(), _lab_links(), socket.gethostname()
+    ns, links = _lab_namespaces(), _lab_links()
     out = {}
     for p in sorted(prefixes):
         st = states.get(p, {})
-        pid, host = st.get("pid"), st.get("owner_host", here)
-        out[p] = {"pid": pid, "pidns": st.get("pidns"), "host": host,
-                  "alive": host != here or owner_alive(pid, st.get("pidns")),
+        pid = st.get("pid")
+        judged = remote_owner_alive(st) if st.get("kind") == "remote" else owner_alive(pid, st.get("pidns"))
+        out[p] = {"pid": pid, "pidns": st.get("pidns"), "alive": judged is not False, "foreign": judged is None,
+                  "host": st.get("owner_host"),
                   "namespaces": ns.get(p, []),
                   "links": links.get(p, [])}
     return out
@@ -151,13 +153,13 @@ def leftovers() -> dict[str, dict]:
 
 def down(force: bool = False) -> tuple[list[str], list[str]]:
     """Remove every lab whose owner is gone (all of them with force).
-    Returns (removed items, prefixes left alone because a live run owns them)."""
+    Returns (removed items, prefixes left alone: a live run, or another machine's, owns them)."""
     require_root()
-    removed, kept, here = [], [], socket.gethostname()
+    removed, kept = [], []
     for prefix, info in leftovers().items():
         if info["alive"] and not force:
-            kept.append(f"{prefix} (owned by running pid {info['pid']})" if info["host"] == here
-                        else f"{prefix} (owned by pid {info['pid']} on {info['host']})")
+            kept.append(f"{prefix} (owned by running pid {info['pid']})" if not info["foreign"] else
+                        f"{prefix} (owned by {info['host'] or 'an unknown machine'}, which this machine cannot check)")
             continue
         removed += remove_lab(prefix)
     return removed, kept

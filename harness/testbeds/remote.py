@@ -192,12 +192,15 @@ class RemoteTestbed(Testbed):
         try:
             self._claim()
             owner["prefix"] = self.prefix
+            # every host's owner first: until its state.json names one, a `down` on that host
+            # would take the claimed directory for a killed run's
             for s, spec in zip(self.sides, self.specs):
                 underlay = {"host": spec.name, "dev": s.underlay_dev, "mtu": self._nic_mtu[s.index],
                             "managed": spec.manage_underlay}
                 s.host.run(["mkdir", "-m", "0700", s.workdir])
                 for path, doc in ((f"{self.state}/state.json", owner), (f"{s.workdir}/underlay.json", underlay)):
                     s.host.run(["sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", path], input=json.dumps(doc))
+            for s in self.sides:
                 self._build_side(s)
             for s in self.sides:
                 self.containers.verify(s.host, s.container.netns)

@@ -15,7 +15,7 @@ import socket
 
 from harness.core.errors import HarnessError
 from harness.hosts.base import Host
-from harness.hosts.local import owner_alive as local_owner_alive
+from harness.hosts.local import boot_id, owner_alive as local_owner_alive
 from harness.hosts.ssh.host import DIR_PREFIXES, OWNER_FILE
 
 STATE_ROOT = "/run/overlaybench"
@@ -203,8 +203,11 @@ def remove_host_dirs(host: Host, dirs: list[str]) -> list[str]:
 
 
 def owner_alive(state: dict) -> bool | None:
-    """Is the run that made a testbed still alive? None: its orchestrator is another machine."""
-    if state.get("owner_host") != socket.gethostname():
+    """Is the run that made a testbed still alive? None: its orchestrator is another machine,
+    told by its kernel's boot id where the record has one (two machines can share a host
+    name), else by its host name."""
+    boot = state.get("boot_id")
+    if boot != boot_id() if isinstance(boot, str) else state.get("owner_host") != socket.gethostname():
         return None
     pid, ns = state.get("pid"), state.get("pidns")
     return isinstance(pid, int) and pid > 0 and local_owner_alive(pid, ns if isinstance(ns, int) else None)

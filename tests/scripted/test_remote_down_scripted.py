@@ -14,6 +14,7 @@ import socket
 import pytest
 
 from harness.core.errors import CommandError, HarnessError
+from harness.hosts.local import boot_id, owner_stamp, pidns_of
 from harness.hosts.scripted import ScriptedHost
 from harness.run import scenario as S
 from harness.testbeds import remote_down
@@ -145,10 +146,11 @@ def test_a_remote_build_that_fails_half_way_removes_what_it_claimed_on_both_host
         h.expect(marked(f"ping -c 2 -i 0.2 -W 2 -I 10.1.0.{i + 1} 10.1.0.{2 - i}"))
     for h in raw:                                            # build: both hosts' state directories claimed
         h.expect(lambda argv: argv[:5] == ["sh", "-c", CLAIM_SCRIPT, "sh", "/run/overlaybench"] and argv[5] == p)
+    for i, h in enumerate(raw):                              # every host's owner, before either is built
+        h.expect(marked(f"mkdir -m 0700 /run/overlaybench/{p}/h{i}"))
+        for path in (f"/run/overlaybench/{p}/state.json", f"/run/overlaybench/{p}/h{i}/underlay.json"):
+            h.expect([*mark, "sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", path])
     h0 = raw[0]
-    h0.expect(marked(f"mkdir -m 0700 /run/overlaybench/{p}/h0"))
-    for path in (f"/run/overlaybench/{p}/state.json", f"/run/overlaybench/{p}/h0/underlay.json"):
-        h0.expect([*mark, "sh", "-c", 'cat > "$1.tmp" && mv "$1.tmp" "$1"', "sh", path])
     h0.expect([*mark, "nft", "-f", "-"])
     h0.expect(marked(f"ip link add {p}-br0 type bridge stp_state 0 forward_delay 0"),
               returncode=2, stderr="RTNETLINK answers: File exists\n")
@@ -171,3 +173,25 @@ def test_a_remote_build_that_fails_half_way_removes_what_it_claimed_on_both_host
     assert (state["prefix"], state["pid"], state["owner_host"], state["run_id"]) == (p, os.getpid(), HERE, "run-1")
     underlay = json.loads(next(c.input for c in h0.calls if c.argv[-1].endswith("/underlay.json")))
     assert underlay == {"host": "h0", "dev": "eth1", "mtu": 1500, "managed": False}
+
+
+# ------------------------------------------------------------------ whose owner record
+
+def test_an_owner_is_this_machines_by_its_kernels_boot_id_else_by_its_host_name():
+    me, other = boot_id(), "00000000-0000-4000-8000-000000000000"
+    assert me
+    live, dead = {"pid": os.getpid()}, {"pid": 1 << 30}
+    assert remote_down.owner_alive({**live, "owner_host": HERE, "boot_id": me}) is True
+    assert remote_down.owner_alive({**dead, "owner_host": HERE, "boot_id": me}) is False
+    # a machine that shares this one's host name: its pids are not this machine's to look up
+    assert remote_down.owner_alive({**live, "owner_host": HERE, "boot_id": other}) is None
+    # this kernel under another host name (renamed since, or a container's): judged here
+    assert remote_down.owner_alive({**live, "owner_host": "elsewhere.invalid", "boot_id": me}) is True
+    # a record without a boot id (written before they had one): by host name
+    assert remote_down.owner_alive({**live, "owner_host": HERE}) is True
+    assert remote_down.owner_alive({**live, "owner_host": "elsewhere.invalid"}) is None
+    assert remote_down.owner_alive({**live}) is None
+
+
+def test_an_owner_record_names_this_kernel():
+    assert owner_stamp() == {"pid": os.getpid(), "pidns": pidns_of(), "boot_id": boot_id()}
