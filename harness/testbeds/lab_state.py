@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import logging
 import os
 import pathlib
 import re
@@ -29,6 +30,8 @@ from harness.testbeds.remote_down import owner_alive as remote_owner_alive
 STATE_ROOT = pathlib.Path("/run/overlaybench")
 PREFIX_RE = re.compile(r"^ob[0-9a-f]{4}$")
 NAME_RE = re.compile(r"^(ob[0-9a-f]{4})-(?:[hcm][0-9]+|sw)$")
+
+log = logging.getLogger(__name__)
 
 
 def require_root() -> None:
@@ -51,7 +54,12 @@ def state_lock(how: int):
     (so a lab whose state file is still to come never looks like a dead owner's)."""
     fd = os.open(STATE_ROOT, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(fd, how)
+        try:
+            fcntl.flock(fd, how | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.warning("waiting for the lock on %s: another process holds it (an overlaybench allocating "
+                        "or listing labs, or one stopped doing so)", STATE_ROOT)
+            fcntl.flock(fd, how)
         yield
     finally:
         os.close(fd)

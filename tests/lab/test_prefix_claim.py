@@ -15,6 +15,7 @@ import threading
 import time
 
 import pytest
+from flocks import flock_waiters
 from test_testbed_ssh import ssh_lab  # noqa: F401 - the fixture
 
 from conftest import needs_root
@@ -123,16 +124,19 @@ def test_labs_allocated_at_once_take_different_indexes(monkeypatch):
 
 def test_down_beside_an_allocation_never_takes_the_lab_for_a_dead_owners(monkeypatch):
     """A lab's state directory exists a moment before its state file (its owner) does. Here
-    that moment lasts 0.3 s, and `down` runs inside it: without the shared lock it would
-    see a lab without an owner, remove its directory and fail the allocation."""
+    the allocation stays in that moment until `down`, run beside it, is blocked on the
+    lock (or 30 s have gone): without the shared lock `down` would not wait, would see a lab
+    without an owner, remove its directory and fail the allocation."""
     real, inside = labmod.pidns_of, threading.Event()
 
-    def slow(*args):
+    def held(*args):
         inside.set()
-        time.sleep(0.3)
+        deadline = time.monotonic() + 30
+        while not flock_waiters(lab_state.STATE_ROOT) and time.monotonic() < deadline:
+            time.sleep(0.01)
         return real(*args)
 
-    monkeypatch.setattr(labmod, "pidns_of", slow)
+    monkeypatch.setattr(labmod, "pidns_of", held)
     got, errors = [], []
 
     def allocate():
@@ -143,13 +147,14 @@ def test_down_beside_an_allocation_never_takes_the_lab_for_a_dead_owners(monkeyp
 
     t = threading.Thread(target=allocate)
     t.start()
-    assert inside.wait(30)
-    removed, _ = lab_state.down()
-    t.join()
     try:
+        assert inside.wait(30)
+        removed, _ = lab_state.down()
+        t.join()
         assert errors == [] and len(got) == 1
         assert not any(got[0].prefix in r for r in removed), removed
         assert json.loads((got[0].state_dir / "state.json").read_text())["pid"] == os.getpid()
     finally:
+        t.join()
         for lab in got:
             lab.teardown()

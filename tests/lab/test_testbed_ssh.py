@@ -302,6 +302,7 @@ def _dark_address(lab: labmod.Lab) -> str:
     machine's default route. The root end carries the lab's link name, so its teardown
     removes the pair."""
     spare = len(lab.sides)
+    assert spare < labmod.MAX_HOSTS, "no spare management /30 in a lab of MAX_HOSTS hosts"
     root_ip, dark = lab.mgmt_addrs(spare)
     link, far = lab.ns(f"m{spare}"), lab.sides[1].host.netns
     for argv in (["link", "add", link, "type", "veth", "peer", "name", "dk0", "netns", far],

@@ -20,6 +20,7 @@ import threading
 import time
 
 import pytest
+from flocks import flock_waiters
 
 from harness.core.errors import HarnessError
 from harness import results
@@ -262,17 +263,6 @@ def test_the_run_lock_is_free_once_its_owner_is_killed(locked_run):
 
 # ------------------------------------------------------------------ one run measuring per machine
 
-def _flock_waiters(path: pathlib.Path) -> set[int]:
-    """Pids blocked in flock on this file, from /proc/locks ("N: -> FLOCK ... PID MAJ:MIN:INODE ...")."""
-    ino = os.stat(path).st_ino
-    out = set()
-    for ln in pathlib.Path("/proc/locks").read_text().splitlines():
-        f = ln.split()
-        if len(f) >= 7 and f[1] == "->" and f[2] == "FLOCK" and f[6].rsplit(":", 1)[-1] == str(ino):
-            out.add(int(f[5]))
-    return out
-
-
 def _until(cond, what: str, timeout: float = TIMEOUT):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -301,7 +291,7 @@ def test_a_second_run_waits_for_the_machine_lock_until_the_first_releases_it(tmp
         assert waiting == (f"waiting: run run-first (pid {first.pid}) is measuring on this machine; two runs at "
                            f"once would spoil both runs' ratios (--concurrent runs anyway)"), waiting
     # The kernel has it waiting on this very lock, and it has not returned.
-    _until(lambda: second.pid in _flock_waiters(lock), "the second process blocked in flock on the lock")
+    _until(lambda: second.pid in flock_waiters(lock), "the second process blocked in flock on the lock")
     assert second.proc.poll() is None and second.pending("stdout") == []
     assert _holder(lock) == {"run_id": "run-first", "pid": first.pid}
 
@@ -312,7 +302,7 @@ def test_a_second_run_waits_for_the_machine_lock_until_the_first_releases_it(tmp
     assert took.startswith("held "), took
     assert float(took.split()[1]) >= float(released.split()[1]), (released, took)   # one clock: CLOCK_MONOTONIC
     assert _holder(lock) == {"run_id": "run-second", "pid": second.pid}
-    assert second.pid not in _flock_waiters(lock)
+    assert second.pid not in flock_waiters(lock)
 
     assert first.finish() == 0 and second.finish() == 0
     assert first.lines["stderr"] == []                      # it never waited
