@@ -140,15 +140,13 @@ def leftovers() -> dict[str, dict]:
     namespaces, links}. A remote testbed's directory (this machine one of its hosts) whose
     owner is another machine is foreign and counts as alive: its pid means nothing here, and
     that machine's `down --inventory` removes what it made."""
-    prefixes = set(_lab_namespaces()) | set(_lab_links())
+    ns, links = _lab_namespaces(), _lab_links()
     states = {}
     if STATE_ROOT.is_dir():
         with state_lock(fcntl.LOCK_SH):      # no lab half allocated: its state file is written
             states = {d.name: read_state(d) for d in STATE_ROOT.iterdir() if PREFIX_RE.match(d.name)}
-    prefixes |= set(states)
-    ns, links = _lab_namespaces(), _lab_links()
     out = {}
-    for p in sorted(prefixes):
+    for p in sorted(set(ns) | set(links) | set(states)):
         st = states.get(p, {})
         pid = st.get("pid")
         judged = remote_owner_alive(st) if st.get("kind") == "remote" else owner_alive(pid, st.get("pidns"))

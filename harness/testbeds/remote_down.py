@@ -207,7 +207,8 @@ def owner_alive(state: dict) -> bool | None:
     told by its kernel's boot id where the record has one (two machines can share a host
     name), else by its host name."""
     boot = state.get("boot_id")
-    if boot != boot_id() if isinstance(boot, str) else state.get("owner_host") != socket.gethostname():
+    elsewhere = boot != boot_id() if isinstance(boot, str) else state.get("owner_host") != socket.gethostname()
+    if elsewhere:
         return None
     pid, ns = state.get("pid"), state.get("pidns")
     return isinstance(pid, int) and pid > 0 and local_owner_alive(pid, ns if isinstance(ns, int) else None)

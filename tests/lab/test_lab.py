@@ -1,12 +1,7 @@
-"""The lab for real: namespaces, veth, bridge, addresses, teardown and `down` (which leaves a
-remote testbed's directory alone while its owner, on another machine, may live)."""
+"""The lab for real: namespaces, veth, bridge, addresses, teardown and `down`."""
 
 import ipaddress
-import json
 import os
-import secrets
-import shutil
-import socket
 import subprocess
 import sys
 
@@ -14,7 +9,6 @@ import pytest
 
 from conftest import needs_root
 from harness.core.errors import HarnessError
-from harness.hosts.local import boot_id
 from harness.testbeds import lab as labmod
 from harness.testbeds import lab_state
 
@@ -116,37 +110,3 @@ def test_down_removes_a_killed_runs_lab_and_leaves_a_live_one():
 def test_remove_lab_refuses_foreign_names():
     with pytest.raises(HarnessError, match="not a lab prefix"):
         lab_state.remove_lab("docker0")
-
-
-def test_down_leaves_a_remote_testbeds_directory_whose_owner_is_on_another_machine():
-    """This machine as a host of a remote testbed run from elsewhere: the state directory
-    names an owner whose pid means nothing here. `down` keeps it and says whose it is, told
-    by the owner's kernel (boot id) where recorded, else by its host name; the same directory
-    owned from this kernel by a pid that cannot exist goes."""
-    dead = int(open("/proc/sys/kernel/pid_max").read()) + 1
-    here, other_boot = socket.gethostname(), "00000000-0000-4000-8000-000000000000"
-    owners = {"named": {"owner_host": "elsewhere.invalid"},                  # a record without a boot id
-              "same-name": {"owner_host": here, "boot_id": other_boot},      # a clone with this host name
-              "this-kernel": {"owner_host": here, "boot_id": boot_id()}}
-    made = {}
-    try:
-        for what, owner in owners.items():
-            while True:
-                d = lab_state.STATE_ROOT / ("ob" + secrets.token_hex(2))
-                try:
-                    d.mkdir(mode=0o700, parents=True)
-                    break
-                except FileExistsError:     # another lab's
-                    continue
-            made[what] = d
-            (d / "state.json").write_text(json.dumps({"prefix": d.name, "kind": "remote", "pid": dead,
-                                                      "pidns": None, **owner}))
-        removed, kept = lab_state.down()
-        assert made["named"].is_dir()
-        assert f"{made['named'].name} (owned by elsewhere.invalid, which this machine cannot check)" in kept
-        assert made["same-name"].is_dir() and f"{made['same-name'].name} (owned by {here}, " \
-            f"which this machine cannot check)" in kept
-        assert not made["this-kernel"].exists() and f"dir {made['this-kernel']}" in removed
-    finally:
-        for d in made.values():
-            shutil.rmtree(d, ignore_errors=True)

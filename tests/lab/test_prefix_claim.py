@@ -1,7 +1,8 @@
 """A testbed prefix has 16 bits: a new testbed that draws one another testbed holds picks
 again, and never builds on, nor tears down, the other's objects (lab and SSH). Labs
 allocated at once take different indexes, and so different management addresses; `down`
-beside an allocation leaves the lab being allocated alone."""
+beside an allocation leaves the lab being allocated alone, and leaves a remote testbed's
+directory whose owner is another machine's."""
 
 from __future__ import annotations
 
@@ -19,27 +20,33 @@ from flocks import flock_waiters
 from test_testbed_ssh import ssh_lab  # noqa: F401 - the fixture
 
 from conftest import needs_root
+from harness.hosts.local import boot_id
 from harness.testbeds import lab as labmod
 from harness.testbeds import lab_state
 
 pytestmark = [needs_root(), pytest.mark.lab]
-STATE = pathlib.Path("/run/overlaybench")
+STATE = lab_state.STATE_ROOT
+
+
+def _plant(doc: dict) -> pathlib.Path:
+    """A state directory under a prefix nobody holds, with `doc` (and the prefix) as its state file."""
+    while True:
+        d = STATE / ("ob" + secrets.token_hex(2))
+        try:
+            d.mkdir(mode=0o700, parents=True)
+            break
+        except FileExistsError:                  # another testbed's
+            continue
+    (d / "state.json").write_text(json.dumps({"prefix": d.name, **doc}))
+    return d
 
 
 @pytest.fixture
 def taken():
     """A prefix whose state directory another (live: this process) testbed holds."""
-    while True:
-        p = "ob" + secrets.token_hex(2)
-        try:
-            (STATE / p).mkdir(mode=0o700, parents=False)
-            break
-        except FileExistsError:
-            continue
-    (STATE / p / "state.json").write_text(json.dumps({"prefix": p, "kind": "remote", "pid": os.getpid(),
-                                                      "owner_host": socket.gethostname()}))
-    yield p
-    shutil.rmtree(STATE / p, ignore_errors=True)
+    d = _plant({"kind": "remote", "pid": os.getpid(), "owner_host": socket.gethostname()})
+    yield d.name
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def _draw_first(monkeypatch, prefix: str) -> None:
@@ -158,3 +165,28 @@ def test_down_beside_an_allocation_never_takes_the_lab_for_a_dead_owners(monkeyp
         t.join()
         for lab in got:
             lab.teardown()
+
+
+def test_down_leaves_a_remote_testbeds_directory_whose_owner_is_on_another_machine():
+    """This machine as a host of a remote testbed run from elsewhere: the state directory
+    names an owner whose pid means nothing here. `down` keeps it and says whose it is, told
+    by the owner's kernel (boot id) where recorded, else by its host name; the same directory
+    owned from this kernel by a pid that cannot exist goes."""
+    dead = int(open("/proc/sys/kernel/pid_max").read()) + 1
+    here, other_boot = socket.gethostname(), "00000000-0000-4000-8000-000000000000"
+    owners = {"named": {"owner_host": "elsewhere.invalid"},                  # a record without a boot id
+              "same-name": {"owner_host": here, "boot_id": other_boot},      # a clone with this host name
+              "this-kernel": {"owner_host": here, "boot_id": boot_id()}}
+    made = {}
+    try:
+        for what, owner in owners.items():
+            made[what] = _plant({"kind": "remote", "pid": dead, "pidns": None, **owner})
+        removed, kept = lab_state.down()
+        assert made["named"].is_dir()
+        assert f"{made['named'].name} (owned by elsewhere.invalid, which this machine cannot check)" in kept
+        assert made["same-name"].is_dir() and f"{made['same-name'].name} (owned by {here}, " \
+            f"which this machine cannot check)" in kept
+        assert not made["this-kernel"].exists() and f"dir {made['this-kernel']}" in removed
+    finally:
+        for d in made.values():
+            shutil.rmtree(d, ignore_errors=True)
