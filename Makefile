@@ -120,9 +120,12 @@ bench: setup
 # Unit and integration tests of harness/ and overlay/ (real namespaces, real tools), after the
 # import contracts of pyproject.toml (ARCHITECTURE.md, "Layers").
 # A dockerd runs for them (the one started here, if none answered, is stopped afterwards).
+# The sleeve's smoke test floods one mode here (AES-GCM forced, through OpenSSL):
+# tests/lab/test_sleeve_flood.py floods all six modes with more checks, and
+# `make -C overlay/sleeve netns` runs the smoke test's six.
 test: setup-test
 	.venv/bin/lint-imports --no-cache
-	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve test asan netns && \
+	@if [ -f overlay/sleeve/Makefile ]; then FLOODS=crypto $(MAKE) -s -C overlay/sleeve test asan netns && \
 	  $(MAKE) -s -C overlay/sleeve test BUILD=build/awslc AWSLC=$(AWSLC_DIR); fi
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
