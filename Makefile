@@ -125,7 +125,7 @@ bench: setup
 # `make -C overlay/sleeve netns` runs the smoke test's six.
 test: setup-test
 	.venv/bin/lint-imports --no-cache
-	@if [ -f overlay/sleeve/Makefile ]; then FLOODS=crypto $(MAKE) -s -C overlay/sleeve test asan netns && \
+	@if [ -f overlay/sleeve/Makefile ]; then FLOOD_CASES=crypto $(MAKE) -s -C overlay/sleeve test asan netns && \
 	  $(MAKE) -s -C overlay/sleeve test BUILD=build/awslc AWSLC=$(AWSLC_DIR); fi
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \

@@ -207,17 +207,17 @@ stat_check a 'd["tx"]["fragments"] == 0 and d["overhead"] == 82' \
 # address and port (an nft rule on a rewrites the source port). b must stay up,
 # the TCP stream must complete, b's drop counters must hold exactly what was sent
 # (less what b's kernel dropped), and nothing may come back to the strangers.
-# FLOODS: the cases to run, comma-separated names as below (default all).
+# FLOOD_CASES: the cases to run, comma-separated names as below (default all).
 FLOOD=${FLOOD:-$(dirname "$SLEEVE")/flood}
 FLOOD_S=${FLOOD_S:-2}
-FLOODS=${FLOODS:-all}
+FLOOD_CASES=${FLOOD_CASES:-all}
 SPOOF_PORT=46784
 flood_case() { # flood_case NAME l2|l3 FLOOD_ARGS -- SLEEVE_ARGS
 	local name=$1 mode=$2 fargs=() x seen=0 pid_ip rc; shift 2
 	local args=()
-	case ",$FLOODS," in
+	case ",$FLOOD_CASES," in
 		,all,|*",$name,"*) ;;
-		*) echo "skip flood $name (FLOODS=$FLOODS)"; return ;;
+		*) echo "skip flood $name (FLOOD_CASES=$FLOOD_CASES)"; return ;;
 	esac
 	for x in "$@"; do
 		if [ "$x" = -- ]; then seen=1; continue; fi
