@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 
 UP_TIMEOUT = 1800.0      # seconds for `vagrant up` (VMs download a box the first time)
 COMMAND_TIMEOUT = 300.0  # seconds for status, ssh-config, destroy
+# The labels the bundled Vagrantfile gives each docker-provider container: the project's
+# Vagrant data directory (as _data_path() expands it) and the machine's name.
+DATA_LABEL = "org.overlaybench.vagrant-data"
+MACHINE_LABEL = "org.overlaybench.vagrant-machine"
 
 
 @dataclass(frozen=True)
@@ -301,12 +305,19 @@ def up(vagrant_dir: str | os.PathLike, provider: str | None = None,
             raise HarnessError("vagrant up: " + ", ".join(f"{n} did not come up (state {s})"
                                                           for n, s in down.items()))
     except BaseException:
-        _undo(environ, new, progress)
+        _undo(environ, new, progress, docker="docker" in effective)
         raise
 
 
-def _undo(environ: dict[str, str], names: list[str], progress: Callable[[str], None] | None) -> None:
-    """Destroy what a failed `up` was creating; a failure here is logged, the first error wins."""
+def _undo(environ: dict[str, str], names: list[str], progress: Callable[[str], None] | None,
+          docker: bool) -> None:
+    """Destroy what a failed `up` was creating; a failure here is logged, the first error wins.
+
+    With the docker provider, an `up` stopped between `docker create` and Vagrant writing the
+    machine's id leaves a container Vagrant no longer knows (`not_created`, so `destroy`
+    skips it): the containers labelled with this project's data directory and one of these
+    machines are removed after Vagrant's destroy.
+    """
     if not names:
         return
     try:
@@ -314,6 +325,31 @@ def _undo(environ: dict[str, str], names: list[str], progress: Callable[[str], N
                 "vagrant destroy", progress, COMMAND_TIMEOUT)
     except HarnessError as e:
         log.error("after a failed vagrant up, destroying %s failed too: %s", names, e)
+    if docker:
+        _remove_lost_containers(environ, names)
+
+
+def _data_path(environ: Mapping[str, str]) -> str:
+    """The project's Vagrant data directory, expanded as the bundled Vagrantfile expands it
+    (relative to the Vagrantfile's directory, symlinks kept)."""
+    return os.path.abspath(os.path.join(environ["VAGRANT_CWD"], environ.get("VAGRANT_DOTFILE_PATH") or ".vagrant"))
+
+
+def _remove_lost_containers(environ: dict[str, str], names: list[str]) -> None:
+    """Remove the containers labelled with this project's data directory and one of `names`."""
+    import docker  # the Docker SDK; only the docker provider needs it
+    try:
+        client = docker.from_env(environment=environ, timeout=60)
+        try:
+            for c in client.containers.list(all=True, filters={"label": f"{DATA_LABEL}={_data_path(environ)}"}):
+                if c.labels.get(MACHINE_LABEL) in names:
+                    log.info("removing container %s: machine %s, which vagrant lost track of",
+                             c.name, c.labels[MACHINE_LABEL])
+                    c.remove(force=True)
+        finally:
+            client.close()
+    except docker.errors.DockerException as e:
+        log.error("after a failed vagrant up, removing its containers failed: %s", e)
 
 
 def ssh_config(vagrant_dir: str | os.PathLike, env: Mapping[str, str] | None = None) -> dict[str, VagrantMachine]:
