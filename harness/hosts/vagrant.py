@@ -15,6 +15,7 @@ environment variables for Vagrant (e.g. VAGRANT_DOTFILE_PATH, OVERLAYBENCH_MTU).
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import re
@@ -244,19 +245,36 @@ def _stop(proc: subprocess.Popen) -> None:
             continue
 
 
+@contextlib.contextmanager
+def _docker_client(environ: Mapping[str, str], timeout: int):
+    """A Docker SDK client for the dockerd `environ` names, closed afterwards."""
+    import docker  # the Docker SDK; only the docker provider needs it
+    client = docker.from_env(environment=environ, timeout=timeout)
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _dockerd_answers(environ: Mapping[str, str]) -> bool:
+    import docker
+    try:
+        with _docker_client(environ, 10) as client:
+            client.ping()
+        return True
+    except docker.errors.DockerException as e:
+        log.info("docker ping at %s failed: %s", _docker_host(environ), e)
+        return False
+
+
+def _docker_host(environ: Mapping[str, str]) -> str:
+    return environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+
+
 def _check_dockerd(environ: dict[str, str], what: str) -> None:
     """The docker provider needs a dockerd that answers, where DOCKER_HOST (or the default) says."""
-    import docker  # the Docker SDK; only the docker provider needs it
-    where = environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-    try:
-        client = docker.from_env(environment=environ, timeout=10)
-        try:
-            client.ping()
-        finally:
-            client.close()
-    except docker.errors.DockerException as e:
-        log.info("docker ping at %s failed: %s", where, e)
-        raise HarnessError(f"{what}: dockerd does not answer at {where} (start one: make dockerd-up)") from e
+    if not _dockerd_answers(environ):
+        raise HarnessError(f"{what}: dockerd does not answer at {_docker_host(environ)} (start one: make dockerd-up)")
 
 
 # ---- the API ------------------------------------------------------------------------
@@ -305,12 +323,12 @@ def up(vagrant_dir: str | os.PathLike, provider: str | None = None,
             raise HarnessError("vagrant up: " + ", ".join(f"{n} did not come up (state {s})"
                                                           for n, s in down.items()))
     except BaseException:
-        _undo(environ, new, progress, docker="docker" in effective)
+        _undo(environ, new, progress, docker_provider="docker" in effective)
         raise
 
 
 def _undo(environ: dict[str, str], names: list[str], progress: Callable[[str], None] | None,
-          docker: bool) -> None:
+          docker_provider: bool) -> None:
     """Destroy what a failed `up` was creating; a failure here is logged, the first error wins.
 
     With the docker provider, an `up` stopped between `docker create` and Vagrant writing the
@@ -325,8 +343,8 @@ def _undo(environ: dict[str, str], names: list[str], progress: Callable[[str], N
                 "vagrant destroy", progress, COMMAND_TIMEOUT)
     except HarnessError as e:
         log.error("after a failed vagrant up, destroying %s failed too: %s", names, e)
-    if docker:
-        _remove_lost_containers(environ, names)
+    if docker_provider:
+        _remove_lost_containers(environ, names, "after a failed vagrant up")
 
 
 def _data_path(environ: Mapping[str, str]) -> str:
@@ -335,21 +353,22 @@ def _data_path(environ: Mapping[str, str]) -> str:
     return os.path.abspath(os.path.join(environ["VAGRANT_CWD"], environ.get("VAGRANT_DOTFILE_PATH") or ".vagrant"))
 
 
-def _remove_lost_containers(environ: dict[str, str], names: list[str]) -> None:
-    """Remove the containers labelled with this project's data directory and one of `names`."""
-    import docker  # the Docker SDK; only the docker provider needs it
+def _remove_lost_containers(environ: dict[str, str], names: list[str] | None, what: str) -> list[str]:
+    """Remove the containers labelled with this project's data directory and one of `names`
+    (None: any machine); "CONTAINER (MACHINE)" for each removed."""
+    import docker
+    removed = []
     try:
-        client = docker.from_env(environment=environ, timeout=60)
-        try:
+        with _docker_client(environ, 60) as client:
             for c in client.containers.list(all=True, filters={"label": f"{DATA_LABEL}={_data_path(environ)}"}):
-                if c.labels.get(MACHINE_LABEL) in names:
-                    log.info("removing container %s: machine %s, which vagrant lost track of",
-                             c.name, c.labels[MACHINE_LABEL])
+                machine = c.labels.get(MACHINE_LABEL)
+                if names is None or machine in names:
+                    log.info("removing container %s: machine %s, which vagrant lost track of", c.name, machine)
                     c.remove(force=True)
-        finally:
-            client.close()
+                    removed.append(f"{c.name} ({machine})")
     except docker.errors.DockerException as e:
-        log.error("after a failed vagrant up, removing its containers failed: %s", e)
+        log.error("%s: removing the containers vagrant lost track of failed: %s", what, e)
+    return removed
 
 
 def ssh_config(vagrant_dir: str | os.PathLike, env: Mapping[str, str] | None = None) -> dict[str, VagrantMachine]:
@@ -376,9 +395,14 @@ def validate(vagrant_dir: str | os.PathLike, provider: str | None = None,
 
 
 def destroy(vagrant_dir: str | os.PathLike, env: Mapping[str, str] | None = None,
-            progress: Callable[[str], None] | None = None, timeout: float = COMMAND_TIMEOUT) -> None:
+            progress: Callable[[str], None] | None = None, timeout: float = COMMAND_TIMEOUT) -> list[str]:
     """`vagrant destroy -f`: every machine of the Vagrantfile, and what Vagrant made for them
-    (the docker provider's network included)."""
+    (the docker provider's network included); then the docker-provider containers of this
+    project that Vagrant lost track of (an `up` killed between `docker create` and Vagrant
+    writing the id), "CONTAINER (MACHINE)" for each."""
     environ = _environment(vagrant_dir, env)
     _stream(["vagrant", "destroy", "-f", "--no-color", "--no-tty"], environ, "vagrant destroy",
             progress, timeout)
+    if not _dockerd_answers(environ):   # another provider's machines, or none left to find
+        return []
+    return _remove_lost_containers(environ, None, "vagrant destroy")

@@ -136,10 +136,12 @@ def remove_leftovers(opts: Options, inventory_path: str | None, force: bool) -> 
 
 
 def destroy(opts: Options) -> list[str]:
-    """`vagrant destroy -f` of the Vagrantfile's machines (`down --backend vagrant`)."""
+    """`vagrant destroy -f` of the Vagrantfile's machines (`down --backend vagrant`), and the
+    containers of its machines that Vagrant lost track of."""
     d = vagrant_dir(opts)
     before = vagrant.status(d)
-    vagrant.destroy(d)
-    return [f"vagrant machine {n} ({s})" for n, s in before.items() if s != "not_created"]
+    lost = vagrant.destroy(d)
+    return ([f"vagrant machine {n} ({s})" for n, s in before.items() if s != "not_created"]
+            + [f"container {c}, which vagrant lost track of" for c in lost])
 
 

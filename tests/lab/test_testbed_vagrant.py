@@ -16,6 +16,7 @@ from test_vagrant_hosts import early_exit_vagrantfile
 
 from conftest import needs_root
 from harness import results
+from harness.hosts import vagrant
 
 pytestmark = [needs_root(), pytest.mark.slow]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -165,14 +166,27 @@ def test_a_machine_that_does_not_come_up_is_one_line_exit_2_and_leaves_nothing(v
 
 def test_down_backend_vagrant_destroys_the_machines(vagrant_env, tmp_path):
     """Machines a run left up (no --vagrant-destroy) are destroyed by `down --backend vagrant`,
-    which says what it removed; a second `down` finds nothing."""
+    which says what it removed; a second `down` finds nothing. Also removed: a container of
+    this project's Vagrant data that Vagrant lost track of, as an `up` killed between `docker
+    create` and Vagrant writing the machine's id leaves one (planted here, labelled as the
+    Vagrantfile labels a machine's)."""
     up = subprocess.run(["vagrant", "up", "--provider=docker"], cwd=ROOT, env=vagrant_env, capture_output=True,
                         text=True, timeout=600)
     assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
     assert len(_vagrant_containers()) == 2
-    p = ob("down", "--backend", "vagrant", env=vagrant_env, timeout=300)
-    assert p.returncode == 0, p.stderr[-2000:]
-    assert "h1" in p.stdout + p.stderr and "h2" in p.stdout + p.stderr, (p.stdout, p.stderr)
-    assert _vagrant_containers() == []
-    again = ob("down", "--backend", "vagrant", env=vagrant_env, timeout=300)
-    assert again.returncode == 0 and "h1" not in again.stdout, (again.stdout, again.stderr)
+    name = f"obtest-lost-{os.getpid()}"
+    lost = subprocess.run(["docker", "create", "--name", name,
+                           "--label", f"{vagrant.DATA_LABEL}={vagrant_env['VAGRANT_DOTFILE_PATH']}",
+                           "--label", f"{vagrant.MACHINE_LABEL}=h3", "overlaybench/vagrant-host:bookworm", "true"],
+                          capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+    try:
+        p = ob("down", "--backend", "vagrant", env=vagrant_env, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert "h1" in p.stdout + p.stderr and "h2" in p.stdout + p.stderr, (p.stdout, p.stderr)
+        assert f"container {name} (h3), which vagrant lost track of" in p.stdout, p.stdout
+        assert _vagrant_containers() == []
+        again = ob("down", "--backend", "vagrant", env=vagrant_env, timeout=300)
+        assert again.returncode == 0 and "h1" not in again.stdout and "h3" not in again.stdout, \
+            (again.stdout, again.stderr)
+    finally:
+        subprocess.run(["docker", "rm", "-f", lost], capture_output=True, timeout=120)  # only if the test failed
