@@ -12,11 +12,10 @@ import subprocess
 import sys
 
 import pytest
-from test_vagrant_hosts import early_exit_vagrantfile
+from test_vagrant_hosts import early_exit_vagrantfile, plant_lost_container
 
 from conftest import needs_root
 from harness import results
-from harness.hosts import vagrant
 
 pytestmark = [needs_root(), pytest.mark.slow]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -175,10 +174,8 @@ def test_down_backend_vagrant_destroys_the_machines(vagrant_env, tmp_path):
     assert up.returncode == 0, up.stdout[-2000:] + up.stderr[-2000:]
     assert len(_vagrant_containers()) == 2
     name = f"obtest-lost-{os.getpid()}"
-    lost = subprocess.run(["docker", "create", "--name", name,
-                           "--label", f"{vagrant.DATA_LABEL}={vagrant_env['VAGRANT_DOTFILE_PATH']}",
-                           "--label", f"{vagrant.MACHINE_LABEL}=h3", "overlaybench/vagrant-host:bookworm", "true"],
-                          capture_output=True, text=True, check=True, timeout=120).stdout.strip()
+    lost = plant_lost_container(vagrant_env["VAGRANT_DOTFILE_PATH"], "h3", "overlaybench/vagrant-host:bookworm",
+                                "--name", name)
     try:
         p = ob("down", "--backend", "vagrant", env=vagrant_env, timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]

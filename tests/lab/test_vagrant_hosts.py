@@ -133,6 +133,13 @@ def _docker(*args, check=True) -> str:
     return subprocess.run(["docker", *args], capture_output=True, text=True, check=check, timeout=600).stdout
 
 
+def plant_lost_container(data_path, machine: str, image: str, *create_args: str) -> str:
+    """A container labelled as the bundled Vagrantfile labels `machine`'s for the Vagrant data
+    directory `data_path`, but never recorded by Vagrant (created, not started): its id."""
+    return _docker("create", "--label", f"{vagrant.DATA_LABEL}={data_path}", "--label",
+                   f"{vagrant.MACHINE_LABEL}={machine}", *create_args, image, "true").strip()
+
+
 def _build(kind: str, env: dict | None = None, script: pathlib.Path = IMAGES / "build.sh") -> str:
     p = subprocess.run([str(script), kind], capture_output=True, text=True, timeout=1200,
                        env={**os.environ, **(env or {})})
@@ -296,8 +303,7 @@ def test_an_interrupted_up_stops_vagrant_and_destroys_what_it_made(host_image, t
     env = {"VAGRANT_DOTFILE_PATH": str(dotfile)}
     seen: list[str] = []
     by_label = f"label={vagrant.DATA_LABEL}={dotfile}"
-    lost = _docker("create", "--label", f"{vagrant.DATA_LABEL}={dotfile}", "--label",
-                   f"{vagrant.MACHINE_LABEL}=h2", host_image, "true").strip()
+    lost = plant_lost_container(dotfile, "h2", host_image)
     try:
         labelled: list[str] = []
 
