@@ -328,7 +328,7 @@ def load(run_dir: pathlib.Path | str):
     """The run's measurements as a pandas DataFrame (one row per metric)."""
     import pandas as pd
 
-    read_meta(run_dir)              # a run.json that is not ours is refused, not shown as empty
+    meta = read_meta(run_dir)       # a run.json that is not ours is refused, not shown as empty
     recs = read_records(run_dir)
     dup = duplicates(recs)
     if dup:
@@ -340,4 +340,24 @@ def load(run_dir: pathlib.Path | str):
         if col not in df.columns:
             df[col] = None
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
+    df["cpus"], df["host_cpus"] = cpu_counts(meta)
     return df
+
+
+def cpu_counts(meta: dict) -> tuple[float | None, float | None]:
+    """The CPUs a run's CPU shares are of: (the machine's, behind cpu_total_pct; each host's,
+    behind cpu_client_pct and cpu_server_pct under per-host accounting), None where unknown.
+    Hosts of different sizes count as their mean."""
+    def number(v: Any) -> float | None:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return None
+        return x if x > 0 else None
+
+    machine = meta.get("machine") if isinstance(meta.get("machine"), dict) else {}
+    hosts = meta.get("hosts") if isinstance(meta.get("hosts"), dict) else {}
+    per_host = [n for h in hosts.values() if isinstance(h, dict) and (n := number(h.get("cpus")))]
+    accounting = str(meta.get("cpu_accounting") or "")
+    host_cpus = sum(per_host) / len(per_host) if per_host and accounting.startswith("per-host") else None
+    return number(machine.get("cpus")), host_cpus

@@ -27,30 +27,20 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from harness.analysis import stats
+from harness.analysis import native as native_verdict, stats
 from harness.analysis.summary import BY_KEY, COLUMNS, ROW_KEY, TCP_BW_TESTS, Column
-from harness.core.placements import REFERENCE, rank as placement_rank
+from harness.core.metrics import CPU_PER_GBIT
+from harness.core.placements import rank as placement_rank
 
 ROW_ID = ROW_KEY + ["streams"]
-CPU_METRIC = "cpu_per_gbps"
+CPU_METRIC = CPU_PER_GBIT
 # The value columns a % of native is computed for, and CPU per Gbit/s: the cells judged.
 JUDGED = [c for c in COLUMNS if c.key in {p.of for p in COLUMNS if p.kind == "pct"}] + [BY_KEY["cpu"]]
 PCT_OF = {p.of: p.key for p in COLUMNS if p.kind == "pct"}     # value column → its % of native column
 NOT_DISTINGUISHABLE = "not distinguishable from native in this run"
 
 
-def separated(a: Sequence[float], b: Sequence[float]) -> bool:
-    """Whether two sets of repeats do not overlap, with at least two repeats in each."""
-    if len(a) < 2 or len(b) < 2:
-        return False
-    return min(a) > max(b) or max(a) < min(b)
-
-
-def chance_separation(n: int, m: int) -> float:
-    """P(the ranges of n and m exchangeable repeats separate): either set wholly above the other."""
-    if n < 2 or m < 2:
-        return 0.0
-    return 2 / math.comb(n + m, n)
+separated, chance_separation = native_verdict.separated, native_verdict.chance_separation
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,22 +92,6 @@ class Finding:
 
 # --------------------------------------------------------------------------- judging cells
 
-def _repeat_values(df: pd.DataFrame) -> dict[tuple, dict[Any, float]]:
-    """(CONFIG_KEY values…, metric) → {repeat: value}; CPU per Gbit/s under CPU_METRIC."""
-    out: dict[tuple, dict[Any, float]] = {}
-    ok = stats.ok_rows(df)
-    if not ok.empty:
-        per = ok.groupby(stats.CONFIG_KEY + ["metric", "repeat"], dropna=False, sort=False)["value"].median()
-        for k, v in per.items():
-            k = tuple(stats.key_value(x) for x in k)
-            out.setdefault(k[:-1], {})[k[-1]] = float(v)
-    cpu = stats.cpu_per_gbps(df, TCP_BW_TESTS)
-    for r in cpu.to_dict("records"):
-        k = tuple(stats.key_value(r[c]) for c in stats.CONFIG_KEY) + (CPU_METRIC,)
-        out.setdefault(k, {})[stats.key_value(r["repeat"])] = float(r["cpu_per_gbps"])
-    return out
-
-
 def _metric(col: Column) -> str:
     return CPU_METRIC if col.kind == "cpu" else str(col.metric)
 
@@ -133,24 +107,13 @@ def cell_judgements(summary: pd.DataFrame, df: pd.DataFrame) -> dict[tuple, Judg
     count for TCP throughput, CPU and the per-stream columns; otherwise the first of the
     column's tests present and the lowest stream count.
     """
-    values = _repeat_values(df)
+    values = native_verdict.repeat_values(df)
+    native = native_verdict.native_repeats(values)
     index = {c: i for i, c in enumerate(stats.CONFIG_KEY)}
-    native: dict[tuple, list[float]] = {}
     by_row: dict[tuple, list[tuple]] = {}
-    for k, reps in values.items():
+    for k in values:
         d = dict(zip(stats.CONFIG_KEY + ["metric"], k))
-        if d["mode"] == stats.NATIVE:
-            nk = (d["underlay_mtu"], d["placement"], d["test"], d["streams"], d["pair"], d["metric"])
-            native.setdefault(nk, []).extend(reps.values())
         by_row.setdefault(tuple(d[c] for c in ROW_KEY) + (d["metric"],), []).append(k)
-
-    def ref(k: tuple) -> list[float] | None:
-        d = dict(zip(stats.CONFIG_KEY + ["metric"], k))
-        for placement in (d["placement"], REFERENCE):
-            got = native.get((d["underlay_mtu"], placement, d["test"], d["streams"], d["pair"], d["metric"]))
-            if got:
-                return got
-        return None
 
     out: dict[tuple, Judgement] = {}
     for r in summary.to_dict("records"):
@@ -167,7 +130,7 @@ def cell_judgements(summary: pd.DataFrame, df: pd.DataFrame) -> dict[tuple, Judg
             if not cands:
                 continue
             k = min(cands, key=lambda k: (tests.index(k[index["test"]]), k[index["streams"]] or 0))
-            reference = ref(k)
+            reference = native_verdict.native_reference(native, k)
             if reference:
                 out[(rid, col.key)] = Judgement(tuple(values[k].values()), tuple(reference))
     return out

@@ -33,10 +33,9 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.significance import mann_whitney
-from harness.core import looks
+from harness.core import looks, metrics
 from harness.core.arms import ARM_SEP
 from harness.core.placements import REFERENCE, rank as placement_rank
-from harness.tools.base import PER_STREAM_METRIC
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +43,8 @@ log = logging.getLogger(__name__)
 CONFIG_KEY = ["mode", "underlay_mtu", "overlay_mtu", "placement", "test", "streams", "pair"]
 NATIVE = "native"
 
-
-# Which way is better, per metric. Unknown metrics are treated as lower-is-better costs.
-HIGHER_IS_BETTER = {"throughput_bps": True, PER_STREAM_METRIC: True, "pps": True, "fairness_jain": True,
-                    "load_throughput_bps": True, "conn_per_s": True, "knee_bps": True}
-
-def higher_is_better(metric: str) -> bool:
-    return HIGHER_IS_BETTER.get(metric, False)
+# Which way is better, per metric: the metric table's word (unknown metrics are costs).
+higher_is_better = metrics.higher_is_better
 
 
 # --------------------------------------------------------------------------- selection
@@ -178,7 +172,8 @@ def _native_lookup(table: dict, u: Any, p: Any, t: Any, s: Any, metric: Any, *re
 
 
 def with_native(summary: pd.DataFrame) -> pd.DataFrame:
-    """`summarize` output plus `native` (the reference median) and `pct_of_native`."""
+    """`summarize` output plus `native` (the reference median) and `pct_of_native`
+    (analysis/native.py's `with_verdict` adds whether each is distinct from native)."""
     s = summary.copy()
     nat = s[s["mode"] == NATIVE]
     table: dict = {}
@@ -305,13 +300,20 @@ def arm_pairs(df: pd.DataFrame, base: str, head: str, metrics: Sequence[str] | N
 
 # --------------------------------------------------------------------------- CPU cost
 
-def cpu_per_gbps(df: pd.DataFrame, tests: Sequence[str] | None = None) -> pd.DataFrame:
-    """CPU percent per Gbit/s of throughput, per config and repeat.
+TCP_BW_TESTS = ("iperf3.tcp", "qperf.tcp_bw")      # first present wins
 
-    CPU is cpu_total_pct where the run recorded it (the whole machine in the lab), else
-    cpu_client_pct + cpu_server_pct. Columns: CONFIG_KEY + repeat, cpu_pct, gbps, cpu_per_gbps.
+
+def cpu_per_gbit(df: pd.DataFrame, tests: Sequence[str] | None = None) -> pd.DataFrame:
+    """CPU-seconds per gigabit of throughput, per config and repeat.
+
+    CPU-seconds per second are cpu_total_pct × the CPUs it is a share of (`cpus`: the whole
+    machine, in the lab) where the run recorded it, else cpu_client_pct + cpu_server_pct, each
+    × its host's CPUs (`host_cpus`, per-host accounting) or × 1 (a process's % of one CPU).
+    `cpus` and `host_cpus` are the columns results.load adds from run.json. Columns:
+    CONFIG_KEY + repeat, cpu_pct, gbps, cpu_s_per_gbit.
     """
-    cols = CONFIG_KEY + ["repeat", "cpu_pct", "gbps", "cpu_per_gbps"]
+    out_col = metrics.CPU_PER_GBIT
+    cols = CONFIG_KEY + ["repeat", "cpu_pct", "gbps", out_col]
     d = ok_rows(df)
     if tests is not None:
         d = d[d["test"].isin(list(tests))]
@@ -325,13 +327,24 @@ def cpu_per_gbps(df: pd.DataFrame, tests: Sequence[str] | None = None) -> pd.Dat
     for m in wanted:
         if m not in wide.columns:
             wide[m] = np.nan
-    cpu = wide["cpu_total_pct"].where(wide["cpu_total_pct"].notna(),
-                                      wide["cpu_client_pct"] + wide["cpu_server_pct"])
-    wide["cpu_pct"] = cpu
+    cpus = _run_number(df, "cpus")
+    host_cpus = _run_number(df, "host_cpus")
+    per_host = wide["cpu_client_pct"] + wide["cpu_server_pct"]
+    cpu_s = (wide["cpu_total_pct"] / 100 * (cpus or math.nan)).where(
+        wide["cpu_total_pct"].notna(), per_host / 100 * (host_cpus or 1.0))
+    wide["cpu_pct"] = wide["cpu_total_pct"].where(wide["cpu_total_pct"].notna(), per_host)
     wide["gbps"] = wide["throughput_bps"] / 1e9
-    wide["cpu_per_gbps"] = wide["cpu_pct"] / wide["gbps"].where(wide["gbps"] > 0)
-    wide = wide[wide["cpu_per_gbps"].notna()]
+    wide[out_col] = cpu_s / wide["gbps"].where(wide["gbps"] > 0)
+    wide = wide[wide[out_col].notna()]
     return sort_configs(wide)[cols].reset_index(drop=True)
+
+
+def _run_number(df: pd.DataFrame, col: str) -> float | None:
+    """A per-run figure results.load put in every row (the CPUs behind a CPU share); None if absent."""
+    if col not in df.columns:
+        return None
+    v = pd.to_numeric(df[col], errors="coerce").dropna()
+    return float(v.iloc[0]) if len(v) and v.iloc[0] > 0 else None
 
 
 # --------------------------------------------------------------------------- comparing runs

@@ -29,7 +29,8 @@ import pandas as pd
 
 from harness.analysis.stats import (
     CONFIG_KEY,
-    cpu_per_gbps,
+    TCP_BW_TESTS,
+    cpu_per_gbit,
     ensure_columns,
     failures,
     higher_is_better,
@@ -40,12 +41,14 @@ from harness.analysis.stats import (
     truthy,
     with_native,
 )
+from harness.analysis.native import distinct_from_native, native_repeats, repeat_values, with_verdict
+from harness.core import metrics
+from harness.core.metrics import CPU_PER_GBIT
 from harness.tools import TOOLS
 from harness.tools.base import PER_STREAM_METRIC
 from harness.tools.iperf3 import Iperf3Pps
 from harness.tools.sweep import Iperf3Sweep
 
-TCP_BW_TESTS = ("iperf3.tcp", "qperf.tcp_bw")      # first present wins
 TCP_LAT_TESTS = ("qperf.tcp_lat",)
 UDP_TESTS = ("iperf3.udp", "qperf.udp_bw")
 UDP_LAT_TESTS = ("qperf.udp_lat",)
@@ -97,7 +100,24 @@ class Column:
             return [f for f, _ in self.parts]
         if self.field is None:
             return []
-        return [self.field] + ([f"{self.field}_min", f"{self.field}_max"] if self.ranged else [])
+        return ([self.field] + ([f"{self.field}_min", f"{self.field}_max"] if self.ranged else [])
+                + ([self.distinct_field] if self.judged else []))
+
+    @property
+    def judged(self) -> bool:
+        """Whether its cells carry the verdict against native (a % of native, CPU per gigabit)."""
+        return self.kind in ("pct", "cpu")
+
+    @property
+    def distinct_field(self) -> str:
+        """The field holding the verdict: True distinct from native, False not (≈), empty: no verdict."""
+        return f"{self.field}_distinct"
+
+
+def valued(key: str, label: str, *, metric: str, **kw) -> Column:
+    """A value column whose unit and scale are the metric table's: "TCP BW (Gbit/s)"."""
+    m = metrics.of(metric)
+    return Column(key, f"{label} ({m.unit})" if m.unit else label, metric=metric, scale=m.scale, **kw)
 
 
 COLUMNS: list[Column] = [
@@ -107,23 +127,23 @@ COLUMNS: list[Column] = [
     Column("placement", "Placement", kind="config"),
     Column("pair", "Pair", kind="config"),
     Column("streams", "Streams", kind="config"),
-    Column("tcp", "TCP BW (Gbit/s)", field="tcp_gbps", tests=TCP_BW_TESTS, metric="throughput_bps", scale=1e-9,
+    valued("tcp", "TCP BW", field="tcp_gbps", tests=TCP_BW_TESTS, metric="throughput_bps",
            ranged=True, test_field="tcp_test", what="TCP throughput"),
-    Column("lat", "TCP Lat (µs)", field="tcp_lat_us", tests=TCP_LAT_TESTS, metric="latency_us", ranged=True,
+    valued("lat", "TCP Lat", field="tcp_lat_us", tests=TCP_LAT_TESTS, metric="latency_us", ranged=True,
            what="TCP latency"),
     Column("bw_pct", "BW %", kind="pct", field="bw_pct", of="tcp"),
     Column("lat_pct", "Lat %", kind="pct", field="lat_pct", of="lat"),
-    Column("udp_bw", "UDP BW (Gbit/s)", field="udp_gbps", tests=UDP_TESTS, metric="throughput_bps", scale=1e-9,
+    valued("udp_bw", "UDP BW", field="udp_gbps", tests=UDP_TESTS, metric="throughput_bps",
            ranged=True, test_field="udp_test", what="UDP throughput"),
     Column("udp_bw_pct", "UDP BW %", kind="pct", field="udp_bw_pct", of="udp_bw"),
     Column("loss", "UDP loss %", field="udp_loss_pct", tests=UDP_TESTS, metric="loss_pct", ranged=True,
            text_range=False, digits=2),
-    Column("jitter", "UDP jitter (ms)", field="udp_jitter_ms", tests=UDP_TESTS, metric="jitter_ms", ranged=True,
+    valued("jitter", "UDP jitter", field="udp_jitter_ms", tests=UDP_TESTS, metric="jitter_ms", ranged=True,
            text_range=False, digits=2),
-    Column("udp_lat", "UDP Lat (µs)", field="udp_lat_us", tests=UDP_LAT_TESTS, metric="latency_us", ranged=True,
+    valued("udp_lat", "UDP Lat", field="udp_lat_us", tests=UDP_LAT_TESTS, metric="latency_us", ranged=True,
            what="UDP latency"),
     Column("udp_lat_pct", "UDP Lat %", kind="pct", field="udp_lat_pct", of="udp_lat"),
-    Column("ping", "Ping avg (µs)", field="ping_avg_us", tests=PING_TESTS, metric="latency_us", ranged=True,
+    valued("ping", "Ping avg", field="ping_avg_us", tests=PING_TESTS, metric="latency_us", ranged=True,
            compact=True, what="ping"),
     Column("ping_pct", "Ping %", kind="pct", field="ping_pct", of="ping"),
     Column("ping_rtt", "Ping min/avg/max/mdev (µs)", kind="parts", tests=PING_TESTS,
@@ -131,24 +151,25 @@ COLUMNS: list[Column] = [
                   ("ping_mdev_us", "latency_mdev_us"))),
     Column("ping_loss", "Ping loss %", field="ping_loss_pct", tests=PING_TESTS, metric="loss_pct", digits=2,
            shown_when_positive=True),
-    Column("p99", "P99 Lat (µs)", field="p99_lat_us", tests=TAIL_TESTS[:1], metric="latency_p99_us", ranged=True,
+    valued("p99", "P99 Lat", field="p99_lat_us", tests=TAIL_TESTS[:1], metric="latency_p99_us", ranged=True,
            text_range=False, what="P99 latency"),
     Column("p99_pct", "P99 %", kind="pct", field="p99_pct", of="p99"),
-    Column("tcp_p99", "TCP P99 Lat (µs)", field="tcp_p99_lat_us", tests=TAIL_TESTS[1:], metric="latency_p99_us",
+    valued("tcp_p99", "TCP P99 Lat", field="tcp_p99_lat_us", tests=TAIL_TESTS[1:], metric="latency_p99_us",
            ranged=True, text_range=False, what="TCP P99 latency"),
     Column("tcp_p99_pct", "TCP P99 %", kind="pct", field="tcp_p99_pct", of="tcp_p99"),
     *(c for t in PPS_TESTS for c in (
         Column(f"pps{t.payload}", f"Mpps {t.payload} B", field=f"mpps_{t.payload}", tests=(t.name,),
-               metric="pps", scale=1e-6, ranged=True, text_range=False, what=f"{t.payload}-byte packet rate"),
+               metric="pps", scale=metrics.of("pps").scale, ranged=True, text_range=False,
+               what=f"{t.payload}-byte packet rate"),
         Column(f"pps{t.payload}_pct", f"pps {t.payload} B %", kind="pct", field=f"pps_{t.payload}_pct",
                of=f"pps{t.payload}"))),
-    Column("load_p99", "Loaded P99 (µs)", field="lat_loaded_p99_us", tests=LOAD_TESTS, metric="lat_loaded_p99_us",
+    valued("load_p99", "Loaded P99", field="lat_loaded_p99_us", tests=LOAD_TESTS, metric="lat_loaded_p99_us",
            ranged=True, text_range=False, compact=True, what="P99 latency under load"),
-    Column("added_p99", "Added P99 (µs)", field="lat_added_p99_us", tests=LOAD_TESTS, metric="lat_added_p99_us",
+    valued("added_p99", "Added P99", field="lat_added_p99_us", tests=LOAD_TESTS, metric="lat_added_p99_us",
            ranged=True, text_range=False, compact=True),
-    Column("load_bw", "Load (Gbit/s)", field="load_gbps", tests=LOAD_TESTS, metric="load_throughput_bps",
-           scale=1e-9, ranged=True, text_range=False),
-    Column("probe_p99", "UDP RTT P99 (µs)", field="rtt_p99_us", tests=PROBE_TESTS, metric="rtt_p99_us", ranged=True,
+    valued("load_bw", "Load", field="load_gbps", tests=LOAD_TESTS, metric="load_throughput_bps",
+           ranged=True, text_range=False),
+    valued("probe_p99", "UDP RTT P99", field="rtt_p99_us", tests=PROBE_TESTS, metric="rtt_p99_us", ranged=True,
            text_range=False, compact=True, what="UDP round-trip P99"),
     Column("probe_p99_pct", "UDP RTT P99 %", kind="pct", field="rtt_p99_pct", of="probe_p99"),
     Column("probe_loss", "UDP probe loss %", field="probe_loss_pct", tests=PROBE_TESTS, metric="probe_loss_pct",
@@ -156,18 +177,18 @@ COLUMNS: list[Column] = [
     Column("crr", "CRR conn/s", field="conn_per_s", tests=CRR_TESTS, metric="conn_per_s", ranged=True,
            text_range=False, digits=0, compact=True, what="connection rate"),
     Column("crr_pct", "CRR %", kind="pct", field="crr_pct", of="crr"),
-    Column("connect_p99", "Connect P99 (µs)", field="connect_p99_us", tests=CRR_TESTS, metric="connect_p99_us",
+    valued("connect_p99", "Connect P99", field="connect_p99_us", tests=CRR_TESTS, metric="connect_p99_us",
            ranged=True, text_range=False, compact=True),
     Column("conn_failed", "Conn failed", field="conn_failed", tests=CRR_TESTS, metric="conn_failed", digits=0,
            compact=True, shown_when_positive=True),
-    *(Column(f"knee{t.payload}", f"Knee {t.payload} B (Mbit/s)", field=f"knee_{t.payload}_mbps", tests=(t.name,),
-             metric="knee_bps", scale=1e-6, ranged=True, text_range=False, digits=1, compact=True,
+    *(valued(f"knee{t.payload}", f"Knee {t.payload} B", field=f"knee_{t.payload}_mbps", tests=(t.name,),
+             metric="knee_bps", ranged=True, text_range=False, digits=1, compact=True,
              what=f"{t.payload}-byte loss knee")
       for t in SWEEP_TESTS),
-    Column("stream", "Per-stream (Gbit/s)", field="stream_gbps", tests=TCP_BW_TESTS,
-           metric=PER_STREAM_METRIC, scale=1e-9, ranged=True, text_range=False, by_streams=True),
+    valued("stream", "Per-stream", field="stream_gbps", tests=TCP_BW_TESTS,
+           metric=PER_STREAM_METRIC, ranged=True, text_range=False, by_streams=True),
     Column("jain", "Jain", field="jain", tests=TCP_BW_TESTS, metric="fairness_jain", by_streams=True),
-    Column("cpu", "CPU %/Gbit/s", kind="cpu", field="cpu_per_gbps", ranged=True, text_range=False),
+    Column("cpu", "CPU s/Gbit", kind="cpu", field=CPU_PER_GBIT, ranged=True, text_range=False),
     Column("failed", "Failed", kind="failed"),
 ]
 BY_KEY = {c.key: c for c in COLUMNS}
@@ -178,7 +199,8 @@ ROW_FIELDS = ["underlay_mtu", "rate", "mode", "overlay_mtu", "datapath", "placem
               "failed"]
 TEST_FIELDS = [c.test_field for c in COLUMNS if c.test_field]
 SUMMARY_COLUMNS = ROW_FIELDS + TEST_FIELDS + [f for c in COLUMNS for f in c.fields]
-_NOT_FLOAT = set(ROW_FIELDS) | set(TEST_FIELDS)
+DISTINCT_FIELDS = [c.distinct_field for c in COLUMNS if c.judged]
+_NOT_FLOAT = set(ROW_FIELDS) | set(TEST_FIELDS) | set(DISTINCT_FIELDS)
 
 
 def pct_higher_is_better(col: Column) -> bool:
@@ -219,12 +241,17 @@ def _by_row(frame: pd.DataFrame, per_streams: bool) -> dict:
 
 
 def _cpu_by(df: pd.DataFrame) -> dict:
-    """(row key…, test, streams) → the per-repeat CPU per Gbit/s of that TCP throughput test."""
-    cpu = cpu_per_gbps(df, TCP_BW_TESTS)
+    """(row key…, test, streams) → (the per-repeat CPU per gigabit of that TCP throughput test,
+    its verdict against native's)."""
+    cpu = cpu_per_gbit(df, TCP_BW_TESTS)
+    values = repeat_values(df)
+    refs = native_repeats(values)
     out: dict = {}
     for k, g in cpu.groupby(CONFIG_KEY, dropna=False):
-        d = dict(zip(CONFIG_KEY, (key_value(x) for x in k)))
-        out[tuple(d[c] for c in ROW_KEY + ["test", "streams"])] = g["cpu_per_gbps"]
+        k = tuple(key_value(x) for x in k)
+        d = dict(zip(CONFIG_KEY, k))
+        out[tuple(d[c] for c in ROW_KEY + ["test", "streams"])] = (
+            g[CPU_PER_GBIT], distinct_from_native(refs, values, k + (CPU_PER_GBIT,)))
     return out
 
 
@@ -258,6 +285,7 @@ def _fill(row: dict, col: Column, src: dict | None, sources: dict) -> None:
             row[col.test_field] = src["test"]
     elif col.kind == "pct" and src is not None:
         row[col.field] = src["pct_of_native"]
+        row[col.distinct_field] = src["distinct"]
     elif col.kind == "parts":
         for field, metric in col.parts:
             part = sources.get((col.key, metric))
@@ -277,7 +305,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     Configs whose every case failed still get a row (empty values, `failed` counts them).
     """
     df = ensure_columns(df, CONFIG_KEY + ["metric", "value", "ok", "repeat", "datapath", "rate", "error"])
-    s = with_native(summarize(df))
+    s = with_verdict(with_native(summarize(df)), df)
     picked: dict = {}
     for col in COLUMNS:
         if col.kind == "value":
@@ -300,10 +328,11 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
             for col in COLUMNS:
                 src = sources.get(col.of if col.kind == "pct" else col.key)
                 _fill(row, col, src, sources)
-            c = cpu_by.get((*k, tcp["test"], key_value(tcp["streams"]))) if tcp is not None else None
-            if c is not None and len(c):
-                row.update(cpu_per_gbps=float(c.median()), cpu_per_gbps_min=float(c.min()),
-                           cpu_per_gbps_max=float(c.max()))
+            got = cpu_by.get((*k, tcp["test"], key_value(tcp["streams"]))) if tcp is not None else None
+            if got is not None and len(got[0]):
+                c, cpu_col = got[0], BY_KEY["cpu"]
+                row.update({cpu_col.field: float(c.median()), f"{cpu_col.field}_min": float(c.min()),
+                            f"{cpu_col.field}_max": float(c.max()), cpu_col.distinct_field: got[1]})
             rows.append(row)
     out = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     for c in SUMMARY_COLUMNS:
@@ -332,6 +361,6 @@ def missing_columns(summary: pd.DataFrame) -> list[str]:
         value = BY_KEY[pct.of]
         if has_data(summary, value.field) and not has_data(summary, pct.field):
             notes.append(f"{pct.title} of native (no native {value.what} to compare with)")
-    if has_data(summary, "tcp_gbps") and not has_data(summary, "cpu_per_gbps"):
+    if has_data(summary, "tcp_gbps") and not has_data(summary, BY_KEY["cpu"].field):
         notes.append("CPU per Gbit/s (no CPU samples alongside TCP throughput)")
     return notes

@@ -24,6 +24,7 @@ from harness.analysis.summary import (
     pct_higher_is_better,
     summary_table,
 )
+from harness.core import metrics
 from harness.core.errors import HarnessError
 from harness.results import FIELDS
 
@@ -35,21 +36,7 @@ TEXT_CELLS = {"mode", "datapath", "placement"}
 
 # --------------------------------------------------------------------------- numbers
 
-def fmt_num(v: Any, digits: int = 3) -> str:
-    """About `digits` significant digits without exponents; "—" for missing."""
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return "—"
-    if not math.isfinite(x):
-        return "—"
-    a = abs(x)
-    if a == 0:
-        return "0"
-    if a >= 10 ** (digits - 1):
-        return f"{x:.0f}"
-    decimals = digits - 1 - int(math.floor(math.log10(a)))
-    return f"{x:.{max(0, min(decimals, 6))}f}"
+fmt_num = metrics.fmt_num
 
 
 def fmt_compact(v: Any, digits: int = 3) -> str:
@@ -144,13 +131,23 @@ def _cell(col: Column, r: dict[str, Any], all_ranges: bool) -> str:
     if col.kind == "failed":
         return str(int(r["failed"])) if r["failed"] else ""
     if col.kind == "pct":
-        return fmt_pct(r[col.field])
+        return mark(r, col) + fmt_pct(r[col.field])
     if col.kind == "parts":
         return fmt_ping_rtt(r)
     f = col.field
     if col.ranged and (col.text_range or all_ranges):
-        return fmt_range(r[f], r[f"{f}_min"], r[f"{f}_max"], col.digits, fmt=number_format(col))
-    return number_format(col)(r[f], col.digits)
+        return mark(r, col) + fmt_range(r[f], r[f"{f}_min"], r[f"{f}_max"], col.digits, fmt=number_format(col))
+    return mark(r, col) + number_format(col)(r[f], col.digits)
+
+
+ND_MARK = "≈"
+ND_NOTE = (f"{ND_MARK}: not distinguishable from native in this run: the repeats' ranges overlap with "
+           "native's (or a side has a single repeat).")
+
+
+def mark(r: dict[str, Any], col: Column) -> str:
+    """"≈ " before a judged cell whose repeats are not distinct from native's (analysis/native.py)."""
+    return f"{ND_MARK} " if col.judged and r.get(col.distinct_field) is False else ""
 
 
 def table_cells(summary: pd.DataFrame, all_ranges: bool = True) -> list[dict[str, str]]:
@@ -188,6 +185,13 @@ def table_notes(keys: Iterable[str]) -> list[str]:
                      + (f" ({', '.join(lower)}: above 100 is slower)." if lower else "."))
     if "ping_rtt" in keys:
         notes.append("Ping min/avg/max/mdev: medians over repeats of each ping.flood rtt summary.")
+    lat = [t.split(" (")[0] for k, t in TABLE_HEADERS if k in keys and k in ("lat", "udp_lat", "p99", "tcp_p99")]
+    if lat:
+        notes.append(f"{', '.join(lat)}: one-way latency (half the round trip qperf or sockperf timed); "
+                     "ping, UDP RTT and the loaded figures are round trips.")
+    if "cpu" in keys:
+        notes.append("CPU s/Gbit: CPU-seconds spent per gigabit of TCP throughput (the CPU share × the CPUs "
+                     "it is a share of ÷ Gbit/s).")
     return notes
 
 
@@ -224,7 +228,12 @@ def format_table(df: pd.DataFrame) -> str:
         blocks.append("\n".join(lines))
     notes = missing_columns(summary)
     text = "\n\n".join(blocks)
+    answers = mode_answers(summary)
+    if answers:
+        text += "\n\n" + "\n".join(answers)
     footer = table_notes(shown)
+    if any(mark(r, col) for r in summary.to_dict("records") for col in COLUMNS if col.judged):
+        footer.append(ND_NOTE)
     if "tcp" in shown and any(c["tcp"].endswith("*") for c in table_cells(summary)):
         footer.append("* TCP BW from qperf.tcp_bw: this config has no iperf3.tcp result.")
     if notes:
@@ -234,11 +243,60 @@ def format_table(df: pd.DataFrame) -> str:
     return text
 
 
+def _span(values: list[float], fmt: Callable[[float], str]) -> str:
+    lo, hi = fmt(min(values)), fmt(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
+def _judged_text(rows: list[dict[str, Any]], col: Column, fmt: Callable[[float], str], unit: str) -> str | None:
+    """One figure for a mode at one underlay MTU: the span of its distinct cells, or ≈ native."""
+    cells = [(float(r[col.field]), r.get(col.distinct_field)) for r in rows
+             if isinstance(r.get(col.field), (int, float)) and math.isfinite(float(r[col.field]))]
+    if not cells:
+        return None
+    distinct = [v for v, d in cells if d is not False]
+    if not distinct:
+        return f"{ND_MARK} native"
+    some = " (some ≈)" if len(distinct) < len(cells) else ""
+    return f"{_span(distinct, fmt)}{unit}{some}"
+
+
+def mode_answers(summary: pd.DataFrame) -> list[str]:
+    """One line per mode: its TCP throughput and latency against native at each underlay MTU (a
+    span over its placements; ≈ where the repeats cannot tell it from native), so that what the
+    MTU moved reads across the line."""
+    by = {c.key: c for c in COLUMNS}
+    lines = []
+    rows = [r for r in summary.to_dict("records") if r.get("mode") != "native"]
+    modes = list(dict.fromkeys(r["mode"] for r in rows))
+    mtus = list(dict.fromkeys(key_value(r["underlay_mtu"]) for r in summary.to_dict("records")))
+    for mode in modes:
+        parts = []
+        for what, col, fmt, unit in (("TCP throughput", by["bw_pct"], lambda v: f"{v:.0f}", " % of native"),
+                                     ("TCP latency", by["lat_pct"], lambda v: f"{v / 100:.1f}", "× native's")):
+            per = []
+            for u in mtus:
+                text = _judged_text([r for r in rows if r["mode"] == mode and key_value(r["underlay_mtu"]) == u],
+                                    col, fmt, unit)
+                if text is not None:
+                    per.append(text + (f" at MTU {u}" if len(mtus) > 1 else ""))
+            if per:
+                parts.append(f"{what} {', '.join(per)}")
+        if parts:
+            lines.append(f"{mode}: {'; '.join(parts)}.")
+    return lines
+
+
 def run_notes(meta: dict) -> list[str]:
     """What the figures were measured under, for the table's footer: where the hosts' processes
     ran (run.json's testbed `cpus`: the lab's placement, or real hosts pinned) and how idle
     CPUs waited (`cpu_idle`)."""
     notes = []
+    scenario = meta.get("scenario") if isinstance(meta.get("scenario"), dict) else {}
+    repeats, duration = scenario.get("repeats"), scenario.get("duration")
+    if isinstance(repeats, int) and isinstance(duration, (int, float)):
+        notes.append(f"Each case: {repeats} repeat{'s' if repeats != 1 else ''} of {fmt_compact(duration)} s, "
+                     "modes interleaved within each repeat.")
     testbed = meta.get("testbed") or {}
     cpus = testbed.get("cpus")
     if isinstance(cpus, dict) and cpus.get("policy") == "given":

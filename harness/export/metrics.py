@@ -1,11 +1,14 @@
-"""What every export says: a run's cases, each metric's median and spread over repeats, under
-one name table (METRICS) that all the formats read.
+"""What every export says: a run's cases, each metric's median and spread over repeats, its
+ratio to native and the verdict against native, named by the one metric table
+(harness/core/metrics.py) that every format reads.
 
 A *case* here is one configuration (harness.analysis.stats.CONFIG_KEY: mode, underlay MTU,
 overlay MTU, placement, test, streams, pair) with its datapath; for each metric it
-measured, the median, min and max over its repeats, their count, and the median's % of
-native where the run has a native reference. CPU per Gbit/s (the machine's CPU over the
-TCP throughput test's goodput, `stats.cpu_per_gbps`) is added as a metric of its own.
+measured, the median, min and max over its repeats, their count, the median's ratio to
+native where the run has a native reference, and whether its repeats are distinct from
+native's (the ≈ verdict of the table and the report). CPU-seconds per gigabit of the TCP
+throughput tests (`stats.cpu_per_gbit`) is a metric of its own. A latency is named for its
+trip (`metrics.for_test`): one-way figures and round trips never share a name.
 """
 
 from __future__ import annotations
@@ -13,81 +16,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import pathlib
-import re
 from typing import Any
 
 from harness import results
-from harness.analysis import stats
-from harness.analysis.summary import TCP_BW_TESTS
+from harness.analysis import native, stats
+from harness.core import metrics as table
 from harness.core.errors import HarnessError
+from harness.core.metrics import CPU_PER_GBIT, Metric
 
-CPU_PER_GBPS = "cpu_per_gbps"
-
-
-@dataclasses.dataclass(frozen=True)
-class Metric:
-    """One measured metric as the exports name it.
-
-    `unit`/`scale`: the unit CI dashboards read (value × scale); `base`/`base_scale`: the
-    Prometheus name's base unit (seconds, bits, ratios), as its naming rules ask.
-    """
-
-    name: str                   # measurements.jsonl's metric
-    slug: str                   # Bencher measure and github-action-benchmark name suffix
-    title: str
-    unit: str
-    scale: float
-    prom: str                   # Prometheus/OpenMetrics family, without the overlaybench_ prefix
-    base_unit: str              # OpenMetrics UNIT ("" for none)
-    base_scale: float
-    higher_is_better: bool
-
-
-def _m(name, slug, title, unit, scale, prom, base_unit, base_scale, higher=False) -> Metric:
-    return Metric(name, slug, title, unit, scale, prom, base_unit, base_scale, higher)
-
-
-METRICS: dict[str, Metric] = {m.name: m for m in [
-    _m("throughput_bps", "throughput", "throughput", "Gbit/s", 1e-9,
-       "throughput_bytes_per_second", "bytes_per_second", 0.125, higher=True),
-    _m("stream_throughput_bps", "stream-throughput", "per-stream throughput", "Gbit/s", 1e-9,
-       "stream_throughput_bytes_per_second", "bytes_per_second", 0.125, higher=True),
-    _m("pps", "packet-rate", "packet rate", "Mpps", 1e-6, "packets_per_second", "packets_per_second", 1.0,
-       higher=True),
-    _m("fairness_jain", "fairness-jain", "Jain's fairness index", "index", 1.0, "fairness_jain", "", 1.0,
-       higher=True),
-    _m("latency_us", "latency", "latency", "us", 1.0, "latency_seconds", "seconds", 1e-6),
-    _m("latency_min_us", "latency-min", "minimum latency", "us", 1.0, "latency_min_seconds", "seconds", 1e-6),
-    _m("latency_max_us", "latency-max", "maximum latency", "us", 1.0, "latency_max_seconds", "seconds", 1e-6),
-    _m("latency_mdev_us", "latency-mdev", "latency mean deviation", "us", 1.0, "latency_mdev_seconds",
-       "seconds", 1e-6),
-    _m("latency_p50_us", "latency-p50", "P50 latency", "us", 1.0, "latency_p50_seconds", "seconds", 1e-6),
-    _m("latency_p90_us", "latency-p90", "P90 latency", "us", 1.0, "latency_p90_seconds", "seconds", 1e-6),
-    _m("latency_p99_us", "latency-p99", "P99 latency", "us", 1.0, "latency_p99_seconds", "seconds", 1e-6),
-    _m("latency_p999_us", "latency-p999", "P99.9 latency", "us", 1.0, "latency_p999_seconds", "seconds", 1e-6),
-    _m("jitter_ms", "jitter", "jitter", "ms", 1.0, "jitter_seconds", "seconds", 1e-3),
-    _m("loss_pct", "loss", "loss", "%", 1.0, "loss_ratio", "ratio", 0.01),
-    _m("retransmits", "retransmits", "TCP retransmits", "count", 1.0, "retransmits", "", 1.0),
-    _m("cpu_total_pct", "cpu-total", "CPU busy share (whole machine or host)", "%", 1.0, "cpu_total_ratio",
-       "ratio", 0.01),
-    _m("cpu_client_pct", "cpu-client", "client tool CPU (% of one CPU)", "%", 1.0, "cpu_client_ratio", "ratio",
-       0.01),
-    _m("cpu_server_pct", "cpu-server", "server tool CPU (% of one CPU)", "%", 1.0, "cpu_server_ratio", "ratio",
-       0.01),
-    _m("cpu_sleeve_pct", "cpu-sleeve", "sleeve daemons' CPU (% of one CPU)", "%", 1.0, "cpu_sleeve_ratio",
-       "ratio", 0.01),
-    _m(CPU_PER_GBPS, "cpu-per-gbit", "CPU per Gbit/s of TCP throughput", "%/(Gbit/s)", 1.0,
-       "cpu_seconds_per_gigabit", "", 0.01),
-]}
-
-
-def metric(name: str, unit: str | None = None) -> Metric:
-    """The table's entry, or one made for a metric it does not know (a mode's own counters):
-    its recorded unit, lower is better."""
-    if name in METRICS:
-        return METRICS[name]
-    safe = re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_") or "metric"
-    return Metric(name, safe.replace("_", "-"), name, unit or "", 1.0, safe, "", 1.0, False)
+__all__ = ["CPU_PER_GBIT", "Case", "Export", "Metric", "Value", "labels", "load"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,6 +38,17 @@ class Value:
     n: int
     pct_of_native: float | None
     unit: str = ""               # as measurements.jsonl records it
+    distinct: bool | None = None  # repeats separated from native's; None: native itself, or no reference
+
+    @property
+    def ratio(self) -> float | None:
+        """The median over native's, rounded; None without a native reference."""
+        return None if self.pct_of_native is None else table.significant(self.pct_of_native / 100, 4)
+
+    @property
+    def verdict(self) -> str | None:
+        """"distinct" or "not distinct" (≈) from native; None where there is no verdict."""
+        return None if self.distinct is None else ("distinct" if self.distinct else "not distinct")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,20 +83,22 @@ def load(run: pathlib.Path | str) -> Export:
     path = results.resolve_run(run)
     meta = results.read_meta(path)
     df = results.load(path)
-    summary = stats.with_native(stats.summarize(df))
-    cpu = stats.cpu_per_gbps(df, TCP_BW_TESTS)
+    summary = native.with_verdict(stats.with_native(stats.summarize(df)), df)
+    rows = summary.to_dict("records")
+    cpu = stats.cpu_per_gbit(df, stats.TCP_BW_TESTS)
     if not cpu.empty:
-        g = cpu.groupby(stats.CONFIG_KEY, dropna=False, sort=False)["cpu_per_gbps"]
-        extra = g.agg(n="count", median="median", min="min", max="max").reset_index()
-        extra["metric"], extra["unit"] = CPU_PER_GBPS, "%/(Gbit/s)"
-        nat = {tuple(stats.key_value(r[c]) for c in ("underlay_mtu", "placement", "test", "streams", "pair")):
-               r["median"] for r in extra.to_dict("records") if r["mode"] == stats.NATIVE}
-        extra["native"] = [nat.get((stats.key_value(r["underlay_mtu"]), r["placement"], r["test"],
-                                    stats.key_value(r["streams"]), stats.key_value(r["pair"])))
-                           or nat.get((stats.key_value(r["underlay_mtu"]), "host-host", r["test"],
-                                       stats.key_value(r["streams"]), stats.key_value(r["pair"])))
-                           for r in extra.to_dict("records")]
-        extra["pct_of_native"] = [100 * m / n if n else None for m, n in zip(extra["median"], extra["native"])]
+        values = native.repeat_values(df)
+        refs = native.native_repeats(values)
+        g = cpu.groupby(stats.CONFIG_KEY, dropna=False, sort=False)[CPU_PER_GBIT]
+        for k, series in g:
+            k = tuple(stats.key_value(x) for x in k)
+            key = k + (CPU_PER_GBIT,)
+            ref = native.native_reference(refs, key)
+            med = float(series.median())
+            rows.append({**dict(zip(stats.CONFIG_KEY, k)), "metric": CPU_PER_GBIT, "unit": "", "n": len(series),
+                         "median": med, "min": float(series.min()), "max": float(series.max()),
+                         "pct_of_native": 100 * med / float(_median(ref)) if ref and _median(ref) else None,
+                         "distinct": native.distinct_from_native(refs, values, key)})
     datapaths = {}
     names = {}
     for r in stats.ok_rows(df).to_dict("records"):
@@ -156,24 +106,31 @@ def load(run: pathlib.Path | str) -> Export:
         datapaths.setdefault(k, r.get("datapath"))
         names.setdefault(k, r.get("case"))
     by_case: dict[tuple, list[Value]] = {}
-    rows = summary.to_dict("records") + (extra.to_dict("records") if not cpu.empty else [])
     for r in rows:
         k = tuple(stats.key_value(r[c]) for c in stats.CONFIG_KEY)
         med, lo, hi = _num(r["median"]), _num(r["min"]), _num(r["max"])
         if med is None or lo is None or hi is None:
             continue
         unit = r.get("unit") if isinstance(r.get("unit"), str) else ""
-        by_case.setdefault(k, []).append(Value(metric(r["metric"], unit), med, lo, hi, int(r["n"]),
-                                               _num(r.get("pct_of_native")), unit))
+        distinct = r.get("distinct")
+        by_case.setdefault(k, []).append(Value(
+            table.for_test(r["metric"], r.get("test"), unit), med, lo, hi, int(r["n"]),
+            _num(r.get("pct_of_native")), unit, distinct if isinstance(distinct, bool) else None))
     if not by_case:
         raise HarnessError(f"{path}: no successful measurements to export")
     cases = []
-    for k, values in by_case.items():
+    for k, values_ in by_case.items():
         config = dict(zip(stats.CONFIG_KEY, k))
         config["datapath"] = datapaths.get(k) or config["mode"]
         name = names.get(k) if isinstance(names.get(k), str) else None
-        cases.append(Case(name or _case_name(config), config, tuple(values)))
+        cases.append(Case(name or _case_name(config), config, tuple(values_)))
     return Export(str(meta.get("run_id") or path.name), meta, tuple(cases))
+
+
+def _median(values: list[float]) -> float:
+    xs = sorted(values)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
 LABELS = ["mode", "datapath", "underlay_mtu", "overlay_mtu", "placement", "test", "streams", "pair"]

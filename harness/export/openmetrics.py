@@ -1,17 +1,21 @@
 """Prometheus text exposition (0.0.4) and OpenMetrics 1.0 text: one gauge family per metric,
 one sample per case, the case's configuration as labels, values in base units.
 
-Each family is `overlaybench_<Metric.prom>` (the median over repeats, in the base unit:
-seconds, bits per second, ratios); `overlaybench_native_ratio{metric="…"}` holds each
-median over native's at the same underlay MTU, test and streams. Samples carry no
-timestamp, so a Pushgateway accepts them. OpenMetrics adds `# UNIT` and the closing
-`# EOF`.
+Each family is `overlaybench_<Metric.family>` (the median over repeats, in the base unit:
+seconds, bytes per second, ratios; a latency's family names its trip: `latency_seconds` is
+one way, `rtt_seconds` a round trip); `overlaybench_native_ratio{metric="…"}` holds each
+median over native's at the same underlay MTU, test and streams, with `distinct="true"` where
+the repeats are separated from native's and `"false"` where they overlap (the table's ≈).
+Every sample carries the run id as `run`, so two runs pushed to one Pushgateway stay apart.
+Samples carry no timestamp, so a Pushgateway accepts them. OpenMetrics adds `# UNIT` and
+the closing `# EOF`.
 """
 
 from __future__ import annotations
 
 from typing import Iterable
 
+from harness.core.metrics import significant
 from harness.export.metrics import Export, Metric, labels
 
 PREFIX = "overlaybench_"
@@ -30,7 +34,7 @@ def _labels(d: dict[str, str]) -> str:
 
 
 def _num(x: float) -> str:
-    return repr(float(x))
+    return repr(significant(float(x)))
 
 
 def _family(name: str, help_: str, unit: str, openmetrics: bool,
@@ -46,15 +50,16 @@ def _text(export: Export, openmetrics: bool) -> str:
     families: dict[str, tuple[Metric, list[tuple[dict[str, str], float]]]] = {}
     ratios: list[tuple[dict[str, str], float]] = []
     for case in export.cases:
-        lab = labels(case)
+        lab = {"run": export.run_id, **labels(case)}
         for v in case.values:
             m = v.metric
-            families.setdefault(m.prom, (m, []))[1].append((lab, v.median * m.base_scale))
-            if v.pct_of_native is not None:
-                ratios.append(({**lab, "metric": m.name}, v.pct_of_native / 100))
+            families.setdefault(m.family, (m, []))[1].append((lab, v.median * m.base_scale))
+            if v.ratio is not None:
+                extra = {} if v.distinct is None else {"distinct": "true" if v.distinct else "false"}
+                ratios.append(({**lab, "metric": m.name, **extra}, v.ratio))
     lines: list[str] = []
-    for prom, (m, samples) in families.items():
-        lines += _family(PREFIX + prom, f"{m.title}: median over repeats of one case", m.base_unit,
+    for family, (m, samples) in families.items():
+        lines += _family(PREFIX + family, f"{m.title}: median over repeats of one case", m.base_unit,
                          openmetrics, samples)
     if ratios:
         lines += _family(PREFIX + "native_ratio", "median of the case over native's at the same underlay MTU, "

@@ -5,7 +5,13 @@ The document carries k8s-netperf's field names where they mean the same thing (K
 says which: its throughput in Mb/s, latency in usec, retransmits, UDP loss, run uuid and
 time, parallelism, driver and profile), so dashboards built on its index can read ours,
 beside overlaybench's own fields: the case's configuration and, under `metrics`, every
-metric's median, min, max, repeats, unit and % of native.
+metric's median, min, max, repeats, unit, trip, ratio to native and verdict against native.
+
+Latency: k8s-netperf's `latency` is a request/response round trip. qperf and sockperf report
+one way (half the round trip they time), so `latency` is twice their figure, exactly the
+round trip they measured; ping's and irtt's are round trips already. Under `metrics`, a
+one-way latency keeps its `latency…` name with `"trip": "one-way"` and a round trip is
+named `rtt…` with `"trip": "round-trip"` (MAPPING says the same for the index).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import json
 import re
 from typing import Any
 
+from harness.core.metrics import ONE_WAY, significant
 from harness.export.metrics import Case, Export, Value
 
 DEFAULT_INDEX = "overlaybench"
@@ -35,7 +42,8 @@ K8S_NETPERF = {
     "messageSize": "the packet-rate tests' UDP payload, bytes",
     "throughput": "median throughput_bps over repeats, in Mb/s (tputMetric)",
     "tputMetric": "\"Mb/s\"",
-    "latency": "median latency_p99_us where the test measures percentiles, else median latency_us, in usec",
+    "latency": "round trip in usec: the median P99 where the test measures percentiles, else the median; "
+               "a one-way figure (qperf, sockperf) doubled, as it is half the round trip the tool timed",
     "ltcyMetric": "\"usec\"",
     "tcpRetransmits": "median retransmits",
     "udpLossPercent": "median loss_pct",
@@ -61,10 +69,12 @@ def _k8s_netperf(case: Case, export: Export) -> dict[str, Any]:
     if size:
         doc["messageSize"] = int(size.group(1))
     if "throughput_bps" in vals:
-        doc["throughput"], doc["tputMetric"] = vals["throughput_bps"].median / 1e6, "Mb/s"
-    lat = vals.get("latency_p99_us") or vals.get("latency_us")
+        doc["throughput"], doc["tputMetric"] = significant(vals["throughput_bps"].median / 1e6), "Mb/s"
+    lat = (vals.get("latency_p99_us") or vals.get("latency_us") or vals.get("rtt_p99_us")
+           or vals.get("rtt_us"))
     if lat is not None:
-        doc["latency"], doc["ltcyMetric"] = lat.median, "usec"
+        rtt = lat.median * (2 if lat.metric.trip == ONE_WAY else 1)
+        doc["latency"], doc["ltcyMetric"] = significant(rtt), "usec"
     if "retransmits" in vals:
         doc["tcpRetransmits"] = vals["retransmits"].median
     if "loss_pct" in vals:
@@ -79,11 +89,23 @@ def _own(case: Case, export: Export) -> dict[str, Any]:
                            "git_commit": meta.get("git_commit"), "kernel": machine.get("kernel"),
                            "hostname": machine.get("hostname"), "case": case.name}
     doc.update({k: v for k, v in case.config.items()})
-    doc["metrics"] = {v.metric.name: {"median": v.median, "min": v.lo, "max": v.hi, "n": v.n,
-                                      "unit": v.unit or None,
-                                      "pct_of_native": v.pct_of_native}
+    doc["metrics"] = {v.metric.name: {"median": significant(v.median), "min": significant(v.lo),
+                                      "max": significant(v.hi), "n": v.n, "unit": v.unit or None,
+                                      "trip": v.metric.trip, "ratio_to_native": v.ratio,
+                                      "vs_native": v.verdict}
                       for v in case.values}
     return doc
+
+
+# What the index's fields mean, for a mapping or a dashboard's legend.
+MAPPING = {
+    "latency": "k8s-netperf's field: a round trip in usec (see K8S_NETPERF)",
+    "metrics.latency*": "one-way latency (half the round trip qperf or sockperf timed), trip \"one-way\"",
+    "metrics.rtt*": "round trip (ping, irtt, iperf 2's bounceback), trip \"round-trip\"",
+    "metrics.*.ratio_to_native": "the median over native's at the same underlay MTU, test and streams",
+    "metrics.*.vs_native": "\"distinct\" when the repeats are separated from native's, \"not distinct\" when "
+                           "their ranges overlap (the table's ≈), null for native or without a reference",
+}
 
 
 def documents(export: Export) -> list[dict[str, Any]]:

@@ -12,7 +12,8 @@ import pathlib
 import xml.etree.ElementTree as ET
 from typing import Any
 
-from harness.analysis.tablefmt import fmt_num, json_value
+from harness.analysis.tablefmt import json_value
+from harness.core import metrics
 from harness.core.errors import HarnessError
 from harness.gates.verdict import (
     AB,
@@ -60,16 +61,8 @@ def _p(x: float | None) -> str:
 
 
 def unit_value(metric: str, x: float | None) -> str:
-    """A measured value with its unit: 8.41 Gbit/s, 52.3 µs."""
-    if x is None or not math.isfinite(x):
-        return "—"
-    if metric == "throughput_bps":
-        return f"{fmt_num(x / 1e9)} Gbit/s"
-    if metric.endswith("_us"):
-        return f"{fmt_num(x)} µs"
-    if metric == "pps":
-        return f"{fmt_num(x / 1e6)} Mpps"
-    return fmt_num(x)
+    """A measured value with its unit, as the metric table shows it: 8.41 Gbit/s, 52.3 µs."""
+    return metrics.display(metric, x)
 
 
 def _intro(v: Verdict) -> str:

@@ -22,6 +22,7 @@ import dataclasses
 from typing import Any, Protocol
 
 from harness.analysis.stats import CONFIG_KEY, key_value
+from harness.core import metrics
 from harness.tools import TOOLS
 from harness.tools.iperf3 import Iperf3Pps
 from harness.tools.sweep import Iperf3Sweep
@@ -36,15 +37,9 @@ FAILING = (FAIL, ERROR)
 
 BASELINE, AB = "baseline", "ab"      # Verdict.kind: against a stored baseline / head against base
 
-# The fraction each metric may move the bad way before a significant change fails. Tail
-# latency moves more than the mean between runs of an unchanged build, hence its wider band.
-# Under load (load.bounceback, iperf.crr, the UDP sweeps, irtt): each band sits at about twice
-# (on a log scale) the largest move of an A/A pair of runs; a knee moves a whole sweep step at
-# a time (×3.16 between the default steps). irtt is judged on its median: its P99 moved 86 %
-# between A/A runs. See the README's "Under load" for how each was set.
-DEFAULT_TOLERANCES = {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25,
-                      "lat_loaded_p99_us": 1.00, "conn_per_s": 0.40, "knee_bps": 0.50,
-                      "rtt_p50_us": 0.60}
+# The fraction each metric may move the bad way before a significant change fails: each
+# metric's gate band in the metric table (harness/core/metrics.py says how each was set).
+DEFAULT_TOLERANCES = metrics.bands()
 # The one metric each test is judged on (a packet-rate test's throughput is its rate times
 # its size, sockperf's mean is not its tail: judging both would count one change twice).
 HEADLINE = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "iperf3.udp": "throughput_bps",

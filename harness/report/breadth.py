@@ -116,7 +116,7 @@ def scaling_lines(summary: pd.DataFrame) -> Plot | None:
         dp = _in_panel(d, p)
         for (mode, overlay), g in dp.groupby(["mode", "overlay_mtu"], sort=False):
             g = g.sort_values("streams")
-            for ax, col in zip(axes[:, j], ("tcp_gbps", "cpu_per_gbps")):
+            for ax, col in zip(axes[:, j], ("tcp_gbps", "cpu_s_per_gbit")):
                 line, = ax.plot(g["streams"], g[col], color=mode_color(mode), marker="o", ms=3, lw=1.5)
                 seen.setdefault(mode, line)
         streams = sorted(d["streams"].unique())
@@ -127,7 +127,7 @@ def scaling_lines(summary: pd.DataFrame) -> Plot | None:
         axes[0, j].set_ylim(bottom=0)
         axes[1, j].set_ylim(bottom=0)
     axes[0, 0].set_ylabel("TCP throughput (Gbit/s)")
-    axes[1, 0].set_ylabel("CPU % per Gbit/s")
+    axes[1, 0].set_ylabel("CPU-seconds per gigabit")
     _legend(fig, seen, "Scaling with parallel streams")
     return Plot("Scaling with parallel streams", to_uri(fig),
                 f"TCP throughput ({' or '.join(TCP_BW_TESTS)}, all streams together) and CPU per Gbit/s against the stream "

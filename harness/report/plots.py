@@ -158,8 +158,8 @@ def latency_bars(summary: pd.DataFrame) -> Plot | None:
 
 @styled
 def cpu_bars(summary: pd.DataFrame) -> Plot | None:
-    """CPU percent per Gbit/s of TCP throughput (lower is better)."""
-    return _grouped_bars(summary, "cpu_per_gbps", "CPU % per Gbit/s", "CPU cost per Gbit/s",
+    """CPU-seconds per gigabit of TCP throughput (lower is better)."""
+    return _grouped_bars(summary, "cpu_s_per_gbit", "CPU-seconds per gigabit", "CPU cost per gigabit",
                          "CPU (total where recorded, else client + server) divided by the same repeat's "
                          "TCP throughput; median and min–max over repeats. Lower is better.")
 

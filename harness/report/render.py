@@ -27,6 +27,7 @@ import pandas as pd
 from harness import __version__
 from harness.analysis import findings as fnd, stats, summary as summ, tablefmt
 from harness.analysis.fleet import lines as fleet_lines
+from harness.core import metrics
 from harness.core.errors import HarnessError
 from harness.report import breadth, facts, fleet, plots, style, under_load
 from harness.results import load, read_meta, resolve_run
@@ -88,8 +89,10 @@ _RANGE_CELLS = {c.key: (c.field, c.digits, tablefmt.number_format(c)) for c in s
 _CELL_CLASS = {"mode": "mode", "datapath": "nw", "placement": "nw"}
 
 
-# A judged cell (findings.JUDGED) is marked in its % of native column, or in itself (CPU per Gbit/s).
+# A judged cell (findings.JUDGED) is marked in its % of native column, or in itself (CPU per gigabit);
+# its mark is the summary's verdict field (analysis/native.py), the one the text table and CSV carry.
 _MARKED = {fnd.PCT_OF.get(c.key, c.key): c.key for c in fnd.JUDGED}
+_VERDICT_FIELD = {c.key: c.distinct_field for c in summ.COLUMNS if c.judged}
 
 
 def cell_id(index: int, rid: tuple, key: str) -> str:
@@ -108,8 +111,8 @@ def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, st
                                 "meter": None, "meter_title": "", "pill": key == "failed", "id": "", "nd": False}
         if key in _MARKED:
             cell["id"] = cell_id(index, rid, key)
-            j = judged.get((rid, _MARKED[key]))
-            cell["nd"] = j is not None and not j.distinguishable
+        if key in _VERDICT_FIELD:
+            cell["nd"] = r.get(_VERDICT_FIELD[key]) is False
         if key in _RANGE_CELLS:
             col, digits, fmt = _RANGE_CELLS[key]
             v = _cell(r, col, digits, fmt)
@@ -232,16 +235,11 @@ def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
     return view
 
 
-def _unit_value(metric: str, v: Any) -> str:
+def _float(v: Any) -> float | None:
     try:
-        x = float(v)
+        return float(v)
     except (TypeError, ValueError):
-        return "—"
-    if metric == "throughput_bps":
-        return f"{tablefmt.fmt_num(x / 1e9)} Gbit/s"
-    if metric == "latency_us":
-        return f"{tablefmt.fmt_num(x)} µs"
-    return tablefmt.fmt_num(x)
+        return None
 
 
 def _comparisons(runs: list[RunView]) -> list[dict[str, Any]]:
@@ -255,7 +253,7 @@ def _comparisons(runs: list[RunView]) -> list[dict[str, Any]]:
             if r["significant"]:
                 mark = "better" if r["better"] else "worse"
             rows.append({**{c: stats.key_value(r[c]) for c in stats.CONFIG_KEY}, "metric": r["metric"],
-                         "a": _unit_value(r["metric"], r["median_a"]), "b": _unit_value(r["metric"], r["median_b"]),
+                         "a": metrics.display(r["metric"], _float(r["median_a"])), "b": metrics.display(r["metric"], _float(r["median_b"])),
                          "delta": "—" if not math.isfinite(r["delta_pct"]) else f"{r['delta_pct']:+.1f} %",
                          "p": "—" if r["p"] is None or not math.isfinite(r["p"]) else f"{r['p']:.3g}",
                          "n": f"{r['n_a']}/{r['n_b']}", "mark": mark,
