@@ -36,6 +36,22 @@ def csv(kind):
     return parse
 
 
+def add_run_arg(p: argparse.ArgumentParser, dest: str = "run", nargs=None) -> None:
+    """RUN (a run directory or id) and --results, where an id is looked for."""
+    p.add_argument(dest, nargs=nargs, metavar="RUN",
+                   help="a run directory, or a run id looked up in --results DIR")
+    p.add_argument("--results", metavar="DIR",
+                   help="where a run id is looked up (default: ./results, then the checkout's results/; "
+                        "a directory path is used as it is)")
+
+
+def run_dir(a: argparse.Namespace, run: str):
+    """The run directory RUN names: its path, or its id under --results (else the default
+    results directories); a HarnessError naming every directory tried when there is none."""
+    from harness.results import resolve_run   # the results' schema: not for `--help`
+    return resolve_run(run, a.results)
+
+
 def add_backend(p: argparse.ArgumentParser, help: str) -> None:
     p.add_argument("--backend", choices=list(BACKENDS), help=help)
     p.add_argument("--vagrant-dir", metavar="DIR", help="where the Vagrantfile is (default: the repository)")

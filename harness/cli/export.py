@@ -6,6 +6,7 @@ import argparse
 import pathlib
 import sys
 
+from harness.cli.args import add_run_arg, run_dir
 from harness.export import FORMATS
 
 
@@ -17,7 +18,7 @@ def add(sub) -> None:
         description="One value per case and metric: the median over repeats, with their min and max where\n"
                     "the format has room. The README's 'Export formats' lists the names, labels and units.\n\n"
                     "formats:\n" + "\n".join(f"  {f.name:<15} {f.what}" for f in FORMATS.values()))
-    e.add_argument("run", metavar="RUN", help="run directory or id")
+    add_run_arg(e)
     e.add_argument("--format", required=True, choices=list(FORMATS), metavar="F",
                    help="one of: " + ", ".join(FORMATS))
     e.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
@@ -31,7 +32,7 @@ def cmd_export(a) -> int:
     from harness.export import export
 
     options = {"index": a.index} if a.format == "opensearch" else {}
-    text = export(a.run, a.format, **options)
+    text = export(run_dir(a, a.run), a.format, **options)
     if a.output in (None, "-"):
         sys.stdout.write(text)
         return 0

@@ -4,19 +4,19 @@
 
 from __future__ import annotations
 
-from harness.cli.args import add_poll_idle, csv, matrix_overrides
+from harness.cli.args import add_poll_idle, add_run_arg, csv, matrix_overrides, run_dir
 
 
 def add(sub) -> None:
     g = sub.add_parser("gate", help="exit 1 if RUN regressed significantly against a baseline")
-    g.add_argument("run")
+    add_run_arg(g)
     g.add_argument("--baseline", required=True, metavar="FILE")
     add_outputs(g, "every case's verdict")
     g.set_defaults(func=cmd_gate)
     add_compare(sub)
 
     b = sub.add_parser("baseline", help="write a gate baseline from a run")
-    b.add_argument("run")
+    add_run_arg(b)
     b.add_argument("-o", "--output", required=True, metavar="FILE")
     b.set_defaults(func=cmd_baseline)
 
@@ -57,7 +57,8 @@ def add_compare(sub) -> None:
     c.add_argument("--base", metavar="REF", help="git ref of the base build, e.g. a merge base or HEAD~1")
     c.add_argument("--head", metavar="REF", help="git ref of the head build (default: the working tree)")
     c.add_argument("--repo", metavar="DIR", help="the git repository to build from (default: this project)")
-    c.add_argument("--run", metavar="RUN", help="judge a finished A/B run instead of measuring")
+    c.add_argument("--run", metavar="RUN",
+                   help="judge a finished A/B run (its directory, or its id in --results DIR) instead of measuring")
     c.add_argument("--measure-unchanged", action="store_true",
                    help="measure even when base and head have the same sleeve source (an A/A run)")
     c.add_argument("--inject-ns", type=int, metavar="N",
@@ -91,12 +92,12 @@ def add_compare(sub) -> None:
 
 def cmd_gate(a) -> int:
     from harness.gates import baseline
-    return baseline.gate_main(a.run, a.baseline, junit=a.junit, summary=a.summary, fmt=a.format)
+    return baseline.gate_main(run_dir(a, a.run), a.baseline, junit=a.junit, summary=a.summary, fmt=a.format)
 
 
 def cmd_baseline(a) -> int:
     from harness.gates import baseline
-    baseline.baseline_main(a.run, a.output)
+    baseline.baseline_main(run_dir(a, a.run), a.output)
     print(a.output)
     return 0
 
