@@ -10,8 +10,11 @@ from harness.core.errors import HarnessError
 from harness.testbeds import registry
 from harness.testbeds.registry import BACKENDS
 
+EXIT_REGRESSION = 1     # a gate's verdict (gate, compare, trend), and doctor's missing part
 EXIT_USAGE = 2
 EXIT_FAILED_CASES = 3   # the run finished, but some cases failed (1 stays the gate's regression)
+EXIT_UNDECIDED = 4      # compare: harness/gates/render.py's, named here for `--help` (not imported: pandas)
+EXIT_INTERRUPTED = 130
 MATRIX_FLAGS = ("modes", "underlay_mtu", "overlay_mtu", "placements", "tests", "streams", "repeats", "duration",
                 "pairs", "schedule")
 

@@ -11,14 +11,27 @@ REPORTS = pathlib.Path("reports")      # where `report` writes without -o (the c
 
 
 def add(sub) -> None:
-    s = sub.add_parser("show", help="print a run's seed-style table")
+    s = sub.add_parser(
+        "show", help="print a run's seed-style table",
+        description="Print a finished (or interrupted) run: the summary table, one row per mode, MTU, "
+                    "placement and test, with the run's notes; or with --raw every measurement line. "
+                    "RUN is a run directory or a run id (looked up in --results DIR).")
     add_run_arg(s)
-    s.add_argument("--format", choices=["table", "csv", "json"], default="table")
+    s.add_argument("--format", choices=["table", "csv", "json"], default="table",
+                   help="table: aligned text with the run's notes; csv or json: the summary rows "
+                        "(default: %(default)s)")
     s.add_argument("--raw", action="store_true",
-                   help="every measurement line instead of the summary (csv unless --format json)")
+                   help="every measurement line instead of the summary (csv unless --format json; "
+                        "default: the summary)")
     s.set_defaults(func=cmd_show)
 
-    rp = sub.add_parser("report", help="render one self-contained HTML report of one or more runs")
+    rp = sub.add_parser(
+        "report", help="render one self-contained HTML report of one or more runs",
+        description="Render one self-contained HTML page (plots inline, no network needed to view it) of "
+                    "one run, or of several compared with the first. Prints the path written. Without -o: "
+                    "reports/<run-id>.html for one run, reports/compare-<a>-<b>.html for two, "
+                    "reports/compare-<a>-<b>-and-<N>-more.html for more (reports/ under the current "
+                    "directory, made if missing).")
     add_run_arg(rp, dest="runs", nargs="+")
     rp.add_argument("-o", "--output", default=None, metavar="FILE",
                     help="where the page goes (default: reports/<run-id>.html, or reports/compare-<a>-<b>.html "
