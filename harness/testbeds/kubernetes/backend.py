@@ -50,6 +50,21 @@ def refuse_modes(sc) -> None:
                                f"the cluster as found: --modes native,cni")
 
 
+def modes_for(sc, path: str | None) -> list[str] | None:
+    """The registry's modes hook (harness/testbeds/registry.py): a scenario's modes are
+    overlays the harness deploys onto hosts; on a cluster the overlay is the cluster's own,
+    so a scenario with any such mode measures native and cni instead, the same file then
+    measuring its nodes' network and its pods'. A scenario whose modes are all of the
+    cluster's kinds keeps them (None). Said in a warning when the scenario is a file."""
+    other = [m for m in sc.modes if sc.mode(m).kind not in MODE_KINDS]
+    if not other:
+        return None
+    if path:
+        log.warning("kubernetes: measuring the cluster's network (native, cni) instead of the scenario's "
+                    "modes %s, which deploy overlays onto hosts (--modes native,cni says so)", ", ".join(other))
+    return list(MODE_KINDS)
+
+
 def needs_service(sc) -> bool:
     """Whether a case of `sc` has a service end (its modes' placements as the scenario's
     expand picks them: those asked for that the mode has, else all the mode's)."""
