@@ -46,7 +46,7 @@ AWSLC_DIR := $(or $(OVERLAYBENCH_CACHE),$(HOME)/.cache/overlaybench)/aws-lc
 # Vagrant hosts and Docker containers: make test and the image targets need these, make bench does not.
 APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt
 
-.PHONY: setup setup-test bench test soak lint sleeve aws-lc clean down
+.PHONY: setup setup-test bench test soak lint docs sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go flanneld
 .PHONY: dockerd-up dockerd-down images vagrant-image tools-image tools-archive
 .PHONY: k8s-build k8s-up k8s-tools k8s-down test-k8s
@@ -135,7 +135,7 @@ bench: .venv/.stamp sleeve
 # The sleeve's smoke test floods one mode here (AES-GCM forced, through OpenSSL):
 # tests/lab/test_sleeve_flood.py floods all six modes with more checks, and
 # `make -C overlay/sleeve netns` runs the smoke test's six.
-test: setup-test
+test: setup-test docs
 	.venv/bin/lint-imports --no-cache
 	@if [ -f overlay/sleeve/Makefile ]; then FLOOD_CASES=crypto $(MAKE) -s -C overlay/sleeve test asan netns && \
 	  $(MAKE) -s -C overlay/sleeve test BUILD=build/awslc AWSLC=$(AWSLC_DIR); fi
@@ -200,7 +200,11 @@ test-k8s: k8s-build flanneld setup-test
 	$(PY) -m pytest -q tests/lab/test_k8s_cluster.py tests/lab/test_kubernetes_lab.py
 
 # The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
-lint:
+# docs/ as a site (mkdocs.yml, strict: a broken link, anchor or an unlisted page fails).
+docs: .venv/.stamp
+	.venv/bin/mkdocs build --strict --quiet -d $(or $(SITE_DIR),site)
+
+lint: docs
 	@command -v go >/dev/null || { echo "lint needs go (apt-get install -y golang-go)"; exit 2; }
 	GOBIN=$(CURDIR)/.venv/bin go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 	.venv/bin/actionlint .github/workflows/*.yml
