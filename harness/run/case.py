@@ -31,6 +31,7 @@ import time
 
 from harness.core import failpoints
 from harness.core.errors import HarnessError
+from harness.core.samples import Sample
 from harness.hosts.base import Completed
 from harness.modes.base import Datapath, Mode
 from harness.results import Measurement, RunStore
@@ -40,7 +41,7 @@ from harness.run.scenario import Case, Scenario, sweep_rates
 from harness.testbeds import cpu
 from harness.testbeds.base import Testbed
 from harness.tools import get as get_tool
-from harness.tools.base import Phase, PhaseOutput, Sample, TestSpec
+from harness.tools.base import Phase, PhaseOutput, TestSpec
 
 
 class Recorder:

@@ -19,8 +19,8 @@ import pathlib
 from typing import Any
 
 from harness.core.errors import HarnessError
+from harness.core.samples import Sample
 from harness.hosts.base import Host, Process
-from harness.tools.base import Sample
 
 
 @dataclasses.dataclass
