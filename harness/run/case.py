@@ -29,6 +29,7 @@ import json
 import math
 import time
 
+from harness.bed import Testbed
 from harness.core import failpoints
 from harness.core.errors import HarnessError
 from harness.core.samples import Sample
@@ -39,7 +40,6 @@ from harness.run.endpoints import endpoints, pair_sides
 from harness.run.procs import PORTS, daemon_death, raw_name, save, wait_listening
 from harness.run.scenario import Case, Scenario, sweep_rates
 from harness.testbeds import cpu
-from harness.testbeds.base import Testbed
 from harness.tools import get as get_tool
 from harness.tools.base import Phase, PhaseOutput, TestSpec
 

@@ -20,12 +20,12 @@ import shutil
 import sys
 import tempfile
 
+from harness.bed import Options, Testbed
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
 from harness.hosts import vagrant
 from harness.hosts.ssh.host import SshHost
 from harness.testbeds import inventory
-from harness.testbeds.base import Options, Testbed
 from harness.testbeds.inventory import HostSpec
 from harness.testbeds.remote import RemoteTestbed
 from harness.testbeds.ssh import ssh_settings
