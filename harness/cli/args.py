@@ -135,7 +135,7 @@ def overrides(a: argparse.Namespace) -> dict:
 
 def options(a: argparse.Namespace):
     """The testbed's Options (harness.testbeds.base) from the flags given."""
-    from harness.testbeds.base import Options  # the testbeds' contract: not for `--help`
+    from harness.bed import Options  # the testbeds' contract: not for `--help`
     vdir = getattr(a, "vagrant_dir", None)
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
                    vagrant_dir=os.path.abspath(vdir) if vdir else None,

@@ -23,13 +23,13 @@ import secrets
 import shutil
 import socket
 
+from harness.bed import Options, Side, Testbed
 from harness.core.errors import HarnessError
 from harness.core.placements import PLACEMENTS
 from harness.hosts.kube.api import ApiError, Node
 from harness.hosts.kube.pod import PodHost
 from harness.hosts.local import owned_tempdir, pidns_of
 from harness.testbeds import cpusets, facts as facts_mod
-from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.cpu import PerHostMeter
 from harness.testbeds.kubernetes import found, specs
 
