@@ -134,7 +134,7 @@ def overrides(a: argparse.Namespace) -> dict:
 
 
 def options(a: argparse.Namespace):
-    """The testbed's Options (harness.testbeds.base) from the flags given."""
+    """The testbed's Options (harness.bed) from the flags given."""
     from harness.bed import Options  # the testbeds' contract: not for `--help`
     vdir = getattr(a, "vagrant_dir", None)
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
