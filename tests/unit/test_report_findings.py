@@ -129,7 +129,7 @@ def test_every_quoted_number_links_to_its_cell_and_the_cell_says_it(quick_html):
         elif cid.endswith("_pct") and quoted.endswith("×"):
             assert f"{float(words[0]) / 100:.1f}×" == quoted, (cid, words, quoted)
         else:
-            assert cid.endswith("-cpu"), cid                 # CPU per Gbit/s: the mode's own cell
+            assert cid.endswith("-cpu"), cid                 # CPU per gigabit: the mode's own cell
     # fastdp at MTU 9000: its BW % cells are marked, and say why.
     cls, words = _cell(quick_html, "run1-9000-fastdp-8950-host-host-x-1-bw_pct")
     assert "nd" in cls and words[:2] == ["≈", "99.9"]
