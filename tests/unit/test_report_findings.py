@@ -193,3 +193,16 @@ def test_a_section_is_a_partial_and_a_line(tmp_path, monkeypatch):
     assert '<a href="#run1-extra">Extra</a>' in page                      # in the header's list
     assert '<p class="extra">156 measurements seen</p>' in page
     assert page.index('id="run1-plots"') < page.index('id="run1-extra"') < page.index('id="run1-tables"')
+
+
+def test_a_cni_deployment_fact_names_its_datapath_in_one_line():
+    fp = {"cni": "cilium", "version": "v1.16.1", "encapsulation": "none", "routing": "native",
+          "encryption": "wireguard", "dataplane": "ebpf", "kube_proxy": "replaced by cilium", "mtu": 1450,
+          "seen": ["configmap kube-system/cilium-config"],
+          "summary": "cilium v1.16.1, no encapsulation, wireguard, kube-proxy replacement"}
+    got = dict(facts.facts({"datapaths": [{"mode": "cni", "datapath": "cni (cilium v1.16.1, …)", "underlay_mtu": 1500,
+                                           "overlay_mtu": 1450, "info": {"cni": "cilium", "fingerprint": fp}}]}))
+    (line,) = got["Deployments"].values()
+    assert "fingerprint cilium v1.16.1, no encapsulation, wireguard, kube-proxy replacement (routing native, " \
+           "encryption wireguard, dataplane ebpf, kube-proxy replaced by cilium, mtu 1450)" in line
+    assert "seen" not in line
