@@ -65,6 +65,7 @@ class FakeApi:
         self.deleted: list[str] = []
         self.pods: dict[tuple[str, str], dict] = {}
         self.services: dict[tuple[str, str], dict] = {}
+        self.objects_made: dict[tuple[str, str, str], dict] = {}      # (kind, namespace, name): secrets …
         self.pod_states: dict[str, list[PodStatus]] = {}     # pod name → the statuses it goes through
         self.failures: dict[str, BaseException] = {}          # method → what it raises
         self.calls: list[tuple] = []
@@ -128,8 +129,9 @@ class FakeApi:
         self._check("delete_namespace", name)
         self.namespaces.pop(name, None)
         self.deleted.append(name)
-        for key in [k for k in self.pods if k[0] == name]:
-            del self.pods[key]
+        for store in (self.pods, self.services):
+            for key in [k for k in store if k[0] == name]:
+                del store[key]
 
     def list_namespaces(self, selector: str) -> list[dict]:
         self._check("list_namespaces", selector)
@@ -162,6 +164,37 @@ class FakeApi:
             raise self._unexpected(f"service in namespace {namespace}, which does not exist")
         self.services[(namespace, body["metadata"]["name"])] = body
         return f"10.96.0.{10 + len(self.services)}"
+
+    def create_object(self, kind: str, namespace: str, body: dict) -> None:
+        self._check("create_object", kind, namespace, body)
+        if namespace not in self.namespaces:
+            raise self._unexpected(f"{kind} in namespace {namespace}, which does not exist")
+        self.objects_made[(kind, namespace, body["metadata"]["name"])] = body
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        self._check("delete_object", kind, namespace, name)
+        store = {"pods": self.pods, "services": self.services}.get(kind)
+        (store if store is not None else {}).pop((namespace, name), None)
+        self.objects_made.pop((kind, namespace, name), None)
+
+    def list_objects(self, kind: str, namespace: str, selector: str) -> list[dict]:
+        self._check("list_objects", kind, namespace, selector)
+        k, _, v = selector.partition("=")
+        store = {"pods": self.pods, "services": self.services}.get(kind, {})
+        bodies = [b for (ns, _n), b in store.items() if ns == namespace]
+        bodies += [b for (kd, ns, _n), b in self.objects_made.items() if kd == kind and ns == namespace]
+        return [{"name": b["metadata"]["name"], "labels": dict(b["metadata"].get("labels") or {}), "created": None}
+                for b in bodies if (b["metadata"].get("labels") or {}).get(k) == v]
+
+    def read_namespace(self, name: str) -> dict | None:
+        self._check("read_namespace", name)
+        if "get namespaces" in self.denied or name not in self.namespaces:
+            return None
+        return {"name": name, "labels": dict(self.namespaces[name]["labels"])}
+
+    def read_secret(self, namespace: str, name: str) -> dict | None:
+        self._check("read_secret", namespace, name)
+        return None if "get secrets" in self.denied else self._object("Secret", namespace, name)
 
     def list_daemonsets(self, namespace: str) -> list[dict]:
         self._check("list_daemonsets", namespace)

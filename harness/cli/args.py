@@ -90,7 +90,20 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
                    help="the cluster for the kubernetes backend (implies --backend kubernetes; default: "
                         "$KUBECONFIG or ~/.kube/config)")
     p.add_argument("--context", metavar="NAME", help="the kubeconfig's context (default: its current one)")
+    p.add_argument("--namespace", metavar="NAME",
+                   help="run in this existing namespace, creating and deleting only the run's labelled pods and "
+                        "Services in it (down: remove those of dead runs there) (default: a fresh namespace per run)")
     if run:
+        p.add_argument("--pod-cpu", metavar="REQ[:LIMIT]",
+                       help="every pod's CPU request and limit (default: 500m:2)")
+        p.add_argument("--pod-memory", metavar="REQ[:LIMIT]",
+                       help="every pod's memory request and limit (default: 256Mi:1Gi)")
+        p.add_argument("--tolerate", action="append", metavar="KEY[=VALUE][:EFFECT]",
+                       help="let the pods onto nodes with this taint; repeatable (default: none: tainted nodes "
+                            "are not picked)")
+        p.add_argument("--pod-ready-timeout", type=float, metavar="SECONDS",
+                       help="how long every pod has to run, image pulls included, before the run stops "
+                            "(default: 300)")
         p.add_argument("--nodes", type=csv(str), metavar="A,B[,..]",
                        help="the nodes to measure between (default: the first Ready, schedulable ones by name; "
                             "--hosts N of them)")
@@ -143,7 +156,10 @@ def options(a: argparse.Namespace):
                    vagrant_provider=getattr(a, "vagrant_provider", None),
                    kubeconfig=os.path.abspath(a.kubeconfig) if getattr(a, "kubeconfig", None) else None,
                    kube_context=getattr(a, "context", None), nodes=tuple(getattr(a, "nodes", None) or ()),
-                   node_count=getattr(a, "hosts", None) or 2, image=getattr(a, "image", None))
+                   node_count=getattr(a, "hosts", None) or 2, image=getattr(a, "image", None),
+                   kube_namespace=getattr(a, "namespace", None), pod_cpu=getattr(a, "pod_cpu", None),
+                   pod_memory=getattr(a, "pod_memory", None), tolerate=tuple(getattr(a, "tolerate", None) or ()),
+                   pod_ready_timeout=getattr(a, "pod_ready_timeout", None))
 
 
 def settings(a: argparse.Namespace):

@@ -50,7 +50,8 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
     Backend("kubernetes", "harness.testbeds.kubernetes", "an existing cluster's nodes, through pods (native: "
                                                          "hostNetwork; cni: the pod network as found)",
             modes_for="harness.testbeds.kubernetes.backend:modes_for",
-            flags=("kubeconfig", "context", "nodes", "image"), picks_hosts=True),
+            flags=("kubeconfig", "context", "nodes", "image", "namespace", "pod_cpu", "pod_memory", "tolerate",
+                   "pod_ready_timeout"), picks_hosts=True),
 )}
 
 

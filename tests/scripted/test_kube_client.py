@@ -181,7 +181,7 @@ def test_a_stuck_pod_reports_its_reason(api):
 
 
 def test_services_daemonsets_namespaces_and_a_delete_of_what_is_gone(api):
-    assert api.create_service("ns", specs.service("s1", "c1", 1)) == "10.96.0.11"
+    assert api.create_service("ns", specs.service("s1", "c1", specs.service_ports(1))) == "10.96.0.11"
     assert api.list_daemonsets("kube-system") == [
         {"name": "kube-flannel-ds", "namespace": "kube-system", "images": ["ghcr.io/flannel-io/flannel:v0.26.7"]}]
     assert api.list_namespaces(specs.SELECTOR) == [
@@ -206,6 +206,18 @@ def test_a_pod_create_forbidden_for_another_reason_fails_at_once(api):
         api.create_pod("ns", specs.pod("h0", "node-a", "img:1", True))
     assert str(e.value) == "forbidden: this kubeconfig's user may not create pods in namespace ns"
     assert len([p for _m, p, _ in Handler.seen if p == "/api/v1/namespaces/ns/pods"]) == 1
+
+
+@pytest.mark.parametrize("message", [
+    'pods "c0" is forbidden: violates PodSecurity "restricted:latest": host namespaces (hostNetwork=true)',
+    'admission webhook "validate.kyverno.svc-fail" denied the request: policy require-labels: missing team'])
+def test_an_admission_denial_is_reported_in_the_policys_words_not_as_rbac(api, message):
+    Handler.pod_refusals = [{**FORBIDDEN, "message": message}]
+    with pytest.raises(ApiError) as e:
+        api.create_pod("ns", specs.pod("h0", "node-a", "img:1", True))
+    assert e.value.status == 403 and e.value.policy == message
+    assert str(e.value) == f"create pods in namespace ns denied by admission: {message}"
+    assert "may not" not in str(e.value)
 
 
 def test_the_optional_reads_answer_manifest_shaped_dicts_and_none_for_403_and_404(api):

@@ -19,6 +19,7 @@ from harness.hosts.kube import api as api_mod
 from harness.hosts.kube.api import ApiError, PodStatus
 from harness.run import session
 from harness.testbeds import kubernetes as kube
+from harness.testbeds.kubernetes import psa
 from scripted_kube import FakeApi
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
@@ -44,8 +45,8 @@ def _incidental(api: FakeApi) -> None:
                        stdout=f"2: eth0    inet {n.address}/24 brd x scope global eth0\n")
         api.allow_exec(f"h{i}", "cat /sys/class/net/eth0/mtu", stdout="1500\n")
         api.allow_exec(f"h{i}", "ip -d -o link show", stdout=LINKS)
-        api.allow_exec(f"h{i}", re.compile(r"env 'SYSCTLS=.*|iperf3 --version|qperf --version|ping -V|ip -V", re.S))
-        for pod in (f"h{i}", f"c{i}"):
+        for pod in (f"h{i}", f"c{i}"):          # c<i>: a run without hostNetwork pods reads its facts there
+            api.allow_exec(pod, re.compile(r"env 'SYSCTLS=.*|iperf3 --version|qperf --version|ping -V|ip -V", re.S))
             api.allow_exec(pod, "cat /proc/stat", stdout=STAT)
             api.allow_exec(pod, re.compile(r"ethtool -k \S+"))
             api.allow_exec(pod, ["ss", "-Hltn", "sport = :5201"], stdout="LISTEN 0 5 *:5201 *:*\n")
@@ -94,7 +95,7 @@ def test_a_run_measures_native_and_cni_and_leaves_nothing(api, tmp_path):
     labels = [c for c in api.calls if c[0] == "create_namespace"][0][1]["metadata"]["labels"]
     assert labels["overlaybench/owner-pid"] == str(os.getpid())
     assert labels["overlaybench/run"] == meta["run_id"]
-    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"
+    assert labels["pod-security.kubernetes.io/enforce"] == "privileged"      # hostNetwork pods
     pods = {c[2]["metadata"]["name"]: c[2]["spec"] for c in made[1:]}
     assert {n: (s["nodeName"], s["hostNetwork"]) for n, s in pods.items()} == {
         "h0": ("node-a", True), "c0": ("node-a", False), "h1": ("node-b", True), "c1": ("node-b", False)}
@@ -107,22 +108,40 @@ def test_service_path_reaches_the_far_pod_through_its_cluster_ip(api, tmp_path):
     api.expect_start("c0", re.compile(r"iperf3 -c 10\.96\.0\.12 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
     store = _run(tmp_path, modes=("cni",), placements=("container-service",))
     assert all(r["ok"] for r in _rows(store))
-    assert sorted(n for _ns, n in api.services) == ["s0", "s1"]
-    assert store.read_meta()["testbed"]["hosts"]["h1"]["service_ip"] == "10.96.0.12"
+    made = [c for c in api.calls if c[0].startswith("create_")]
+    assert [c[2]["metadata"]["name"] for c in made if c[0] == "create_service"] == ["s0", "s1"]
+    # one pair at a time: one port per server, TCP and UDP (iperf3, qperf + data, sockperf, iperf, irtt)
+    ports = {p["port"] for p in made[-1][2]["spec"]["ports"]}
+    assert ports == {5201, 19765, 19766, 11111, 5001, 2112}
+    meta = store.read_meta()
+    assert meta["testbed"]["hosts"]["h1"]["service_ip"] == "10.96.0.12"
+    # no host end: no hostNetwork pod, and the namespace enforces "restricted", which its pods pass
+    pods = [c[2] for c in made if c[0] == "create_pod"]
+    assert sorted(p["metadata"]["name"] for p in pods) == ["c0", "c1"]
+    ns_labels = made[0][1]["metadata"]["labels"]
+    assert ns_labels["pod-security.kubernetes.io/enforce"] == "restricted"
+    assert all(psa.violations(p, "restricted") == [] for p in pods)
+    assert meta["testbed"]["pod_security"] == "restricted" and meta["testbed"]["host_network"] is False
     assert not api.namespaces
     api.assert_clean()
 
 
-def test_an_image_that_cannot_be_pulled_fails_its_cases_and_the_run_goes_on(api, tmp_path):
-    for pod in ("h0", "c0", "h1", "c1"):
-        api.pod_states[pod] = [PULL]
-    store = _run(tmp_path, image="reg.example/tools:x")
-    rows = _rows(store)
-    assert {r["mode"] for r in rows} == {"native", "cni"} and not any(r["ok"] for r in rows)
-    assert all("ImagePullBackOff: Back-off pulling image" in r["error"] for r in rows)
-    assert store.read_meta()["status"] == "complete"
+def test_an_image_that_cannot_be_pulled_is_one_line_before_any_case(api, tmp_path):
+    api.pod_states["c1"] = [PodStatus("Pending", reason="ContainerCreating"), PULL]
+    with pytest.raises(HarnessError) as e:
+        _run(tmp_path, image="reg.example/tools:x")
+    assert str(e.value) == ('image reg.example/tools:x cannot be pulled on node node-b: ImagePullBackOff: '
+                            'Back-off pulling image "reg.example/tools:x"')
     assert not api.namespaces and len(api.deleted) == 1
-    api.assert_clean()
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+def test_pods_are_awaited_against_one_deadline_and_the_stuck_one_named(api, tmp_path):
+    api.pod_states["h1"] = [PodStatus("Pending", reason="ContainerCreating")]
+    with pytest.raises(HarnessError, match=r"^pods not running after 0s: h1 on node node-b \(ContainerCreating\) "
+                                           r"\(--pod-ready-timeout SECONDS waits longer\)$"):
+        _run(tmp_path, pod_ready_timeout=0.001)
+    assert not api.namespaces
 
 
 def _nothing_made(api: FakeApi, tmp_path) -> None:
@@ -349,8 +368,8 @@ def test_underlay_mtu_auto_with_a_node_pod_that_cannot_run_is_one_line(api, tmp_
                  "--results", str(tmp_path / "results")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
-    assert "node node-a: its MTU could not be read (pod h0 on node node-a: ImagePullBackOff" in err
-    assert "--underlay-mtu N" in err and api.deleted and not api.namespaces
+    assert "image overlaybench/tools:bookworm cannot be pulled on node node-a: ImagePullBackOff" in err
+    assert api.deleted and not api.namespaces
 
 
 def test_resume_on_a_cluster_finishes_what_is_missing(api, tmp_path, capsys):

@@ -2,6 +2,7 @@
 tunnel devices read from `ip -d link` (a real capture), the container-service placement,
 and the CLI's kubernetes flags."""
 
+import dataclasses
 import pathlib
 
 import pytest
@@ -15,7 +16,7 @@ from harness.hosts.scripted import ScriptedHost
 from harness.modes import standard
 from harness.modes.base import Datapath
 from harness.run.endpoints import endpoints
-from harness.testbeds.kubernetes import found, nodes, specs
+from harness.testbeds.kubernetes import found, nodes, psa, specs
 from scripted_kube import node
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kube"
@@ -98,13 +99,99 @@ def test_pull_policy(image, policy):
 
 
 def test_service_selects_the_pod_on_every_server_port():
-    svc = specs.service("s1", "c1", sets=2)
+    svc = specs.service("s1", "c1", specs.service_ports(2))
     assert svc["spec"]["type"] == "ClusterIP" and svc["spec"]["selector"] == {"overlaybench/side": "c1"}
     ports = {(p["protocol"], p["port"]) for p in svc["spec"]["ports"]}
-    for base in (5201, 19765, 19766, 11111):
+    for base in (5201, 19765, 19766, 11111, 5001, 2112):     # iperf3, qperf (+data), sockperf, iperf 2, irtt
         for k in (0, 1):
             assert {("TCP", base + 2 * k), ("UDP", base + 2 * k)} <= ports
     assert len({p["name"] for p in svc["spec"]["ports"]}) == len(svc["spec"]["ports"])
+    assert len(specs.service_ports(1)) == 6                  # one pair at once: one port per server
+
+
+@pytest.mark.parametrize("sets, needle", [(3000, "3000 pairs at once: sockperf's ports 11111..17109 meet iperf3's from 5201")])
+def test_service_ports_that_collide_are_one_line(sets, needle):
+    with pytest.raises(HarnessError) as e:
+        specs.service_ports(sets)
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+# ------------------------------------------------------------------ least privilege
+def test_pod_network_pod_passes_restricted_and_drops_everything():
+    p = specs.pod("c0", "node-a", "tools:x", host_network=False)
+    assert psa.violations(p, "restricted") == []
+    (c,) = p["spec"]["containers"]
+    assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    assert p["spec"]["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": True,
+                                            "runAsUser": 65534, "runAsGroup": 65534}
+    assert "tolerations" not in p["spec"]               # no blanket toleration
+
+
+def test_a_pinging_pod_adds_net_raw_only():
+    p = specs.pod("c0", "node-a", "tools:x", host_network=False, raw_sockets=True)
+    assert p["spec"]["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["NET_RAW"]}
+    assert psa.violations(p, "baseline") == ["container tools: capabilities.add ['NET_RAW']"]   # not in baseline's list
+    assert "container tools: runAsNonRoot != true" in psa.violations(p, "restricted")
+
+
+def test_host_network_pod_is_privileged_only():
+    p = specs.pod("h0", "node-a", "tools:x", host_network=True)
+    assert p["spec"]["containers"][0]["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["NET_RAW"]}
+    assert "hostNetwork=true" in psa.violations(p, "baseline")
+    assert psa.violations(p, "privileged") == []
+
+
+def test_the_validator_names_what_restricted_forbids():
+    bad = {"spec": {"hostPID": True, "volumes": [{"name": "v", "hostPath": {"path": "/"}}],
+                    "containers": [{"name": "t", "securityContext": {"privileged": True, "runAsUser": 0,
+                                                                     "capabilities": {"add": ["NET_ADMIN"]}},
+                                    "ports": [{"hostPort": 80}]}]}}
+    got = psa.violations(bad)
+    for needle in ("hostPID=true", "hostPath volume v", "container t: privileged", "container t: hostPort",
+                   "capabilities.add ['NET_ADMIN']", "allowPrivilegeEscalation != false",
+                   "capabilities.drop lacks ALL", "runAsNonRoot != true", "runAsUser=0", "seccompProfile unset"):
+        assert any(needle in g for g in got), (needle, got)
+
+
+@pytest.mark.parametrize("host, raw, level", [(True, False, "privileged"), (True, True, "privileged"),
+                                              (False, True, "privileged"), (False, False, "restricted")])
+def test_the_namespace_level_is_the_least_the_pods_need(host, raw, level):
+    assert psa.level_of(host, raw) == level
+    ns = specs.namespace("ob1", "r", 1, "h", level=level)
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == level
+    assert psa.admits("privileged", level) and psa.admits("", level)
+    assert psa.admits("restricted", level) == (level == "restricted")
+
+
+def test_resources_tolerations_and_pull_secrets_on_every_pod():
+    ps = specs.PodSettings(image="tools:x", cpu=specs.resources("--pod-cpu", "1"),
+                           memory=specs.resources("--pod-memory", "128Mi:512Mi"),
+                           tolerations=(specs.toleration("dedicated=bench:NoSchedule"), specs.toleration("gpu")),
+                           pull_secrets=("regcred",))
+    spec = specs.pod("c0", "n", ps, host_network=False)["spec"]
+    assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1", "memory": "128Mi"},
+                                                  "limits": {"cpu": "1", "memory": "512Mi"}}
+    assert spec["tolerations"] == [{"key": "dedicated", "operator": "Equal", "value": "bench", "effect": "NoSchedule"},
+                                   {"key": "gpu", "operator": "Exists"}]
+    assert spec["imagePullSecrets"] == [{"name": "regcred"}]
+    default = specs.pod("c0", "n", "tools:x", host_network=False)["spec"]["containers"][0]["resources"]
+    assert default == {"requests": {"cpu": "500m", "memory": "256Mi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
+
+
+@pytest.mark.parametrize("flag, text", [("--pod-cpu", "lots"), ("--pod-memory", "1Gi:x"), ("--tolerate", "k:Never"),
+                                        ("--tolerate", "=v"), ("--tolerate", "k=:NoSchedule")])
+def test_bad_pod_settings_are_one_line(flag, text):
+    with pytest.raises(HarnessError, match=f"^{flag} "):
+        specs.toleration(text) if flag == "--tolerate" else specs.resources(flag, text)
+
+
+def test_a_tolerated_taint_makes_a_node_usable():
+    tainted = dataclasses.replace(node("b", schedulable=False), taints=(("dedicated", "bench", "NoSchedule"),))
+    with pytest.raises(HarnessError, match="node b is not schedulable \\(tainted dedicated=bench:NoSchedule: "
+                                           "--tolerate dedicated=bench:NoSchedule runs there\\)"):
+        nodes.pick([node("a"), tainted], ("a", "b"))
+    assert [n.name for n in nodes.pick([node("a"), tainted], tolerations=(specs.toleration("dedicated"),))] \
+        == ["a", "b"]
 
 
 # ------------------------------------------------------------------ what is found

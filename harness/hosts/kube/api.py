@@ -10,6 +10,9 @@ from a script (tests/scripted_kube.py) and no cluster is needed:
     create_namespace(body) / delete_namespace(name) / list_namespaces(selector) -> [dict]
     create_pod(namespace, body) / pod_status(namespace, name) -> PodStatus
     create_service(namespace, body) -> its ClusterIP
+    create_object / delete_object(kind, namespace, name) / list_objects(kind, namespace, selector)
+                                            pods, services, secrets (a namespace the run did not make)
+    read_namespace(name) / read_secret(namespace, name) -> dict | None   (optional reads)
     list_daemonsets(namespace) -> [dict]
     read_daemonset(namespace, name) -> dict | None      (the object as its manifest reads)
     read_configmap(namespace, name) -> dict | None      (likewise)
@@ -17,7 +20,8 @@ from a script (tests/scripted_kube.py) and no cluster is needed:
     exec(namespace, pod, argv, timeout) -> (exit code or None on timeout, stdout, stderr)
 
 Bodies are plain dicts (the manifests as a user would write them). A refused call raises
-ApiError naming the verb and the resource; 403 is a forbidden verb, 0 the API unreachable.
+ApiError naming the verb and the resource; 403 is a forbidden verb (or, with `policy`, an
+admission policy's denial in its own words), 0 the API unreachable.
 The three reads the datapath's fingerprint makes are optional: an object that is not there
 (404) or that this user may not read (403) is None, logged, and the run goes on.
 """
@@ -25,6 +29,7 @@ The three reads the datapath's fingerprint makes are optional: an object that is
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import re
 import threading
@@ -43,10 +48,14 @@ class ApiError(HarnessError):
     """A refused or failed API call: `status` 0 (unreachable), 403 (forbidden), 404 …, -1 (an
     answer the client cannot read)."""
 
-    def __init__(self, status: int, verb: str, resource: str, detail: str = "", namespace: str = ""):
+    def __init__(self, status: int, verb: str, resource: str, detail: str = "", namespace: str = "",
+                 policy: str = ""):
         self.status, self.verb, self.resource, self.namespace = status, verb, resource, namespace
+        self.policy = policy        # an admission policy's own words (PodSecurity, a webhook): not RBAC
         where = f" in namespace {namespace}" if namespace else ""
-        if status == 403:
+        if policy:
+            msg = f"{verb} {resource}{where} denied by admission: {policy}"
+        elif status == 403:
             msg = f"forbidden: this kubeconfig's user may not {verb} {resource}{where}"
         elif status == 0:
             msg = f"the Kubernetes API is unreachable ({verb} {resource}: {detail})"
@@ -61,6 +70,8 @@ class Node:
     ready: bool
     schedulable: bool        # not cordoned, no NoSchedule/NoExecute taint
     address: str             # its InternalIP ("" where it has none)
+    taints: tuple[tuple[str, str, str], ...] = ()     # (key, value, effect) of NoSchedule/NoExecute ones
+    cordoned: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -91,11 +102,28 @@ def connect(kubeconfig: str | None, context: str | None) -> "KubeApi":
     return KubeApi(client.ApiClient(cfg))
 
 
+# what an admission denial's message says (PodSecurity, a validating webhook, a policy
+# engine such as Kyverno or Gatekeeper), as against RBAC's "cannot create resource"
+POLICY = re.compile(r"violates PodSecurity|admission webhook|denied the request|denied request|"
+                    r"validation error|ValidatingAdmissionPolicy", re.I)
+
+
+def denial(body) -> str:
+    """The message of a 403 body that an admission policy wrote ("" where RBAC did)."""
+    try:
+        msg = str((json.loads(body) if isinstance(body, (str, bytes)) else body or {}).get("message") or "")
+    except (ValueError, AttributeError):
+        msg = str(body or "")
+    msg = " ".join(msg.split())
+    return msg[:400] if POLICY.search(msg) else ""
+
+
 def _status_error(e, verb: str, resource: str, namespace: str = "", server: str = "") -> ApiError:
     import urllib3
     status = getattr(e, "status", None)
     if isinstance(status, int):             # the client's ApiException: the server answered
-        return ApiError(status, verb, resource, str(getattr(e, "reason", "") or ""), namespace)
+        policy = denial(getattr(e, "body", None)) if status in (400, 403, 422) else ""
+        return ApiError(status, verb, resource, str(getattr(e, "reason", "") or ""), namespace, policy)
     text = (str(getattr(e, "reason", None) or e).splitlines() or [type(e).__name__])[0]
     text = re.sub(r"<[\w.]+ object at 0x[0-9a-f]+>: ", "", text)[:200]      # urllib3's connection repr
     if isinstance(e, (urllib3.exceptions.HTTPError, OSError)):    # refused, timed out, TLS
@@ -138,11 +166,11 @@ class KubeApi:
         out = []
         for n in self._call("list", "nodes", self._core.list_node).items:
             conds = {c.type: c.status for c in (n.status.conditions or [])}
-            taints = [t.effect for t in (n.spec.taints or [])]
+            taints = tuple((t.key or "", t.value or "", t.effect) for t in (n.spec.taints or [])
+                           if t.effect in ("NoSchedule", "NoExecute"))
             addrs = {a.type: a.address for a in (n.status.addresses or [])}
-            out.append(Node(n.metadata.name, conds.get("Ready") == "True",
-                            not n.spec.unschedulable and not {"NoSchedule", "NoExecute"} & set(taints),
-                            addrs.get("InternalIP", "")))
+            out.append(Node(n.metadata.name, conds.get("Ready") == "True", not n.spec.unschedulable and not taints,
+                            addrs.get("InternalIP", ""), taints, bool(n.spec.unschedulable)))
         return out
 
     def allowed(self, verb: str, resource: str, namespace: str = "", group: str = "", subresource: str = "") -> bool:
@@ -197,6 +225,38 @@ class KubeApi:
         svc = self._call("create", "services", self._core.create_namespaced_service, namespace, body,
                          namespace=namespace)
         return svc.spec.cluster_ip or ""
+
+    # the run's objects in a namespace it did not make (--namespace): by kind, deleted one by one
+    KINDS = {"pods": "pod", "services": "service", "secrets": "secret"}
+
+    def create_object(self, kind: str, namespace: str, body: dict) -> None:
+        self._call("create", kind, getattr(self._core, f"create_namespaced_{self.KINDS[kind]}"), namespace, body,
+                   namespace=namespace)
+
+    def delete_object(self, kind: str, namespace: str, name: str) -> None:
+        """Delete it (already gone: nothing to do)."""
+        try:
+            self._call("delete", kind, getattr(self._core, f"delete_namespaced_{self.KINDS[kind]}"), name, namespace,
+                       namespace=namespace, grace_period_seconds=0)
+        except ApiError as e:
+            if e.status != 404:
+                raise
+
+    def list_objects(self, kind: str, namespace: str, selector: str) -> list[dict]:
+        items = self._call("list", kind, getattr(self._core, f"list_namespaced_{self.KINDS[kind]}"), namespace,
+                           namespace=namespace, label_selector=selector).items
+        return [{"name": o.metadata.name, "labels": dict(o.metadata.labels or {}),
+                 "created": o.metadata.creation_timestamp.timestamp() if o.metadata.creation_timestamp else None}
+                for o in items]
+
+    def read_namespace(self, name: str) -> dict | None:
+        """{"name", "labels"}; None where it is not there or may not be read (404, 403)."""
+        obj = self._optional("get", "namespaces", self._core.read_namespace, name)
+        return None if obj is None else {"name": name, "labels": dict(obj.get("metadata", {}).get("labels") or {})}
+
+    def read_secret(self, namespace: str, name: str) -> dict | None:
+        return self._optional("get", "secrets", self._core.read_namespaced_secret, name, namespace,
+                              namespace=namespace)
 
     def list_daemonsets(self, namespace: str) -> list[dict]:
         items = self._call("list", "daemonsets", self._apps.list_namespaced_daemon_set, namespace,

@@ -18,7 +18,7 @@ from harness.bed import Options
 from harness.hosts.kube import api as api_mod
 from harness.hosts.local import owner_alive
 from harness.testbeds.kubernetes import nodes as nodes_mod, specs
-from harness.testbeds.kubernetes.backend import KubeTestbed, refuse_modes
+from harness.testbeds.kubernetes.backend import KubeTestbed, pod_settings, refuse_modes
 
 log = logging.getLogger(__name__)
 
@@ -30,11 +30,13 @@ def connect(opts: Options):
 
 def open_testbed(sc, opts: Options) -> KubeTestbed:
     refuse_modes(sc)                    # before the API is even reached
+    settings = pod_settings(opts)       # and bad flags
     api = connect(opts)
     version = api.server_version()
     # --nodes, else the scenario's [testbed] pair (node names, or "all")
-    picked = nodes_mod.pick(api.list_nodes(), tuple(opts.nodes) or tuple(sc.pair), opts.node_count)
-    return KubeTestbed(api, picked, opts, server=version)
+    picked = nodes_mod.pick(api.list_nodes(), tuple(opts.nodes) or tuple(sc.pair), opts.node_count,
+                            settings.tolerations)
+    return KubeTestbed(api, picked, opts, server=version, settings=settings)
 
 
 def why_kept(labels: dict) -> str | None:
@@ -48,9 +50,15 @@ def why_kept(labels: dict) -> str | None:
     return None
 
 
+KINDS = ("pods", "services", "secrets")     # what a run makes in a namespace it did not make
+
+
 def remove_leftovers(opts: Options, inventory: str | None, force: bool) -> tuple[list[str], list[str]]:
-    """Delete the run namespaces (labelled managed-by overlaybench) whose owner is gone."""
+    """Delete the run namespaces (labelled managed-by overlaybench) whose owner is gone; with
+    --namespace, the runs' labelled objects in that namespace instead (never the namespace)."""
     api = connect(opts)
+    if opts.kube_namespace:
+        return _remove_in(api, opts.kube_namespace, force)
     removed, kept = [], []
     for ns in api.list_namespaces(specs.SELECTOR):
         why = None if force else why_kept(ns["labels"])
@@ -59,4 +67,24 @@ def remove_leftovers(opts: Options, inventory: str | None, force: bool) -> tuple
             continue
         api.delete_namespace(ns["name"])
         removed.append(f"namespace {ns['name']} (run {ns['labels'].get(specs.RUN, '?')})")
+    return removed, kept
+
+
+def _remove_in(api, namespace: str, force: bool) -> tuple[list[str], list[str]]:
+    """The labelled objects of dead runs in an existing namespace, by run."""
+    runs: dict[str, list[tuple[str, dict]]] = {}
+    for kind in KINDS:
+        for obj in api.list_objects(kind, namespace, specs.SELECTOR):
+            runs.setdefault(obj["labels"].get(specs.PREFIX, "?"), []).append((kind, obj))
+    removed, kept = [], []
+    for prefix, objs in sorted(runs.items()):
+        labels = objs[0][1]["labels"]
+        names = ", ".join(f"{kind[:-1]} {o['name']}" for kind, o in objs)
+        why = None if force else why_kept(labels)
+        if why:
+            kept.append(f"in namespace {namespace}: {names} ({why})")
+            continue
+        for kind, o in objs:
+            api.delete_object(kind, namespace, o["name"])
+        removed.append(f"in namespace {namespace}: {names} (run {labels.get(specs.RUN, '?')})")
     return removed, kept

@@ -22,16 +22,19 @@ import pathlib
 import secrets
 import shutil
 import socket
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 from harness.bed import Options, Side, Testbed
 from harness.core.errors import HarnessError
-from harness.core.placements import PLACEMENTS
-from harness.hosts.kube.api import ApiError, Node
-from harness.hosts.kube.pod import PodHost
+from harness.core import pairs as pairs_mod
+from harness.core.placements import HOST, PLACEMENTS
+from harness.hosts.kube.api import ApiError, Node, PodStatus
+from harness.hosts.kube.pod import READY_POLL, READY_TIMEOUT, STUCK, PodHost
 from harness.hosts.local import owned_tempdir, pidns_of
 from harness.testbeds import cpusets, facts as facts_mod
 from harness.testbeds.cpu import PerHostMeter
-from harness.testbeds.kubernetes import found, specs
+from harness.testbeds.kubernetes import found, psa, specs
 
 log = logging.getLogger(__name__)
 
@@ -76,17 +79,59 @@ def needs_service(sc) -> bool:
     return False
 
 
-def permissions(sc, namespace: str) -> list[tuple[str, str, str, str, str]]:
-    """(verb, resource, namespace, group, subresource) the run needs, for SelfSubjectAccessReview."""
-    need = [("create", "namespaces", "", "", ""), ("delete", "namespaces", "", "", ""),
-            ("list", "namespaces", "", "", ""), ("list", "nodes", "", "", ""),
-            ("create", "pods", namespace, "", ""), ("get", "pods", namespace, "", ""),
-            ("create", "pods", namespace, "", "exec")]
+def needs_host_network(sc) -> bool:
+    """Whether a case of `sc` has a host end (the native reference, host-host, host-container):
+    only then are hostNetwork pods made."""
+    for m in sc.modes:
+        own = sc.mode(m).placements
+        chosen = [p for p in sc.placements if p in own] or list(own)
+        if any(PLACEMENTS[p].client == HOST or PLACEMENTS[p].server == HOST for p in chosen if p in PLACEMENTS):
+            return True
+    return False
+
+
+def needs_raw_sockets(sc) -> bool:
+    """Whether the run pings (ping -f: as root with NET_RAW, in every pod it runs in)."""
+    return any(t.split(".")[0] == "ping" for t in sc.tests)
+
+
+def at_once(sc, names: list[str]) -> int:
+    """How many pairs the schedule measures at once: the Services' ports are for that many."""
+    chosen = pairs_mod.select(list(sc.pairs), names)
+    if sc.schedule == "mesh":
+        return len(chosen)
+    if sc.schedule == "rounds":
+        return max(len(r) for r in pairs_mod.rounds(chosen, names))
+    return 1
+
+
+def permissions(sc, namespace: str, fresh: bool = True) -> list[tuple[str, str, str, str, str]]:
+    """(verb, resource, namespace, group, subresource) the run needs, for SelfSubjectAccessReview:
+    in a fresh namespace, namespaces' verbs cluster-wide; in an existing one (--namespace),
+    namespaced rights only, and deleting what it made."""
+    need = [("list", "nodes", "", "", "")]
+    if fresh:
+        need = [("create", "namespaces", "", "", ""), ("delete", "namespaces", "", "", ""),
+                ("list", "namespaces", "", "", "")] + need
+    need += [("create", "pods", namespace, "", ""), ("get", "pods", namespace, "", ""),
+             ("create", "pods", namespace, "", "exec")]
+    if not fresh:
+        need.append(("delete", "pods", namespace, "", ""))
     if needs_service(sc):
         need.append(("create", "services", namespace, "", ""))
+        if not fresh:
+            need.append(("delete", "services", namespace, "", ""))
     if "cni" in [sc.mode(m).kind for m in sc.modes]:
         need.append(("list", "daemonsets", "kube-system", "apps", ""))
     return need
+
+
+def pod_settings(opts: Options) -> specs.PodSettings:
+    """The pods' shared settings from the options; HarnessError, one line, on bad input."""
+    return specs.PodSettings(image=opts.image or specs.DEFAULT_IMAGE,
+                             cpu=specs.resources("--pod-cpu", opts.pod_cpu or specs.DEFAULT_CPU),
+                             memory=specs.resources("--pod-memory", opts.pod_memory or specs.DEFAULT_MEMORY),
+                             tolerations=tuple(specs.toleration(t) for t in opts.tolerate))
 
 
 class KubeTestbed(Testbed):
@@ -94,21 +139,32 @@ class KubeTestbed(Testbed):
 
     backend = "kubernetes"
 
-    def __init__(self, api, nodes: list[Node], opts: Options, server: str = "", sleep=None):
+    def __init__(self, api, nodes: list[Node], opts: Options, server: str = "", sleep=None,
+                 settings: specs.PodSettings | None = None):
         self.api, self.nodes, self.opts, self.server_version = api, nodes, opts, server
-        self.image = opts.image or specs.DEFAULT_IMAGE
+        self.pods = settings or pod_settings(opts)
+        self.image = self.pods.image
         self.prefix = "ob" + secrets.token_hex(2)
-        self.namespace = specs.namespace_name(self.prefix)
+        self.fresh = not opts.kube_namespace          # the run's own namespace, or one made beforehand
+        self.namespace = opts.kube_namespace or specs.namespace_name(self.prefix)
+        self.labels = specs.run_labels(self.prefix, opts.run_id, os.getpid(), socket.gethostname(), pidns_of())
+        self.ready_timeout = opts.pod_ready_timeout or READY_TIMEOUT
         self.underlay_mtu = 0
         self.rate: str | None = None
         self.meter = PerHostMeter()
         self.service = False
-        self._made = False          # the namespace exists (teardown deletes it)
+        self.host_network = True    # hostNetwork pods made (preflight: only where a placement has a host end)
+        self.raw_sockets = False    # pod-network pods as root with NET_RAW (ping)
+        self.level = "privileged"   # the Pod Security level the pods need
+        self._sets = 1              # pairs measured at once: the Services' ports
+        self._made = False          # the namespace exists, or (--namespace) something was made in it
+        self._objects: list[tuple[str, str]] = []   # (kind, name) made in an existing namespace
         self._ready = False         # and everything in it was made and settled
         self._torn_down = False
         self._node_mtu: dict[int, int] = {}
         self._found: dict | None = None
         self._artifacts: pathlib.Path | None = None     # made when first asked for: nothing ships here
+        self._sleep = sleep or time.sleep
         kw = {} if sleep is None else {"sleep": sleep}
         self.sides = tuple(
             Side(index=i, host=PodHost(api, self.namespace, f"h{i}", n.name, node=n.name, **kw),
@@ -129,17 +185,47 @@ class KubeTestbed(Testbed):
         if sc.rate:
             raise HarnessError("--rate: the kubernetes backend sets nothing on a node (no rate cap)")
         self.service = needs_service(sc)
+        self.host_network, self.raw_sockets = needs_host_network(sc), needs_raw_sockets(sc)
+        self.level = psa.level_of(self.host_network, self.raw_sockets)
+        if self.service:
+            self._sets = at_once(sc, [s.name for s in self.sides])
+            specs.service_ports(self._sets)              # a collision: one line, before anything is made
+        if not self.host_network:                       # each side's one pod: its pod-network pod
+            for s in self.sides:
+                s.host = s.container
         missing = [f"{verb} {resource}{'/' + sub if sub else ''}" + (f" ({group})" if group else "")
-                   for verb, resource, ns, group, sub in permissions(sc, self.namespace)
+                   for verb, resource, ns, group, sub in permissions(sc, self.namespace, self.fresh)
                    if not self.api.allowed(verb, resource, ns, group, sub)]
         if missing:
+            role = "ClusterRole" if self.fresh else "Role (and the ClusterRole for nodes)"
             raise HarnessError(f"forbidden: this kubeconfig's user may not {', '.join(missing)} "
-                               "(docs/kubernetes.md, 'Permissions', has the ClusterRole the run needs)")
+                               f"(docs/kubernetes.md, 'Permissions', has the {role} the run needs)")
+        if not self.fresh:
+            self._check_namespace()
+
+    def _check_namespace(self) -> None:
+        """The existing namespace is there and (where its label can be read) admits the pods."""
+        ns = self.api.read_namespace(self.namespace)
+        if ns is None:
+            log.info("namespace %s: not read (absent or forbidden); its Pod Security level is not checked",
+                     self.namespace)
+            return
+        enforced = ns["labels"].get(specs.ENFORCE, "")
+        if not psa.admits(enforced, self.level):
+            why = ("hostNetwork pods (the native reference, host-host, host-container) need a namespace admitting "
+                   '"privileged" pods' if self.host_network else
+                   'ping runs as root with NET_RAW, which needs a namespace admitting "privileged" pods')
+            raise HarnessError(f'namespace {self.namespace} enforces Pod Security "{enforced}": {why}; there, '
+                               f"--modes cni --placements container-container,container-service"
+                               f"{' without ping tests' if self.raw_sockets else ''} can run")
 
     def native_mtu(self) -> int:
         """The first node's MTU, read in its hostNetwork pod: the pods are made here (build
         then finds them made)."""
         self._make()
+        if not self.host_network:
+            raise HarnessError("underlay MTU auto: a run with no host end makes no hostNetwork pod to read the "
+                               "nodes' MTU in; give it (--underlay-mtu N)")
         if 0 not in self._node_mtu:
             raise HarnessError(f"node {self.sides[0].name}: its MTU could not be read "
                                f"({self.sides[0].host.broken or 'no device holds its address'}); "
@@ -164,22 +250,34 @@ class KubeTestbed(Testbed):
         log.info("kubernetes testbed %s up on %s", self.namespace, ", ".join(n.name for n in self.nodes))
 
     def _make(self) -> None:
-        """The namespace, the pods (and Services), each settled; once. On failure, what was
-        made is removed."""
+        """The namespace (or, with --namespace, nothing of it), the pods (and Services), each
+        settled; once. On failure, what was made is removed."""
         if self._ready:
             return
         try:
-            self.api.create_namespace(specs.namespace(self.prefix, self.opts.run_id, os.getpid(),
-                                                      socket.gethostname(), pidns_of()))
-            self._made = True
+            if self.fresh:
+                self.api.create_namespace(specs.namespace(self.prefix, self.opts.run_id, os.getpid(),
+                                                          socket.gethostname(), pidns_of(), level=self.level))
+                self._made = True
+            bodies = []
             for s in self.sides:
-                for pod, host_network in ((s.host, True), (s.container, False)):
-                    self.api.create_pod(self.namespace, specs.pod(pod.pod, pod.node, self.image, host_network))
+                if self.host_network:
+                    bodies.append(specs.pod(s.host.pod, s.host.node, self.pods, True, labels=self.labels))
+                bodies.append(specs.pod(s.container.pod, s.container.node, self.pods, False,
+                                        raw_sockets=self.raw_sockets, labels=self.labels))
+            with ThreadPoolExecutor(max_workers=min(8, len(bodies))) as pool:    # made at once, not in turn
+                errors = [f.exception() for f in [pool.submit(self._create, "pods", b) for b in bodies]]
+            err = next((e for e in errors if e is not None), None)
+            if err is not None:
+                raise self._denied(err) from err
             if self.service:
-                sets = max(1, len(self.sides) * (len(self.sides) - 1))
+                ports = specs.service_ports(self._sets)
                 for s in self.sides:
-                    s.service_ip = self.api.create_service(self.namespace, specs.service(f"s{s.index}", s.container.pod,
-                                                                                         sets))
+                    body = specs.service(f"s{s.index}", s.container.pod, ports, labels=self.labels)
+                    s.service_ip = self.api.create_service(self.namespace, body)
+                    self._objects.append(("services", body["metadata"]["name"]))
+                    self._made = True
+            self._await_pods()
             for s in self.sides:
                 self._settle(s)
             self._ready = True
@@ -187,11 +285,51 @@ class KubeTestbed(Testbed):
             self.teardown()
             raise
 
+    def _create(self, kind: str, body: dict) -> None:
+        self.api.create_pod(self.namespace, body)
+        self._objects.append((kind, body["metadata"]["name"]))
+        self._made = True
+
+    def _denied(self, err: BaseException) -> BaseException:
+        """An admission denial of a hostNetwork pod in a namespace made beforehand, with what
+        would run there."""
+        if isinstance(err, ApiError) and err.policy and not self.fresh and self.host_network:
+            return HarnessError(f"{err}; hostNetwork pods (the native reference, host-host, host-container) need a "
+                                f'namespace admitting "privileged" pods: here --modes cni --placements '
+                                f"container-container,container-service can run")
+        return err
+
+    def _await_pods(self) -> None:
+        """Every pod running, against one deadline; the first that cannot (an image not
+        pulled, a container not made) is one line naming node, image and the kubelet's reason."""
+        pending = [s.host for s in self.sides if self.host_network] + [s.container for s in self.sides]
+        deadline = time.monotonic() + self.ready_timeout
+        last: dict[str, PodStatus] = {}
+        while pending:
+            for pod in list(pending):
+                st = last[pod.pod] = self.api.pod_status(self.namespace, pod.pod)
+                if st.phase == "Running":
+                    pod.status = st
+                    pending.remove(pod)
+                elif st.reason in STUCK or st.phase in ("Failed", "Succeeded"):
+                    msg = " ".join(st.message.split())[:200]
+                    if "Image" in st.reason or "image" in st.reason:
+                        raise HarnessError(f"image {self.image} cannot be pulled on node {pod.node}: {st.reason}"
+                                           + (f": {msg}" if msg else ""))
+                    raise HarnessError(f"pod {pod.pod} cannot run on node {pod.node}: {st.reason or st.phase}"
+                                       + (f": {msg}" if msg else ""))
+            if pending and time.monotonic() >= deadline:
+                stuck = ", ".join(f"{p.pod} on node {p.node} ({last[p.pod].reason or last[p.pod].phase})"
+                                  for p in pending)
+                raise HarnessError(f"pods not running after {self.ready_timeout:.0f}s: {stuck} "
+                                   f"(--pod-ready-timeout SECONDS waits longer)")
+            if pending:
+                self._sleep(READY_POLL)
+
     def _settle(self, s: Side) -> None:
-        """Wait for the side's pods; learn the pod's address and the node's device and MTU.
-        A pod that cannot run is left to fail the cases that need it (PodHost)."""
-        st = s.host.wait_running()
-        if st is not None:
+        """Learn the pod's address and, from the hostNetwork pod, the node's device and MTU."""
+        if self.host_network:
+            st = s.host.wait_running()
             s.underlay_ip = s.overlay_ip = st.ip or s.underlay_ip
             done = s.host.run(["ip", "-o", "-4", "addr", "show"], check=False, timeout=20)
             for ln in done.stdout.splitlines():
@@ -202,13 +340,7 @@ class KubeTestbed(Testbed):
                 mtu = s.host.run(["cat", f"/sys/class/net/{s.underlay_dev}/mtu"], check=False, timeout=20)
                 if mtu.ok and mtu.stdout.strip().isdigit():
                     self._node_mtu[s.index] = int(mtu.stdout.strip())
-        else:
-            log.warning("%s", s.host.broken)
-        cst = s.container.wait_running()
-        if cst is not None:
-            s.container_ip = cst.ip
-        else:
-            log.warning("%s", s.container.broken)
+        s.container_ip = s.container.wait_running().ip
 
     def _check_mtu(self, mtu: int) -> None:
         for s in self.sides:
@@ -229,7 +361,7 @@ class KubeTestbed(Testbed):
 
     def pod_network(self) -> dict | None:
         if self._found is None:
-            self._found = found.pod_network(self.api, self.sides)
+            self._found = found.pod_network(self.api, self.sides, node_pods=self.host_network)
         return self._found
 
     # ------------------------------------------------------------- teardown
@@ -237,7 +369,7 @@ class KubeTestbed(Testbed):
         if self._torn_down:
             return
         self._torn_down = True
-        if self._made:
+        if self._made and self.fresh:
             try:
                 self.api.delete_namespace(self.namespace)
             except ApiError as e:
@@ -245,12 +377,28 @@ class KubeTestbed(Testbed):
                             self.namespace, e)
             else:
                 log.info("kubernetes testbed %s deleted", self.namespace)
+        elif self._made:
+            left = []
+            for kind, name in self._objects:        # only what this run made; the namespace stays
+                try:
+                    self.api.delete_object(kind, self.namespace, name)
+                except ApiError as e:
+                    left.append(f"{kind} {name} ({e})")
+            if left:
+                log.warning("in namespace %s, not deleted: %s (overlaybench down --kubeconfig --namespace %s "
+                            "removes them)", self.namespace, "; ".join(left), self.namespace)
+            else:
+                log.info("kubernetes testbed %s: the run's objects in namespace %s deleted", self.prefix,
+                         self.namespace)
         if self._artifacts is not None:
             shutil.rmtree(self._artifacts, ignore_errors=True)
 
     # ------------------------------------------------------------- facts
     def facts(self) -> dict:
         return {"backend": self.backend, "prefix": self.prefix, "namespace": self.namespace,
+                "namespace_made": self.fresh, "pod_security": self.level, "host_network": self.host_network,
+                "pod_resources": {"cpu": list(self.pods.cpu), "memory": list(self.pods.memory)},
+                "tolerations": list(self.pods.tolerations),
                 "server_version": self.server_version, "image": self.image, "underlay_mtu": self.underlay_mtu,
                 "context": self.opts.kube_context, "service": self.service,
                 "cpus": cpusets.unpinned(len(self.sides)).facts(),     # pods, as the kubelet places them

@@ -118,8 +118,9 @@ def _listed(d: dict) -> dict:
                                                           for i, im in enumerate(d["images"])]}}}}
 
 
-def pod_network(api, sides) -> dict:
-    """Everything of the module doc, read through the API and the run's pods."""
+def pod_network(api, sides, node_pods: bool = True) -> dict:
+    """Everything of the module doc, read through the API and the run's pods (the nodes'
+    devices only where the run has hostNetwork pods, `node_pods`)."""
     info: dict = {"daemonsets": [], "errors": []}
     for ns in SYSTEM_NAMESPACES:
         try:
@@ -141,13 +142,15 @@ def pod_network(api, sides) -> dict:
         info["errors"].append(f"{s.container.name}: pod MTU: {(done.stderr or done.stdout).strip()[-200:]}")
     info["encapsulation"] = {}
     names: list[str] = []
-    for s in sides:
+    for s in sides if node_pods else ():
         done = s.host.run(["ip", "-d", "-o", "link", "show"], check=False, timeout=20)
         if done.ok:
             info["encapsulation"][s.name] = parse_links(done.stdout)
             names += device_names(done.stdout)
         else:
             info["errors"].append(f"{s.name}: ip -d link: {(done.stderr or done.stdout).strip()[-200:]}")
+    if not node_pods:
+        info["encapsulation_unread"] = "no hostNetwork pod (the run has no host end): the nodes' devices not read"
     if not info["cni"]:
         info["cni"] = cni_of_devices(names)
         info["cni_from"] = "devices" if info["cni"] else ""

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 from harness.core.errors import HarnessError
 from harness.hosts.kube.api import Node
+from harness.testbeds.kubernetes.specs import tolerates
 
 
-def pick(nodes: list[Node], wanted: tuple[str, ...] = (), count: int = 2) -> list[Node]:
+def schedulable(n: Node, tolerations=()) -> bool:
+    """Not cordoned, and every NoSchedule/NoExecute taint tolerated (--tolerate)."""
+    if n.schedulable:
+        return True
+    return bool(n.taints) and not n.cordoned and all(tolerates(tolerations, *t) for t in n.taints)
+
+
+def pick(nodes: list[Node], wanted: tuple[str, ...] = (), count: int = 2, tolerations=()) -> list[Node]:
     """The nodes to measure between, in the order named (or by name); HarnessError, one
     line, where the cluster cannot give them."""
     by = {n.name: n for n in nodes}
-    usable = sorted((n for n in nodes if n.ready and n.schedulable), key=lambda n: n.name)
+    usable = sorted((n for n in nodes if n.ready and schedulable(n, tolerations)), key=lambda n: n.name)
     if tuple(wanted) == ("all",):
         wanted, count = (), max(len(usable), 2)
     if wanted:
@@ -26,8 +34,10 @@ def pick(nodes: list[Node], wanted: tuple[str, ...] = (), count: int = 2) -> lis
             n = by[w]
             if not n.ready:
                 raise HarnessError(f"node {w} is not Ready")
-            if not n.schedulable:
-                raise HarnessError(f"node {w} is not schedulable (cordoned, or tainted NoSchedule/NoExecute)")
+            if not schedulable(n, tolerations):
+                taint = next((f"{k}{'=' + v if v else ''}:{e}" for k, v, e in n.taints), "")
+                raise HarnessError(f"node {w} is not schedulable (" + (f"tainted {taint}: --tolerate {taint} "
+                                   "runs there" if taint and not n.cordoned else "cordoned") + ")")
         return [by[w] for w in wanted]
     if count < 2:
         raise HarnessError(f"--hosts {count}: a run measures between two nodes or more")

@@ -1,29 +1,77 @@
 """What a run makes on a cluster, as manifests (plain dicts): its namespace, its pods, the
 Services in front of the pod-network pods. Pure: nothing here reaches the API.
 
-Every object lives in the run's namespace `overlaybench-<P>`, which carries the run and its
-owner as labels (what `overlaybench down --kubeconfig` reads) and the Pod Security label that
-lets hostNetwork pods in. Per node i:
+Every object carries the run and its owner as labels (what `overlaybench down --kubeconfig`
+reads). By default they live in the run's own namespace `overlaybench-<P>`, whose Pod
+Security label is the least level its pods need (psa.py); with --namespace, in a namespace
+made beforehand, which the run leaves as it is. Per node i:
 
-    h<i>   hostNetwork pod pinned to the node (nodeName): the node's own network
+    h<i>   hostNetwork pod pinned to the node (nodeName): the node's own network; made only
+           where a placement has a host end (the native reference, host-host, host-container)
     c<i>   pod-network pod pinned to the node: the cluster's pod network (its CNI)
     s<i>   ClusterIP Service selecting c<i> on the tools' ports (the container-service placement)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
+
+from harness.core.errors import HarnessError
+from harness.testbeds.kubernetes import psa
 
 MANAGED = "app.kubernetes.io/managed-by"
 RUN, OWNER_PID, OWNER_HOST, PREFIX, SIDE = ("overlaybench/run", "overlaybench/owner-pid", "overlaybench/owner-host",
                                             "overlaybench/prefix", "overlaybench/side")
 OWNER_PIDNS = "overlaybench/owner-pidns"        # the owner pid's pid namespace (its inode)
 SELECTOR = f"{MANAGED}=overlaybench"
-PSA = {"pod-security.kubernetes.io/enforce": "privileged"}
+ENFORCE = "pod-security.kubernetes.io/enforce"
 DEFAULT_IMAGE = "overlaybench/tools:bookworm"       # images/build.sh tools
-# the tools' servers' ports (harness/run/procs.py: iperf3, qperf and its data, sockperf),
-# each for the pairs of a set measured at once (their port + 2 × place)
-SERVER_PORTS = (5201, 19765, 19766, 11111)
+DEFAULT_CPU, DEFAULT_MEMORY = "500m:2", "256Mi:1Gi"    # request:limit of every pod
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$")
+
+
+@dataclasses.dataclass(frozen=True)
+class PodSettings:
+    """What every pod of a run shares: the image, resources, tolerations, pull secrets."""
+
+    image: str = DEFAULT_IMAGE
+    cpu: tuple[str, str] = ("500m", "2")               # request, limit
+    memory: tuple[str, str] = ("256Mi", "1Gi")
+    tolerations: tuple[dict, ...] = ()
+    pull_secrets: tuple[str, ...] = ()
+
+
+def resources(flag: str, text: str) -> tuple[str, str]:
+    """`REQUEST[:LIMIT]` (a Kubernetes quantity each; no limit: the request) → (request,
+    limit); HarnessError, one line, on anything else."""
+    req, _, lim = text.partition(":")
+    lim = lim or req
+    for q in (req, lim):
+        if not _QUANTITY.match(q):
+            raise HarnessError(f"{flag} {text}: not REQUEST[:LIMIT] of Kubernetes quantities (e.g. 500m:2, 256Mi:1Gi)")
+    return req, lim
+
+
+def toleration(text: str) -> dict:
+    """`KEY[=VALUE][:EFFECT]` → a toleration (no value: any; no effect: every effect)."""
+    rest, _, effect = text.partition(":")
+    key, eq, value = rest.partition("=")
+    if not key or (effect and effect not in TAINT_EFFECTS) or (eq and not value):
+        raise HarnessError(f"--tolerate {text}: not KEY[=VALUE][:EFFECT] (EFFECT: {', '.join(TAINT_EFFECTS)})")
+    t = {"key": key, "operator": "Equal" if value else "Exists"}
+    if value:
+        t["value"] = value
+    if effect:
+        t["effect"] = effect
+    return t
+
+
+def tolerates(tolerations, key: str, value: str, effect: str) -> bool:
+    """Whether one of `tolerations` tolerates the taint (key, value, effect)."""
+    return any(t.get("key") == key and t.get("effect", effect) == effect
+               and (t["operator"] == "Exists" or t.get("value") == value) for t in tolerations)
 
 
 def namespace_name(prefix: str) -> str:
@@ -36,11 +84,18 @@ def label_value(text: str) -> str:
     return re.sub(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$", "", v)
 
 
-def namespace(prefix: str, run_id: str, pid: int, host: str, pidns: int | None = None) -> dict:
-    owner = {OWNER_PID: str(pid), OWNER_HOST: label_value(host), **({OWNER_PIDNS: str(pidns)} if pidns else {})}
+def run_labels(prefix: str, run_id: str, pid: int, host: str, pidns: int | None = None) -> dict:
+    """The labels of everything a run makes: whose it is and which run's."""
+    return {MANAGED: "overlaybench", PREFIX: prefix, RUN: label_value(run_id), OWNER_PID: str(pid),
+            OWNER_HOST: label_value(host), **({OWNER_PIDNS: str(pidns)} if pidns else {})}
+
+
+def namespace(prefix: str, run_id: str, pid: int, host: str, pidns: int | None = None,
+              level: str = "privileged") -> dict:
+    """The run's own namespace, enforcing the Pod Security `level` its pods need."""
     return {"apiVersion": "v1", "kind": "Namespace",
             "metadata": {"name": namespace_name(prefix),
-                         "labels": {MANAGED: "overlaybench", PREFIX: prefix, RUN: label_value(run_id), **owner, **PSA}}}
+                         "labels": {**run_labels(prefix, run_id, pid, host, pidns), ENFORCE: level}}}
 
 
 def pull_policy(image: str) -> str:
@@ -49,26 +104,65 @@ def pull_policy(image: str) -> str:
     return "Always" if "@" not in tail and (":" not in tail or tail.endswith(":latest")) else "IfNotPresent"
 
 
-def pod(name: str, node: str, image: str, host_network: bool, pull: str | None = None) -> dict:
-    """A pod pinned to `node` that sleeps until the run execs its tools in it."""
+def pod(name: str, node: str, image: str | PodSettings, host_network: bool, pull: str | None = None,
+        raw_sockets: bool = False, labels: dict | None = None) -> dict:
+    """A pod pinned to `node` that sleeps until the run execs its tools in it; as root with
+    NET_RAW only where it is a node's (hostNetwork) or runs ping (`raw_sockets`), else
+    non-root under Pod Security's "restricted" rules (psa.py)."""
+    ps = image if isinstance(image, PodSettings) else PodSettings(image=image)
+    pod_sc, container_sc = psa.security(host_network, raw_sockets)
     spec = {"nodeName": node, "hostNetwork": host_network, "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 0, "automountServiceAccountToken": False,
-            "enableServiceLinks": False,
-            "tolerations": [{"operator": "Exists"}],          # nodeName skips the scheduler, not NoExecute
-            "containers": [{"name": "tools", "image": image, "imagePullPolicy": pull or pull_policy(image),
-                            "command": ["sleep", "infinity"],
-                            "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_RAW"]}}}]}
+            "enableServiceLinks": False, "securityContext": pod_sc,
+            "containers": [{"name": "tools", "image": ps.image, "imagePullPolicy": pull or pull_policy(ps.image),
+                            "command": ["sleep", "infinity"], "securityContext": container_sc,
+                            "resources": {"requests": {"cpu": ps.cpu[0], "memory": ps.memory[0]},
+                                          "limits": {"cpu": ps.cpu[1], "memory": ps.memory[1]}}}]}
+    if ps.tolerations:
+        spec["tolerations"] = [dict(t) for t in ps.tolerations]
+    if ps.pull_secrets:
+        spec["imagePullSecrets"] = [{"name": s} for s in ps.pull_secrets]
     if host_network:
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": {MANAGED: "overlaybench", SIDE: name}}, "spec": spec}
+            "metadata": {"name": name, "labels": {MANAGED: "overlaybench", **(labels or {}), SIDE: name}},
+            "spec": spec}
 
 
-def service(name: str, pod_name: str, sets: int) -> dict:
-    """A ClusterIP Service in front of pod `pod_name`: every server port, TCP and UDP, for
-    `sets` pairs measured at once."""
-    ports = [{"name": f"{proto.lower()}-{p + 2 * k}", "protocol": proto, "port": p + 2 * k, "targetPort": p + 2 * k}
-             for p in SERVER_PORTS for k in range(sets) for proto in ("TCP", "UDP")]
+def service(name: str, pod_name: str, ports: list[int], labels: dict | None = None) -> dict:
+    """A ClusterIP Service in front of pod `pod_name` on `ports`, TCP and UDP each."""
+    spec_ports = [{"name": f"{proto.lower()}-{p}", "protocol": proto, "port": p, "targetPort": p}
+                  for p in ports for proto in ("TCP", "UDP")]
     return {"apiVersion": "v1", "kind": "Service",
-            "metadata": {"name": name, "labels": {MANAGED: "overlaybench"}},
-            "spec": {"type": "ClusterIP", "selector": {SIDE: pod_name}, "ports": ports}}
+            "metadata": {"name": name, "labels": {MANAGED: "overlaybench", **(labels or {})}},
+            "spec": {"type": "ClusterIP", "selector": {SIDE: pod_name}, "ports": spec_ports}}
+
+
+def secret_copy(secret: dict, labels: dict) -> dict:
+    """An image pull secret read elsewhere, as the run's own copy (type and data only)."""
+    meta = secret.get("metadata", {})
+    return {"apiVersion": "v1", "kind": "Secret", "type": secret.get("type", "kubernetes.io/dockerconfigjson"),
+            "metadata": {"name": meta.get("name"), "labels": dict(labels)}, "data": dict(secret.get("data") or {})}
+
+
+# the tools' servers' ports (harness/run/procs.py: iperf3, qperf and its data, sockperf,
+# iperf 2, irtt), each for the pairs of a set measured at once (their port + 2 × place)
+SERVER_PORTS = (5201, 19765, 19766, 11111, 5001, 2112)
+PORT_TOOLS = {5201: "iperf3", 19765: "qperf", 19766: "qperf's data", 11111: "sockperf", 5001: "iperf",
+              2112: "irtt"}
+
+
+def service_ports(sets: int) -> list[int]:
+    """Every server port of `sets` pairs measured at once; HarnessError, one line, where two
+    tools' ports would meet (a set too large for the fixed ports)."""
+    owner: dict[int, int] = {}
+    for base in SERVER_PORTS:
+        for k in range(sets):
+            p = base + 2 * k
+            if p in owner or p > 65535:
+                what = f"meet {PORT_TOOLS[owner[p]]}'s from {owner[p]}" if p in owner else "pass 65535"
+                raise HarnessError(f"{sets} pairs at once: {PORT_TOOLS[base]}'s ports {base}.."
+                                   f"{base + 2 * (sets - 1)} {what} (harness/run/procs.py's fixed ports); "
+                                   f"measure fewer pairs at once")
+            owner[p] = base
+    return sorted(owner)
