@@ -392,3 +392,68 @@ def test_resume_on_a_cluster_finishes_what_is_missing(api, tmp_path, capsys):
     assert sorted({(r["mode"], r["repeat"]) for r in rows}) == [("cni", 0), ("native", 0)]
     assert len(api.deleted) == 2 and not api.namespaces       # one namespace per attempt, both gone
     api.assert_clean()
+
+
+# ------------------------------------------------------------------ an existing namespace
+def _team_ns(api, level=None):
+    labels = {"team": "net"} | ({"pod-security.kubernetes.io/enforce": level} if level else {})
+    api.namespaces["bench"] = {"name": "bench", "labels": labels, "phase": "Active"}
+    return dict(labels)
+
+
+def test_a_run_in_an_existing_namespace_makes_and_deletes_only_its_own(api, tmp_path):
+    before = _team_ns(api, "restricted")
+    api.namespaces["bench"]["body"] = None
+    _incidental(api)
+    api.expect_start("c1", "iperf3 -s -1 -p 5201")
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.96\.0\.12 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    store = _run(tmp_path, modes=("cni",), placements=("container-service",), kube_namespace="bench")
+    assert all(r["ok"] for r in _rows(store))
+    assert not [c for c in api.calls if c[0] in ("create_namespace", "delete_namespace")]
+    assert api.namespaces["bench"]["labels"] == before            # no label touched
+    made = [c for c in api.calls if c[0] in ("create_pod", "create_service")]
+    assert {c[1] for c in made} == {"bench"}
+    assert all(c[2]["metadata"]["labels"]["overlaybench/run"] == store.read_meta()["run_id"] for c in made)
+    deleted = sorted((c[1], c[3]) for c in api.calls if c[0] == "delete_object")
+    assert deleted == [("pods", "c0"), ("pods", "c1"), ("services", "s0"), ("services", "s1")]
+    assert not api.pods and not api.services
+    asked = {(c[1], c[2]) for c in api.calls if c[0] == "allowed"}
+    assert ("create", "namespaces") not in asked and ("delete", "pods") in asked and ("list", "nodes") in asked
+    api.assert_clean()
+
+
+def test_host_network_in_a_restricted_namespace_is_one_line_naming_what_runs_there(api, tmp_path):
+    _team_ns(api, "restricted")
+    with pytest.raises(HarnessError) as e:
+        _run(tmp_path, kube_namespace="bench")
+    assert str(e.value) == ('namespace bench enforces Pod Security "restricted": hostNetwork pods (the native '
+                            'reference, host-host, host-container) need a namespace admitting "privileged" pods; '
+                            'there, --modes cni --placements container-container,container-service can run')
+    _nothing_made(api, tmp_path)
+
+
+def test_a_policy_denial_is_reported_as_the_policy_said(api, tmp_path):
+    _team_ns(api)                                   # no label readable: admission decides
+    msg = 'pods "h0" is forbidden: violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true)'
+    api.fail("create_pod", ApiError(403, "create", "pods", "Forbidden", "bench", policy=msg))
+    with pytest.raises(HarnessError) as e:
+        _run(tmp_path, kube_namespace="bench")
+    assert str(e.value).startswith(f"create pods in namespace bench denied by admission: {msg}; hostNetwork pods")
+    assert "may not" not in str(e.value) and "bench" in api.namespaces
+
+
+def test_down_in_an_existing_namespace_removes_dead_runs_objects_only(api, monkeypatch, capsys, tmp_path):
+    _team_ns(api)
+    dead = {"app.kubernetes.io/managed-by": "overlaybench", "overlaybench/prefix": "ob0001", "overlaybench/run": "r1",
+            "overlaybench/owner-pid": str(2 ** 22 + 7), "overlaybench/owner-host": socket.gethostname()}
+    live = dict(dead, **{"overlaybench/prefix": "ob0002", "overlaybench/run": "r2",
+                         "overlaybench/owner-pid": str(os.getpid())})
+    for name, labels in (("c0", dead), ("c1", live), ("theirs", {"app": "x"})):
+        api.pods[("bench", name)] = {"metadata": {"name": name, "labels": labels}}
+    api.services[("bench", "s0")] = {"metadata": {"name": "s0", "labels": dead}}
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["down", "--kubeconfig", str(tmp_path / "kc"), "--namespace", "bench"]) == 0
+    out = capsys.readouterr().out
+    assert "removed in namespace bench: pod c0, service s0 (run r1)" in out
+    assert "left in namespace bench: pod c1 (owned by running pid" in out
+    assert set(api.pods) == {("bench", "c1"), ("bench", "theirs")} and "bench" in api.namespaces
