@@ -56,6 +56,7 @@ class FakeApi:
                  objects: list[dict] | None = None):
         self.nodes = nodes if nodes is not None else [node("node-a"), node("node-b")]
         self.version, self.denied = version, set(denied)
+        self.current_namespace = "default"
         self.daemonsets = daemonsets or {}
         # whole objects as their manifests read (DaemonSets, ConfigMaps, IPPools …): what the
         # optional reads answer; a DaemonSet of `daemonsets` not among them is read as its

@@ -101,6 +101,10 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
         p.add_argument("--tolerate", action="append", metavar="KEY[=VALUE][:EFFECT]",
                        help="let the pods onto nodes with this taint; repeatable (default: none: tainted nodes "
                             "are not picked)")
+        p.add_argument("--image-pull-secret", action="append", metavar="NAME",
+                       help="an image pull secret the pods carry, copied into the run's namespace from the "
+                            "kubeconfig context's namespace or default (with --namespace: used there); "
+                            "repeatable (default: none)")
         p.add_argument("--pod-ready-timeout", type=float, metavar="SECONDS",
                        help="how long every pod has to run, image pulls included, before the run stops "
                             "(default: 300)")
@@ -159,7 +163,8 @@ def options(a: argparse.Namespace):
                    node_count=getattr(a, "hosts", None) or 2, image=getattr(a, "image", None),
                    kube_namespace=getattr(a, "namespace", None), pod_cpu=getattr(a, "pod_cpu", None),
                    pod_memory=getattr(a, "pod_memory", None), tolerate=tuple(getattr(a, "tolerate", None) or ()),
-                   pod_ready_timeout=getattr(a, "pod_ready_timeout", None))
+                   pod_ready_timeout=getattr(a, "pod_ready_timeout", None),
+                   pull_secrets=tuple(getattr(a, "image_pull_secret", None) or ()))
 
 
 def settings(a: argparse.Namespace):

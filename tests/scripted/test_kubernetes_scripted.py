@@ -457,3 +457,52 @@ def test_down_in_an_existing_namespace_removes_dead_runs_objects_only(api, monke
     assert "removed in namespace bench: pod c0, service s0 (run r1)" in out
     assert "left in namespace bench: pod c1 (owned by running pid" in out
     assert set(api.pods) == {("bench", "c1"), ("bench", "theirs")} and "bench" in api.namespaces
+
+
+# ------------------------------------------------------------------ image pull secrets, the image's tools
+REGCRED = {"kind": "Secret", "apiVersion": "v1", "type": "kubernetes.io/dockerconfigjson",
+           "metadata": {"name": "regcred", "namespace": "default", "uid": "x", "resourceVersion": "7"},
+           "data": {".dockerconfigjson": "e30="}}
+
+
+def test_an_image_pull_secret_is_copied_into_the_run_namespace_and_carried(api, tmp_path):
+    api.objects.append(REGCRED)
+    _incidental(api)
+    api.expect_start("h1", "iperf3 -s -1 -p 5201")
+    api.expect_start("h0", re.compile(r"iperf3 -c .*"), returncode=0, stdout=IPERF, runs=False)
+    _run(tmp_path, modes=("native",), placements=("host-host",), pull_secrets=("regcred",))
+    (copy,) = [c for c in api.calls if c[0] == "create_object"]
+    assert copy[1:3] == ("secrets", [c for c in api.calls if c[0] == "create_namespace"][0][1]["metadata"]["name"])
+    assert copy[3]["data"] == REGCRED["data"] and copy[3]["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    assert "uid" not in copy[3]["metadata"] and "namespace" not in copy[3]["metadata"]
+    pods = [c[2] for c in api.calls if c[0] == "create_pod"]
+    assert all(p["spec"]["imagePullSecrets"] == [{"name": "regcred"}] for p in pods)
+    assert not api.namespaces
+    api.assert_clean()
+
+
+def test_a_missing_image_pull_secret_is_one_line_and_nothing_is_made(api, tmp_path):
+    api.current_namespace = "team"
+    with pytest.raises(HarnessError, match=r"^--image-pull-secret nope: no secret nope in namespace team or default "
+                                           r"\(or this kubeconfig's user may not read it\)$"):
+        _run(tmp_path, pull_secrets=("nope",))
+    _nothing_made(api, tmp_path)
+
+
+def test_a_test_whose_tool_the_image_lacks_is_refused_before_anything_is_made(api, tmp_path, monkeypatch):
+    from harness.testbeds.kubernetes import specs
+    monkeypatch.setattr(specs, "IMAGE_TOOLS", specs.IMAGE_TOOLS - {"irtt"})
+    with pytest.raises(HarnessError, match=r"^test irtt\.udp needs irtt, which the image overlaybench/tools:bookworm "
+                                           r"does not hold \(it holds "):
+        session.run(overrides={"matrix": {"modes": ["native"], "placements": ["host-host"], "tests": ["irtt.udp"],
+                                          "repeats": 1, "duration": 1}, "testbed": {"backend": "kubernetes"}},
+                    results_dir=str(tmp_path / "results"), quiet=True, options=Options())
+    _nothing_made(api, tmp_path)
+
+
+def test_the_image_recipe_holds_every_tool_a_cluster_test_needs():
+    from harness import tools
+    from harness.testbeds.kubernetes import specs
+    assert {t.binary for t in tools.TOOLS.values()} <= specs.IMAGE_TOOLS
+    recipe = (pathlib.Path(__file__).resolve().parents[2] / "images" / "rootfs.packages").read_text().split()
+    assert {"iperf3", "qperf", "sockperf", "iputils-ping", "iperf", "irtt"} <= set(recipe)

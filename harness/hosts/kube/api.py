@@ -5,6 +5,7 @@ Everything above takes an object with these methods, so tests hand in a fake tha
 from a script (tests/scripted_kube.py) and no cluster is needed:
 
     server_version()                        "v1.34.4"; raises ApiError(0, …) when unreachable
+    current_namespace                       the kubeconfig context's namespace ("default")
     list_nodes()                            [Node]
     allowed(verb, resource, namespace, group, subresource) -> bool   (SelfSubjectAccessReview)
     create_namespace(body) / delete_namespace(name) / list_namespaces(selector) -> [dict]
@@ -99,7 +100,14 @@ def connect(kubeconfig: str | None, context: str | None) -> "KubeApi":
         where = kubeconfig or "$KUBECONFIG or ~/.kube/config"
         raise HarnessError(f"not a kubeconfig ({where}): not YAML: {' '.join(str(e).split())}") from e
     cfg.retries = 0
-    return KubeApi(client.ApiClient(cfg))
+    api = KubeApi(client.ApiClient(cfg))
+    try:                # the context's namespace: where an image pull secret is looked for first
+        _all, active = config.list_kube_config_contexts(config_file=kubeconfig)
+        chosen = next((c for c in _all if c.get("name") == context), active) if context else active
+        api.current_namespace = (chosen or {}).get("context", {}).get("namespace") or "default"
+    except (ConfigException, OSError, TypeError, ValueError, AttributeError, yaml.YAMLError):
+        pass
+    return api
 
 
 # what an admission denial's message says (PodSecurity, a validating webhook, a policy
@@ -139,6 +147,7 @@ class KubeApi:
         from kubernetes.client.rest import ApiException
         self._client = api_client
         self.server = api_client.configuration.host
+        self.current_namespace = "default"       # the kubeconfig context's namespace
         self._core = client.CoreV1Api(api_client)
         # The client's stream() swaps its ApiClient's request method for a websocket one while
         # it opens a stream: exec gets an ApiClient of its own, so that no other call made

@@ -126,12 +126,31 @@ def permissions(sc, namespace: str, fresh: bool = True) -> list[tuple[str, str, 
     return need
 
 
+def secret_permissions(names, source: str, namespace: str, fresh: bool) -> list[tuple[str, str, str, str, str]]:
+    """Reading image pull secrets where they are, and (a fresh namespace) making the copies."""
+    if not names:
+        return []
+    return [("get", "secrets", source if fresh else namespace, "", "")] + \
+        ([("create", "secrets", namespace, "", "")] if fresh else [])
+
+
 def pod_settings(opts: Options) -> specs.PodSettings:
     """The pods' shared settings from the options; HarnessError, one line, on bad input."""
     return specs.PodSettings(image=opts.image or specs.DEFAULT_IMAGE,
                              cpu=specs.resources("--pod-cpu", opts.pod_cpu or specs.DEFAULT_CPU),
                              memory=specs.resources("--pod-memory", opts.pod_memory or specs.DEFAULT_MEMORY),
-                             tolerations=tuple(specs.toleration(t) for t in opts.tolerate))
+                             tolerations=tuple(specs.toleration(t) for t in opts.tolerate),
+                             pull_secrets=tuple(dict.fromkeys(opts.pull_secrets)))
+
+
+def refuse_tools(sc, image: str) -> None:
+    """One line for the first test whose tool the tools image does not hold."""
+    from harness import tools          # the tool table: on use
+    for t in sc.tests:
+        binary = tools.get(t).binary
+        if binary not in specs.IMAGE_TOOLS:
+            raise HarnessError(f"test {t} needs {binary}, which the image {image} does not hold "
+                               f"(it holds {', '.join(sorted(specs.IMAGE_TOOLS))}: images/rootfs.packages)")
 
 
 class KubeTestbed(Testbed):
@@ -157,6 +176,7 @@ class KubeTestbed(Testbed):
         self.raw_sockets = False    # pod-network pods as root with NET_RAW (ping)
         self.level = "privileged"   # the Pod Security level the pods need
         self._sets = 1              # pairs measured at once: the Services' ports
+        self._secrets: list[dict] = []      # the image pull secrets found (preflight)
         self._made = False          # the namespace exists, or (--namespace) something was made in it
         self._objects: list[tuple[str, str]] = []   # (kind, name) made in an existing namespace
         self._ready = False         # and everything in it was made and settled
@@ -184,6 +204,7 @@ class KubeTestbed(Testbed):
         refuse_modes(sc)
         if sc.rate:
             raise HarnessError("--rate: the kubernetes backend sets nothing on a node (no rate cap)")
+        refuse_tools(sc, self.image)
         self.service = needs_service(sc)
         self.host_network, self.raw_sockets = needs_host_network(sc), needs_raw_sockets(sc)
         self.level = psa.level_of(self.host_network, self.raw_sockets)
@@ -195,6 +216,7 @@ class KubeTestbed(Testbed):
                 s.host = s.container
         missing = [f"{verb} {resource}{'/' + sub if sub else ''}" + (f" ({group})" if group else "")
                    for verb, resource, ns, group, sub in permissions(sc, self.namespace, self.fresh)
+                   + secret_permissions(self.pods.pull_secrets, self.api.current_namespace, self.namespace, self.fresh)
                    if not self.api.allowed(verb, resource, ns, group, sub)]
         if missing:
             role = "ClusterRole" if self.fresh else "Role (and the ClusterRole for nodes)"
@@ -202,6 +224,18 @@ class KubeTestbed(Testbed):
                                f"(docs/kubernetes.md, 'Permissions', has the {role} the run needs)")
         if not self.fresh:
             self._check_namespace()
+        self._secrets = [self._find_secret(n) for n in self.pods.pull_secrets]
+
+    def _find_secret(self, name: str) -> dict:
+        """An image pull secret where it lives: the namespace the run uses (--namespace), else
+        the kubeconfig context's namespace, then default; a missing one is one line."""
+        where = [self.namespace] if not self.fresh else list(dict.fromkeys([self.api.current_namespace, "default"]))
+        for ns in where:
+            found_secret = self.api.read_secret(ns, name)
+            if found_secret is not None:
+                return found_secret
+        raise HarnessError(f"--image-pull-secret {name}: no secret {name} in namespace {' or '.join(where)} "
+                           f"(or this kubeconfig's user may not read it)")
 
     def _check_namespace(self) -> None:
         """The existing namespace is there and (where its label can be read) admits the pods."""
@@ -259,6 +293,8 @@ class KubeTestbed(Testbed):
                 self.api.create_namespace(specs.namespace(self.prefix, self.opts.run_id, os.getpid(),
                                                           socket.gethostname(), pidns_of(), level=self.level))
                 self._made = True
+                for secret in self._secrets:        # the run's own copies, gone with the namespace
+                    self.api.create_object("secrets", self.namespace, specs.secret_copy(secret, self.labels))
             bodies = []
             for s in self.sides:
                 if self.host_network:

@@ -27,6 +27,9 @@ OWNER_PIDNS = "overlaybench/owner-pidns"        # the owner pid's pid namespace 
 SELECTOR = f"{MANAGED}=overlaybench"
 ENFORCE = "pod-security.kubernetes.io/enforce"
 DEFAULT_IMAGE = "overlaybench/tools:bookworm"       # images/build.sh tools
+# the tools' binaries the tools image holds (images/rootfs.packages): a test of another is
+# refused before anything is made
+IMAGE_TOOLS = frozenset({"iperf3", "qperf", "sockperf", "ping", "iperf", "irtt"})
 DEFAULT_CPU, DEFAULT_MEMORY = "500m:2", "256Mi:1Gi"    # request:limit of every pod
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$")
