@@ -76,6 +76,7 @@ class Options:
     pod_memory: str | None = None
     tolerate: tuple[str, ...] = ()  # KEY[=VALUE][:EFFECT] taints the pods tolerate
     pod_ready_timeout: float | None = None      # seconds for every pod to run (None: the default)
+    older_than: float | None = None     # down: another machine's leftovers older than this (seconds)
     pull_secrets: tuple[str, ...] = ()  # image pull secrets the pods carry (copied into a fresh namespace)
 
 

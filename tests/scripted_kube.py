@@ -137,8 +137,8 @@ class FakeApi:
     def list_namespaces(self, selector: str) -> list[dict]:
         self._check("list_namespaces", selector)
         k, _, v = selector.partition("=")
-        return [{"name": n["name"], "labels": n["labels"], "phase": n["phase"]} for n in self.namespaces.values()
-                if n["labels"].get(k) == v]
+        return [{"name": n["name"], "labels": n["labels"], "phase": n["phase"], "created": n.get("created")}
+                for n in self.namespaces.values() if n["labels"].get(k) == v]
 
     def create_pod(self, namespace: str, body: dict) -> None:
         self._check("create_pod", namespace, body)
@@ -184,7 +184,8 @@ class FakeApi:
         store = {"pods": self.pods, "services": self.services}.get(kind, {})
         bodies = [b for (ns, _n), b in store.items() if ns == namespace]
         bodies += [b for (kd, ns, _n), b in self.objects_made.items() if kd == kind and ns == namespace]
-        return [{"name": b["metadata"]["name"], "labels": dict(b["metadata"].get("labels") or {}), "created": None}
+        return [{"name": b["metadata"]["name"], "labels": dict(b["metadata"].get("labels") or {}),
+                 "created": b["metadata"].get("created")}
                 for b in bodies if (b["metadata"].get("labels") or {}).get(k) == v]
 
     def read_namespace(self, name: str) -> dict | None:

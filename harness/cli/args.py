@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 
 from harness.core.errors import HarnessError
 from harness.testbeds import registry
@@ -93,6 +94,10 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
     p.add_argument("--namespace", metavar="NAME",
                    help="run in this existing namespace, creating and deleting only the run's labelled pods and "
                         "Services in it (down: remove those of dead runs there) (default: a fresh namespace per run)")
+    if not run:
+        p.add_argument("--older-than", type=duration, metavar="AGE",
+                       help="also remove what runs of other machines left, when older than AGE (30m, 2h, 1d): "
+                            "their owner cannot be checked from here (default: keep them)")
     if run:
         p.add_argument("--pod-cpu", metavar="REQ[:LIMIT]",
                        help="every pod's CPU request and limit (default: 500m:2)")
@@ -114,6 +119,14 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
         p.add_argument("--image", metavar="REF",
                        help="the tools image the pods run (default: overlaybench/tools:bookworm; "
                             "images/build.sh tools-archive writes it as an archive to push or load)")
+
+
+def duration(text: str) -> float:
+    """`90s`, `30m`, `2h`, `1d` (a bare number: seconds) → seconds."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([smhd]?)", text.strip())
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: not an age such as 30m, 2h or 1d")
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
 
 
 def backend_of(a: argparse.Namespace) -> str | None:
@@ -164,7 +177,8 @@ def options(a: argparse.Namespace):
                    kube_namespace=getattr(a, "namespace", None), pod_cpu=getattr(a, "pod_cpu", None),
                    pod_memory=getattr(a, "pod_memory", None), tolerate=tuple(getattr(a, "tolerate", None) or ()),
                    pod_ready_timeout=getattr(a, "pod_ready_timeout", None),
-                   pull_secrets=tuple(getattr(a, "image_pull_secret", None) or ()))
+                   pull_secrets=tuple(getattr(a, "image_pull_secret", None) or ()),
+                   older_than=getattr(a, "older_than", None))
 
 
 def settings(a: argparse.Namespace):

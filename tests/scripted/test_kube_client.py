@@ -108,7 +108,8 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(403, FORBIDDEN)
         elif self.path == "/api/v1/namespaces/ns/pods":
             if self.pod_refusals:
-                self._answer(403, self.pod_refusals.pop(0))
+                answer = self.pod_refusals.pop(0)
+                self._answer(*(answer if isinstance(answer, tuple) else (403, answer)))
             else:
                 self._answer(201, body)
         elif self.path == "/api/v1/namespaces/ns/services":
@@ -185,7 +186,7 @@ def test_services_daemonsets_namespaces_and_a_delete_of_what_is_gone(api):
     assert api.list_daemonsets("kube-system") == [
         {"name": "kube-flannel-ds", "namespace": "kube-system", "images": ["ghcr.io/flannel-io/flannel:v0.26.7"]}]
     assert api.list_namespaces(specs.SELECTOR) == [
-        {"name": "overlaybench-ob12ab", "labels": {"overlaybench/run": "r1"}, "phase": "Terminating"}]
+        {"name": "overlaybench-ob12ab", "labels": {"overlaybench/run": "r1"}, "phase": "Terminating", "created": None}]
     assert ("GET", "/api/v1/namespaces?labelSelector=app.kubernetes.io%2Fmanaged-by%3Doverlaybench", None) \
         in Handler.seen
     api.delete_namespace("overlaybench-ob12ab")        # already gone (404): not an error
@@ -206,6 +207,19 @@ def test_a_pod_create_forbidden_for_another_reason_fails_at_once(api):
         api.create_pod("ns", specs.pod("h0", "node-a", "img:1", True))
     assert str(e.value) == "forbidden: this kubeconfig's user may not create pods in namespace ns"
     assert len([p for _m, p, _ in Handler.seen if p == "/api/v1/namespaces/ns/pods"]) == 1
+
+
+def test_transient_faults_are_asked_again_within_a_budget(api):
+    slept = []
+    api.sleep = slept.append
+    busy = {"kind": "Status", "status": "Failure", "code": 429, "reason": "TooManyRequests"}
+    Handler.pod_refusals = [(429, busy), (503, {**busy, "code": 503, "reason": "ServiceUnavailable"})]
+    api.create_pod("ns", specs.pod("h0", "node-a", "img:1", True))
+    assert slept == [0.5, 1.0]
+    Handler.pod_refusals = [(503, {**busy, "code": 503})] * 5
+    with pytest.raises(ApiError) as e:
+        api.create_pod("ns", specs.pod("h0", "node-a", "img:1", True))
+    assert e.value.status == 503 and slept[2:] == [0.5, 1.0, 2.0, 4.0]         # the budget, then the error
 
 
 @pytest.mark.parametrize("message", [

@@ -293,7 +293,8 @@ def test_down_deletes_the_namespaces_whose_owner_is_gone(monkeypatch, capsys, tm
     assert "removed namespace overlaybench-dead (run run-overlaybench-dead)" in out
     if not force:
         assert "left namespace overlaybench-live (owned by running pid" in out
-        assert "left namespace overlaybench-far (owned by elsewhere, which this machine cannot check)" in out
+        assert "left namespace overlaybench-far (owned by elsewhere, which this machine cannot check; " \
+               "--older-than AGE removes it once that old)" in out
 
 
 def test_a_scenarios_testbed_pair_names_the_nodes_and_flags_win(api):
@@ -506,3 +507,23 @@ def test_the_image_recipe_holds_every_tool_a_cluster_test_needs():
     assert {t.binary for t in tools.TOOLS.values()} <= specs.IMAGE_TOOLS
     recipe = (pathlib.Path(__file__).resolve().parents[2] / "images" / "rootfs.packages").read_text().split()
     assert {"iperf3", "qperf", "sockperf", "iputils-ping", "iperf", "irtt"} <= set(recipe)
+
+
+def test_down_older_than_removes_other_machines_leftovers_by_age(monkeypatch, capsys, tmp_path):
+    import time
+    old, new = _ns("overlaybench-old", 1, host="crashed"), _ns("overlaybench-new", 1, host="busy")
+    old["created"], new["created"] = time.time() - 3 * 3600, time.time() - 600
+    fake = FakeApi(namespaces=[old, new, _ns("overlaybench-live", os.getpid())])
+    monkeypatch.setattr(kube, "connect", lambda opts: fake)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["down", "--kubeconfig", str(tmp_path / "kc"), "--older-than", "2h"]) == 0
+    out = capsys.readouterr().out
+    assert fake.deleted == ["overlaybench-old"]
+    assert "left namespace overlaybench-new (owned by busy, which this machine cannot check)" in out
+    assert "left namespace overlaybench-live (owned by running pid" in out
+
+
+def test_down_older_than_bad_age_is_one_line(capsys, tmp_path):
+    with pytest.raises(SystemExit) as e:
+        main(["down", "--kubeconfig", str(tmp_path / "kc"), "--older-than", "soon"])
+    assert e.value.code == 2 and "'soon': not an age such as 30m, 2h or 1d" in capsys.readouterr().err

@@ -274,3 +274,25 @@ def test_kubernetes_flags_on_another_backend_are_one_line(capsys):
     assert main(["run", "--backend", "netns", "--nodes", "a,b"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == "overlaybench: --nodes is the kubernetes backend's; this is --backend netns"
+
+
+# ------------------------------------------------------------------ transient faults
+class _Err(Exception):
+    def __init__(self, status=None, reason="", headers=None):
+        super().__init__(reason)
+        self.status, self.reason, self.headers = status, reason, headers
+
+
+@pytest.mark.parametrize("err, verb, resource, want", [
+    (_Err(429, headers={"Retry-After": "3"}), "create", "pods", 3.0),
+    (_Err(429, headers={"Retry-After": "120"}), "get", "pods", 8.0),          # capped
+    (_Err(503), "list", "nodes", 0.0), (_Err(500), "create", "pods", 0.0),
+    (_Err(403), "create", "pods", None), (_Err(404), "get", "pods", None),
+    (_Err(0, "('Connection aborted.', ConnectionResetError(104, 'Connection reset by peer'))"), "get", "pods", 0.0),
+    (_Err(0, "Connection reset by peer"), "create", "pods", None),            # it may have been made
+    (_Err(0, "Connection reset by peer"), "create", "selfsubjectaccessreviews", 0.0),
+    (_Err(0, "Connection refused"), "get", "version", None),
+])
+def test_which_faults_are_asked_again(err, verb, resource, want):
+    from harness.hosts.kube.api import transient
+    assert transient(err, verb, resource) == want

@@ -9,6 +9,7 @@ from a script (tests/scripted_kube.py) and no cluster is needed:
     list_nodes()                            [Node]
     allowed(verb, resource, namespace, group, subresource) -> bool   (SelfSubjectAccessReview)
     create_namespace(body) / delete_namespace(name) / list_namespaces(selector) -> [dict]
+                                            (name, labels, phase, created: epoch seconds)
     create_pod(namespace, body) / pod_status(namespace, name) -> PodStatus
     create_service(namespace, body) -> its ClusterIP
     create_object / delete_object(kind, namespace, name) / list_objects(kind, namespace, selector)
@@ -42,6 +43,13 @@ log = logging.getLogger(__name__)
 
 TIMEOUT = (5, 30)        # connect, read: every call but exec (a call hangs no longer than this)
 SA_WAIT = 30.0           # for a new namespace's default ServiceAccount (create_pod)
+HANDSHAKE = 30.0         # the exec stream's websocket handshake (its own deadline: the stream then has none)
+# transient faults (429, 5xx, a reset connection) are asked again, after these pauses: a
+# bounded budget per call (a 429's Retry-After is heeded up to the pause's cap)
+RETRY_PAUSES = (0.5, 1.0, 2.0, 4.0)
+RETRY_CAP = 8.0
+RESET = re.compile(r"Connection reset|Connection aborted|RemoteDisconnected|ProtocolError|"
+                   r"IncompleteRead|BrokenPipe", re.I)
 NO_SA = "retry after the service account is created"      # admission's words for that 403
 
 
@@ -126,6 +134,19 @@ def denial(body) -> str:
     return msg[:400] if POLICY.search(msg) else ""
 
 
+def transient(e, verb: str = "get", resource: str = "") -> float | None:
+    """How long to wait at least before asking again after `e`, or None where asking again
+    would not help, or might do twice what was done (a create, after a reset connection)."""
+    status = getattr(e, "status", None)
+    if status == 429 or (isinstance(status, int) and status in (500, 502, 503, 504)):
+        after = str((getattr(e, "headers", None) or {}).get("Retry-After") or "")
+        return min(float(after), RETRY_CAP) if after.isdigit() else 0.0
+    if isinstance(status, int) and status != 0:
+        return None
+    once = verb != "create" or resource == "selfsubjectaccessreviews"      # asking twice does no harm
+    return 0.0 if once and RESET.search(f"{getattr(e, 'reason', '')} {e!r}") else None
+
+
 def _status_error(e, verb: str, resource: str, namespace: str = "", server: str = "") -> ApiError:
     import urllib3
     status = getattr(e, "status", None)
@@ -160,13 +181,20 @@ class KubeApi:
         self._version = client.VersionApi(api_client)
         self._errors = (ApiException, OSError, Exception)
 
+    sleep = staticmethod(time.sleep)
+
     def _call(self, verb: str, resource: str, fn, *args, namespace: str = "", **kw):
-        try:
-            return fn(*args, _request_timeout=TIMEOUT, **kw)
-        except HarnessError:
-            raise
-        except Exception as e:  # noqa: BLE001 (the client raises ApiException, urllib3's and ssl's errors)
-            raise _status_error(e, verb, resource, namespace, self.server) from e
+        for attempt in range(len(RETRY_PAUSES) + 1):
+            try:
+                return fn(*args, _request_timeout=TIMEOUT, **kw)
+            except HarnessError:
+                raise
+            except Exception as e:  # noqa: BLE001 (the client raises ApiException, urllib3's and ssl's errors)
+                wait = transient(e, verb, resource)
+                if wait is None or attempt == len(RETRY_PAUSES):
+                    raise _status_error(e, verb, resource, namespace, self.server) from e
+                log.info("%s %s: %s; asked again", verb, resource, getattr(e, "status", None) or type(e).__name__)
+                self.sleep(max(wait, RETRY_PAUSES[attempt]))
 
     def server_version(self) -> str:
         return self._call("get", "version", self._version.get_code).git_version
@@ -202,7 +230,8 @@ class KubeApi:
 
     def list_namespaces(self, selector: str) -> list[dict]:
         items = self._call("list", "namespaces", self._core.list_namespace, label_selector=selector).items
-        return [{"name": n.metadata.name, "labels": dict(n.metadata.labels or {}), "phase": n.status.phase}
+        return [{"name": n.metadata.name, "labels": dict(n.metadata.labels or {}), "phase": n.status.phase,
+                 "created": n.metadata.creation_timestamp.timestamp() if n.metadata.creation_timestamp else None}
                 for n in items]
 
     def create_pod(self, namespace: str, body: dict) -> None:
@@ -212,13 +241,15 @@ class KubeApi:
         deadline = time.monotonic() + SA_WAIT
         while True:
             try:
-                return self._core.create_namespaced_pod(namespace, body, _request_timeout=TIMEOUT)
-            except Exception as e:  # noqa: BLE001 (as in _call)
-                if getattr(e, "status", None) == 403 and NO_SA in str(getattr(e, "body", "") or "") \
+                return self._call("create", "pods", self._core.create_namespaced_pod, namespace, body,
+                                  namespace=namespace)
+            except ApiError as e:
+                cause = e.__cause__
+                if e.status == 403 and NO_SA in str(getattr(cause, "body", "") or "") \
                         and time.monotonic() < deadline:
                     time.sleep(0.2)
                     continue
-                raise _status_error(e, "create", "pods", namespace, self.server) from e
+                raise
 
     def pod_status(self, namespace: str, name: str) -> PodStatus:
         p = self._call("get", "pods", self._core.read_namespaced_pod, name, namespace, namespace=namespace)
@@ -304,10 +335,19 @@ class KubeApi:
         the exit code (None: still running after `timeout`, the stream closed)."""
         import yaml
         from kubernetes.stream import stream
+        import websocket
         try:
             with self._exec_lock:
-                ws = stream(self._exec_core.connect_get_namespaced_pod_exec, pod, namespace, command=argv,
-                            stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+                # the handshake has a deadline of its own (the client sets none): the library's
+                # default timeout while it connects, none on the stream after it
+                before = websocket.getdefaulttimeout()
+                websocket.setdefaulttimeout(HANDSHAKE)
+                try:
+                    ws = stream(self._exec_core.connect_get_namespaced_pod_exec, pod, namespace, command=argv,
+                                stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+                finally:
+                    websocket.setdefaulttimeout(before)
+                ws.sock.settimeout(before)
         except Exception as e:  # noqa: BLE001
             # The client reports every failed websocket as status 0; the handshake's own
             # status (403: the verb is forbidden, 404: no such pod) is in its reason.

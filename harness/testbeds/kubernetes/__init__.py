@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 
 from harness.bed import Options
 from harness.hosts.kube import api as api_mod
@@ -39,12 +40,16 @@ def open_testbed(sc, opts: Options) -> KubeTestbed:
     return KubeTestbed(api, picked, opts, server=version, settings=settings)
 
 
-def why_kept(labels: dict) -> str | None:
-    """Why a run namespace with these labels stays without --force; None: its owner is gone."""
+def why_kept(labels: dict, created: float | None = None, older_than: float | None = None) -> str | None:
+    """Why a run's objects with these labels stay without --force; None: its owner is gone
+    (or, another machine's, they are older than `older_than` seconds: --older-than)."""
     host, pid = labels.get(specs.OWNER_HOST, ""), labels.get(specs.OWNER_PID, "")
     ns = labels.get(specs.OWNER_PIDNS, "")
     if host != specs.label_value(socket.gethostname()):
-        return f"owned by {host or 'an unknown machine'}, which this machine cannot check"
+        if older_than is not None and created is not None and time.time() - created > older_than:
+            return None
+        return f"owned by {host or 'an unknown machine'}, which this machine cannot check" + \
+            ("" if older_than is not None else "; --older-than AGE removes it once that old")
     if pid.isdigit() and owner_alive(int(pid), int(ns) if ns.isdigit() else None):
         return f"owned by running pid {pid}"
     return None
@@ -58,10 +63,10 @@ def remove_leftovers(opts: Options, inventory: str | None, force: bool) -> tuple
     --namespace, the runs' labelled objects in that namespace instead (never the namespace)."""
     api = connect(opts)
     if opts.kube_namespace:
-        return _remove_in(api, opts.kube_namespace, force)
+        return _remove_in(api, opts.kube_namespace, force, opts.older_than)
     removed, kept = [], []
     for ns in api.list_namespaces(specs.SELECTOR):
-        why = None if force else why_kept(ns["labels"])
+        why = None if force else why_kept(ns["labels"], ns.get("created"), opts.older_than)
         if why:
             kept.append(f"namespace {ns['name']} ({why})")
             continue
@@ -70,7 +75,7 @@ def remove_leftovers(opts: Options, inventory: str | None, force: bool) -> tuple
     return removed, kept
 
 
-def _remove_in(api, namespace: str, force: bool) -> tuple[list[str], list[str]]:
+def _remove_in(api, namespace: str, force: bool, older_than: float | None) -> tuple[list[str], list[str]]:
     """The labelled objects of dead runs in an existing namespace, by run."""
     runs: dict[str, list[tuple[str, dict]]] = {}
     for kind in KINDS:
@@ -80,7 +85,8 @@ def _remove_in(api, namespace: str, force: bool) -> tuple[list[str], list[str]]:
     for prefix, objs in sorted(runs.items()):
         labels = objs[0][1]["labels"]
         names = ", ".join(f"{kind[:-1]} {o['name']}" for kind, o in objs)
-        why = None if force else why_kept(labels)
+        created = min((o["created"] for _k, o in objs if o.get("created") is not None), default=None)
+        why = None if force else why_kept(labels, created, older_than)
         if why:
             kept.append(f"in namespace {namespace}: {names} ({why})")
             continue
