@@ -49,7 +49,7 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
                                                    "SSH backend"),
     Backend("kubernetes", "harness.testbeds.kubernetes", "an existing cluster's nodes, through pods (native: "
                                                          "hostNetwork; cni: the pod network as found)",
-            modes_for="harness.testbeds.kubernetes.backend:modes_for",
+            modes_for="harness.testbeds.kubernetes.plan:modes_for",
             flags=("kubeconfig", "context", "nodes", "image", "namespace", "pod_cpu", "pod_memory", "tolerate",
                    "pod_ready_timeout", "image_pull_secret", "older_than"), picks_hosts=True),
 )}

@@ -19,7 +19,8 @@ from harness.bed import Options
 from harness.hosts.kube import api as api_mod
 from harness.hosts.local import owner_alive
 from harness.testbeds.kubernetes import nodes as nodes_mod, specs
-from harness.testbeds.kubernetes.backend import KubeTestbed, pod_settings, refuse_modes
+from harness.testbeds.kubernetes.backend import KubeTestbed
+from harness.testbeds.kubernetes.plan import pod_settings, refuse_modes
 
 log = logging.getLogger(__name__)
 

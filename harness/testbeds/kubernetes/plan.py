@@ -1,0 +1,132 @@
+"""What a run on a cluster needs, decided from its scenario and flags before anything is made:
+the modes it may measure, whether it has a host end (hostNetwork pods) or a service end
+(Services), whether it pings (NET_RAW), how many pairs it measures at once (the Services'
+ports), the rights it asks the API about, the pods' shared settings and the tools the image
+must hold. Pure but for the tool table: nothing here reaches the API.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from harness.bed import Options
+from harness.core import pairs as pairs_mod
+from harness.core.errors import HarnessError
+from harness.core.placements import HOST, PLACEMENTS
+from harness.testbeds.kubernetes import specs
+
+log = logging.getLogger(__name__)
+
+MODE_KINDS = ("native", "cni")      # what a cluster's backend measures: its nodes' network and its own
+
+
+def refuse_modes(sc) -> None:
+    """One line for the first mode that would deploy an overlay onto the nodes (or for
+    container endpoints of another kind than the cluster's pods)."""
+    if sc.containers != "netns":
+        raise HarnessError(f"--containers {sc.containers}: on the kubernetes backend the containers are the "
+                           f"cluster's pods")
+    for name in sc.modes:
+        if sc.mode(name).kind not in MODE_KINDS:
+            raise HarnessError(f"mode {name} deploys an overlay onto the hosts; the kubernetes backend measures "
+                               f"the cluster as found: --modes native,cni")
+
+
+def modes_for(sc, path: str | None) -> list[str] | None:
+    """The registry's modes hook (harness/testbeds/registry.py): a scenario's modes are
+    overlays the harness deploys onto hosts; on a cluster the overlay is the cluster's own,
+    so a scenario with any such mode measures native and cni instead, the same file then
+    measuring its nodes' network and its pods'. A scenario whose modes are all of the
+    cluster's kinds keeps them (None). Said in a warning when the scenario is a file."""
+    other = [m for m in sc.modes if sc.mode(m).kind not in MODE_KINDS]
+    if not other:
+        return None
+    if path:
+        log.warning("kubernetes: measuring the cluster's network (native, cni) instead of the scenario's "
+                    "modes %s, which deploy overlays onto hosts (--modes native,cni says so)", ", ".join(other))
+    return list(MODE_KINDS)
+
+
+def needs_service(sc) -> bool:
+    """Whether a case of `sc` has a service end (its modes' placements as the scenario's
+    expand picks them: those asked for that the mode has, else all the mode's)."""
+    for m in sc.modes:
+        own = sc.mode(m).placements
+        chosen = [p for p in sc.placements if p in own] or list(own)
+        if any(PLACEMENTS[p].needs_service for p in chosen if p in PLACEMENTS):
+            return True
+    return False
+
+
+def needs_host_network(sc) -> bool:
+    """Whether a case of `sc` has a host end (the native reference, host-host, host-container):
+    only then are hostNetwork pods made."""
+    for m in sc.modes:
+        own = sc.mode(m).placements
+        chosen = [p for p in sc.placements if p in own] or list(own)
+        if any(PLACEMENTS[p].client == HOST or PLACEMENTS[p].server == HOST for p in chosen if p in PLACEMENTS):
+            return True
+    return False
+
+
+def needs_raw_sockets(sc) -> bool:
+    """Whether the run pings (ping -f: as root with NET_RAW, in every pod it runs in)."""
+    return any(t.split(".")[0] == "ping" for t in sc.tests)
+
+
+def at_once(sc, names: list[str]) -> int:
+    """How many pairs the schedule measures at once: the Services' ports are for that many."""
+    chosen = pairs_mod.select(list(sc.pairs), names)
+    if sc.schedule == "mesh":
+        return len(chosen)
+    if sc.schedule == "rounds":
+        return max(len(r) for r in pairs_mod.rounds(chosen, names))
+    return 1
+
+
+def permissions(sc, namespace: str, fresh: bool = True) -> list[tuple[str, str, str, str, str]]:
+    """(verb, resource, namespace, group, subresource) the run needs, for SelfSubjectAccessReview:
+    in a fresh namespace, namespaces' verbs cluster-wide; in an existing one (--namespace),
+    namespaced rights only, and deleting what it made."""
+    need = [("list", "nodes", "", "", "")]
+    if fresh:
+        need = [("create", "namespaces", "", "", ""), ("delete", "namespaces", "", "", ""),
+                ("list", "namespaces", "", "", "")] + need
+    need += [("create", "pods", namespace, "", ""), ("get", "pods", namespace, "", ""),
+             ("create", "pods", namespace, "", "exec")]
+    if not fresh:
+        need.append(("delete", "pods", namespace, "", ""))
+    if needs_service(sc):
+        need.append(("create", "services", namespace, "", ""))
+        if not fresh:
+            need.append(("delete", "services", namespace, "", ""))
+    if "cni" in [sc.mode(m).kind for m in sc.modes]:
+        need.append(("list", "daemonsets", "kube-system", "apps", ""))
+    return need
+
+
+def secret_permissions(names, source: str, namespace: str, fresh: bool) -> list[tuple[str, str, str, str, str]]:
+    """Reading image pull secrets where they are, and (a fresh namespace) making the copies."""
+    if not names:
+        return []
+    return [("get", "secrets", source if fresh else namespace, "", "")] + \
+        ([("create", "secrets", namespace, "", "")] if fresh else [])
+
+
+def pod_settings(opts: Options) -> specs.PodSettings:
+    """The pods' shared settings from the options; HarnessError, one line, on bad input."""
+    return specs.PodSettings(image=opts.image or specs.DEFAULT_IMAGE,
+                             cpu=specs.resources("--pod-cpu", opts.pod_cpu or specs.DEFAULT_CPU),
+                             memory=specs.resources("--pod-memory", opts.pod_memory or specs.DEFAULT_MEMORY),
+                             tolerations=tuple(specs.toleration(t) for t in opts.tolerate),
+                             pull_secrets=tuple(dict.fromkeys(opts.pull_secrets)))
+
+
+def refuse_tools(sc, image: str) -> None:
+    """One line for the first test whose tool the tools image does not hold."""
+    from harness import tools          # the tool table: on use
+    for t in sc.tests:
+        binary = tools.get(t).binary
+        if binary not in specs.IMAGE_TOOLS:
+            raise HarnessError(f"test {t} needs {binary}, which the image {image} does not hold "
+                               f"(it holds {', '.join(sorted(specs.IMAGE_TOOLS))}: images/rootfs.packages)")
