@@ -270,6 +270,31 @@ def test_kubeconfig_implies_the_backend_and_fills_the_options(tmp_path):
     assert o.image == "r/t:1" and o.node_count == 3
 
 
+def test_the_platform_flags_fill_the_options():
+    o = options(_args("--kubeconfig", "kc", "--namespace", "bench", "--pod-cpu", "1:4", "--pod-memory", "1Gi",
+                      "--tolerate", "a=b:NoSchedule", "--tolerate", "c", "--image-pull-secret", "r1",
+                      "--image-pull-secret", "r2", "--pod-ready-timeout", "60"))
+    assert (o.kube_namespace, o.pod_cpu, o.pod_memory, o.tolerate, o.pull_secrets, o.pod_ready_timeout) == (
+        "bench", "1:4", "1Gi", ("a=b:NoSchedule", "c"), ("r1", "r2"), 60.0)
+    from harness.cli import parser
+    d = parser().parse_args(["down", "--kubeconfig", "kc", "--namespace", "bench", "--older-than", "90m"])
+    assert options(d).older_than == 5400.0 and options(d).kube_namespace == "bench"
+
+
+def test_a_bad_pod_setting_on_the_command_line_is_one_line_before_the_api(capsys, tmp_path):
+    assert main(["run", "--kubeconfig", str(tmp_path / "kc"), "--pod-memory", "lots", "-q",
+                 "--results", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("overlaybench: --pod-memory lots: not REQUEST[:LIMIT]")
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("flag", [["--pod-cpu", "1"], ["--tolerate", "k"], ["--namespace", "x"]])
+def test_kubernetes_flags_on_the_netns_backend_are_one_line(capsys, flag):
+    assert main(["run", "--backend", "netns", *flag]) == 2
+    assert capsys.readouterr().err.strip().endswith("is the kubernetes backend's; this is --backend netns")
+
+
 def test_kubernetes_flags_on_another_backend_are_one_line(capsys):
     assert main(["run", "--backend", "netns", "--nodes", "a,b"]) == 2
     err = capsys.readouterr().err.strip()
