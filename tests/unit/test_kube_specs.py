@@ -321,3 +321,18 @@ class _Err(Exception):
 def test_which_faults_are_asked_again(err, verb, resource, want):
     from harness.hosts.kube.api import transient
     assert transient(err, verb, resource) == want
+
+
+@pytest.mark.parametrize("modes, placements, tests, host, raw", [
+    (["native", "cni"], ["host-host", "container-container"], ["iperf3.tcp"], True, False),
+    (["cni"], ["container-container", "container-service"], ["iperf3.tcp"], False, False),
+    (["cni"], ["container-container"], ["ping.flood"], False, True),
+    (["native"], ["host-host"], ["ping.flood"], True, False),            # ping in hostNetwork pods only
+    (["cni"], ["host-container"], ["ping.flood"], True, False),
+])
+def test_what_a_run_needs_follows_its_placements_and_tests(modes, placements, tests, host, raw):
+    from harness.run.scenario import from_command_line
+    from harness.testbeds.kubernetes import plan
+    sc = from_command_line(None, {"testbed": {"backend": "kubernetes"},
+                                  "matrix": {"modes": modes, "placements": placements, "tests": tests}})
+    assert (plan.needs_host_network(sc), plan.needs_raw_sockets(sc)) == (host, raw)

@@ -47,31 +47,32 @@ def modes_for(sc, path: str | None) -> list[str] | None:
     return list(MODE_KINDS)
 
 
-def needs_service(sc) -> bool:
-    """Whether a case of `sc` has a service end (its modes' placements as the scenario's
-    expand picks them: those asked for that the mode has, else all the mode's)."""
+def _chosen(sc) -> list[str]:
+    """Every placement a mode of `sc` measures, as the scenario's expand picks them: those
+    asked for that the mode has, else all the mode's."""
+    out: list[str] = []
     for m in sc.modes:
         own = sc.mode(m).placements
-        chosen = [p for p in sc.placements if p in own] or list(own)
-        if any(PLACEMENTS[p].needs_service for p in chosen if p in PLACEMENTS):
-            return True
-    return False
+        out += [p for p in ([p for p in sc.placements if p in own] or list(own)) if p in PLACEMENTS]
+    return out
+
+
+def needs_service(sc) -> bool:
+    """Whether a case of `sc` has a service end."""
+    return any(PLACEMENTS[p].needs_service for p in _chosen(sc))
 
 
 def needs_host_network(sc) -> bool:
     """Whether a case of `sc` has a host end (the native reference, host-host, host-container):
     only then are hostNetwork pods made."""
-    for m in sc.modes:
-        own = sc.mode(m).placements
-        chosen = [p for p in sc.placements if p in own] or list(own)
-        if any(PLACEMENTS[p].client == HOST or PLACEMENTS[p].server == HOST for p in chosen if p in PLACEMENTS):
-            return True
-    return False
+    return any(HOST in (PLACEMENTS[p].client, PLACEMENTS[p].server) for p in _chosen(sc))
 
 
 def needs_raw_sockets(sc) -> bool:
-    """Whether the run pings (ping -f: as root with NET_RAW, in every pod it runs in)."""
-    return any(t.split(".")[0] == "ping" for t in sc.tests)
+    """Whether ping runs in a pod-network pod (ping -f: as root with NET_RAW): a ping test and
+    a placement whose client is a container (a hostNetwork pod has NET_RAW anyway)."""
+    return any(t.split(".")[0] == "ping" for t in sc.tests) and \
+        any(PLACEMENTS[p].client != HOST for p in _chosen(sc))
 
 
 def at_once(sc, names: list[str]) -> int:
