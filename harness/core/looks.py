@@ -107,23 +107,3 @@ class Looks(Mapping[str, Look]):
 
 
 EMPTY = Looks()
-
-
-# The process-wide table the readers still consult, until each takes a Looks of its own
-_LOOKS: dict[str, Look] = {}
-
-
-def note(name: str, order: int, colour: str) -> None:
-    _LOOKS[name] = Look(int(order), colour or "")
-
-
-def record(looks: Any) -> None:
-    _LOOKS.update(Looks.recorded(looks))
-
-
-def rank(name: Any) -> tuple:
-    return Looks(_LOOKS).rank(name)
-
-
-def colour(name: Any) -> str:
-    return Looks(_LOOKS).colour(name)

@@ -20,7 +20,6 @@ import inspect
 import pkgutil
 from typing import Iterable, Iterator
 
-from harness.core import looks as _table
 from harness.core.looks import Look, Looks
 from harness.core.errors import HarnessError
 from harness.modes.base import Mode
@@ -59,7 +58,6 @@ class Registry:
                                + ("a built-in mode" if builtin else f"the mode of {_origin(have)}"))
         ordered = sorted([*self._by_name.values(), mode], key=lambda m: (m.order, m.name))
         self._by_name = {m.name: m for m in ordered}
-        _table.note(name, mode.order, mode.colour)
         return mode
 
     def extended(self, modes: Iterable[Mode]) -> "Registry":
