@@ -14,7 +14,7 @@ def add(sub) -> None:
         "export", help="write a run as OpenMetrics, Prometheus text, Bencher BMF, github-action-benchmark or "
                        "OpenSearch bulk NDJSON",
         description="One value per case and metric: the median over repeats, with their min and max where "
-                    "the format has room. The README's 'Export formats' lists the names, labels and units.\n\n"
+                    "the format has room. docs/export.md lists the names, labels and units.\n\n"
                     "formats:\n" + "\n".join(f"  {f.name:<15} {f.what}" for f in FORMATS.values()))
     add_run_arg(e)
     e.add_argument("--format", required=True, choices=list(FORMATS), metavar="F",
