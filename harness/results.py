@@ -26,8 +26,8 @@ import secrets
 from typing import Any, Iterable
 
 from harness.core import failpoints
-from harness.core.looks import Looks
 from harness.core.errors import HarnessError, read_text
+from harness.core.looks import Looks
 from harness.tools.base import PER_STREAM_METRIC
 
 log = logging.getLogger(__name__)

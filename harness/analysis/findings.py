@@ -29,8 +29,8 @@ import pandas as pd
 
 from harness.analysis import native as native_verdict, stats
 from harness.analysis.summary import BY_KEY, COLUMNS, ROW_KEY, TCP_BW_TESTS, Column
-from harness.core.metrics import CPU_PER_GBIT
 from harness.core.looks import Looks
+from harness.core.metrics import CPU_PER_GBIT
 from harness.core.placements import rank as placement_rank
 
 ROW_ID = ROW_KEY + ["streams"]

@@ -34,8 +34,8 @@ import pandas as pd
 
 from harness.analysis.significance import mann_whitney
 from harness.core import metrics
-from harness.core.looks import EMPTY, Look, Looks
 from harness.core.arms import ARM_SEP
+from harness.core.looks import EMPTY, Look, Looks
 from harness.core.placements import REFERENCE, rank as placement_rank
 from harness.results import MODE_COLOUR, MODE_ORDER
 

@@ -20,8 +20,8 @@ import inspect
 import pkgutil
 from typing import Iterable, Iterator
 
-from harness.core.looks import Look, Looks
 from harness.core.errors import HarnessError
+from harness.core.looks import Look, Looks
 from harness.modes.base import Mode
 from harness.modes.commands import CommandMode
 

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import fleet, stats
-from harness.core.placements import NAMES as PLACEMENTS
 from harness.core.looks import Looks
+from harness.core.placements import NAMES as PLACEMENTS
 from harness.report.plots import _looks, one_stream_count
 from harness.report.style import INK, MUTED, Plot, figure, styled, to_uri
 

@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import stats, summary as summ, tablefmt
-from harness.core.placements import REFERENCE, rank as placement_rank
 from harness.core.looks import Looks
+from harness.core.placements import REFERENCE, rank as placement_rank
 from harness.report.style import HATCHES, INK, MUTED, Plot, figure, mode_color, styled, to_uri
 
 
