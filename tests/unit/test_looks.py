@@ -11,6 +11,7 @@ import pathlib
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from harness import modes, results
@@ -62,12 +63,12 @@ def test_a_registry_gives_its_modes_looks_and_defining_one_changes_no_other():
     mine = std.extended([mode])
     assert mine.looks()["only-mine"] == Look(7, "#123456")
     assert "only-mine" not in std.looks()                                    # the standard one is untouched
-    assert stats.looks_of(_rows(["only-mine"])) == EMPTY                     # and nothing global learnt it
-    assert style.mode_color("only-mine", EMPTY) == derived_colour("only-mine")
+    assert std.looks().colour("only-mine") == derived_colour("only-mine")    # nothing global learnt it
+    assert sorted(["only-mine", "fastdp"], key=std.looks().rank) == ["fastdp", "only-mine"]
 
 
-def _rows(mode_names, looks=None):
-    import pandas as pd
+def _rows(mode_names):
+    """Measurement rows built by hand: no run.json, so no looks."""
     out = []
     for m in mode_names:
         for rep in (1, 2):
@@ -97,7 +98,7 @@ def _run(root: pathlib.Path, run_id: str, recorded: dict) -> pathlib.Path:
 
 def test_a_run_read_after_another_keeps_its_own_order(tmp_path):
     """Run A puts xmode before ymode, run B after: reading B in the same process changes
-    nothing of A's table, failures, findings or report."""
+    nothing of A's table, findings or report."""
     a = _run(tmp_path, "run-a", {"native": {"order": 0, "colour": "#000000"},
                                  "xmode": {"order": 1, "colour": "#aa0000"}, "ymode": {"order": 5, "colour": ""}})
     b = _run(tmp_path, "run-b", {"native": {"order": 0, "colour": "#000000"},
@@ -115,7 +116,7 @@ def test_a_run_read_after_another_keeps_its_own_order(tmp_path):
     assert [r["r"]["mode"] for r in view_a.tables[0]["rows"]] == ["native", "xmode", "ymode"]
     assert view_a.tables[0]["rows"][1]["color"] == "#aa0000"
     assert style.mode_color("xmode", view_a.looks) == "#aa0000"
-    assert dict(facts for facts in view_a.derived)["Modes"] == "native, xmode, ymode"
+    assert dict(view_a.derived)["Modes"] == "native, xmode, ymode"
     found = fnd.findings(summ.summary_table(df_a), df_a)
     assert [f.parts[0].text for f in found if f.kind == "cost"][:2] == ["xmode", "ymode"]
 
