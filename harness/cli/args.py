@@ -139,6 +139,21 @@ def backend_of(a: argparse.Namespace) -> str | None:
     return b
 
 
+def _foreign_flags(a: argparse.Namespace) -> None:
+    """No backend named or implied: a backend's own flag is refused unless the scenario file
+    names that backend (so `--pod-cpu 1` never runs quietly on the lab)."""
+    given = [(other.name, f) for other in BACKENDS.values() for f in other.flags if getattr(a, f, None)]
+    if not given:
+        return
+    from harness.run.scenario import Scenario, load      # not for `--help`
+    path = getattr(a, "scenario", None)
+    named = (load(path) if path else Scenario()).backend
+    for name, flag in given:
+        if name != named:
+            raise HarnessError(f"--{flag.replace('_', '-')} is the {name} backend's; name it with --backend {name}"
+                               + (" or --kubeconfig" if name == "kubernetes" else ""))
+
+
 def overrides(a: argparse.Namespace) -> dict:
     """`run`'s flags as a scenario document: the matrix, the underlay and the testbed
     (--hosts is the lab's host count, or for a backend that picks its hosts, such as a
@@ -146,6 +161,8 @@ def overrides(a: argparse.Namespace) -> dict:
     raw = matrix_overrides(a)
     backend = backend_of(a)
     resuming = getattr(a, "resume", None)      # the run's scenario, its backend among it, is stored
+    if backend is None and not resuming:
+        _foreign_flags(a)
     if a.modes is None and not resuming and registry.has_modes_hook(backend):
         # the backend may measure other modes than the scenario's (registry.modes_for)
         from harness.run.scenario import Scenario, load      # not for `--help`

@@ -52,6 +52,7 @@ CASES = [
     ("mtu-cannot-fit", lambda t: ["run", _file(t, "s.toml", '[matrix]\nmodes = ["fastdp"]\noverlay_mtu = [1480]\n')],
      "overlay MTU 1480 does not fit mode fastdp on underlay MTU 1500"),
     ("zero-duration", lambda t: ["run", _file(t, "s.toml", "[matrix]\nduration = 0\n")], "[matrix] duration: 0 s is outside 1..3600"),
+    ("kube-flag-without-kube", lambda t: ["run", "--pod-cpu", "1"], "--pod-cpu is the kubernetes backend's"),
     ("unknown-backend", lambda t: ["run", _file(t, "s.toml", '[testbed]\nbackend = "k8s"\n')], "[testbed] backend: 'k8s': expected"),
     ("scenario-missing", lambda t: ["run", str(t / "none.toml")], "none.toml: cannot read"),
     ("scenario-is-a-directory", lambda t: ["run", str(t)], "cannot read"),
