@@ -144,3 +144,45 @@ def settings(a: argparse.Namespace):
     from harness.run.session import RunSettings  # the whole harness: not for `--help`
     return RunSettings(concurrent=getattr(a, "concurrent", False), poll_idle=getattr(a, "poll_idle", False),
                        halt_idle=getattr(a, "halt_idle", False))
+
+
+def add_paths(p: argparse.ArgumentParser) -> None:
+    """What `run` and `mtu` measure between: the modes, the MTUs, the placements, the pairs
+    and the underlay's rate cap."""
+    p.add_argument("--modes", type=csv(str), metavar="A,B", help="native,fastdp,sleeve,... (overlaybench modes lists them)")
+    p.add_argument("--underlay-mtu", type=csv("mtu"), metavar="auto|N,..",
+                   help="auto = the underlay's own MTU (a remote NIC's)")
+    p.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..",
+                   help="auto = underlay minus the mode's encapsulation")
+    p.add_argument("--placements", type=csv(str), metavar="P,..",
+                   help="host-host,host-container,container-container,container-service (kubernetes: a "
+                        "pod to a ClusterIP Service in front of the far pod)")
+    p.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
+    p.add_argument("--pairs", type=csv(str), metavar="SPEC",
+                   help="host pairs measured (as --schedule says): all (default), ring, star:HOST, or "
+                        "CLIENT-SERVER,... by host name (lab hosts are h0, h1, ...)")
+
+
+def add_testbed(p: argparse.ArgumentParser) -> None:
+    """The testbed flags of `run` and `mtu`: the backend and what each backend needs."""
+    add_backend(p, help="netns: a local lab of namespaces (default); ssh: hosts of --inventory (--pair); "
+                        "vagrant: the machines of a Vagrantfile (brought up if needed; --pair); "
+                        "kubernetes: an existing cluster's nodes (--kubeconfig, --nodes)")
+    p.add_argument("--vagrant-destroy", action="store_true", help="vagrant destroy -f the machines after the run")
+    p.add_argument("--vagrant-provider", metavar="NAME",
+                   help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
+    p.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
+    p.add_argument("--pair", type=csv(str), metavar="A,B[,..]",
+                   help="which inventory hosts, two or more, or all (default: the first two)")
+    p.add_argument("--hosts", type=int, metavar="N", help="the lab's hosts, 2 (default) to 8: more than two share "
+                                                          "a switch, and --pairs picks the pairs measured; on "
+                                                          "kubernetes, how many nodes")
+    add_kube(p)
+    p.add_argument("--lab-cpus", choices=["own", "scheduler"],
+                   help="the lab's hosts each on CPUs of their own (default), or where the scheduler puts them")
+    p.add_argument("--host-cpus", metavar="LIST",
+                   help="ssh, vagrant: run the tools and daemons on these CPUs of every host whose inventory "
+                        "names no cpus (taskset -c LIST, e.g. 2-3; default: unpinned)")
+    p.add_argument("--containers", choices=["netns", "docker"],
+                   help="container endpoints: network namespaces (default) or real Docker containers")
+    add_host_keys(p, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")

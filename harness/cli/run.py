@@ -6,8 +6,8 @@ import argparse
 import json
 import sys
 
-from harness.cli.args import (EXIT_FAILED_CASES, add_backend, add_host_keys, add_kube, add_poll_idle, csv, options,
-                              overrides, settings)
+from harness.cli.args import (EXIT_FAILED_CASES, add_paths, add_poll_idle, add_testbed, csv, options, overrides,
+                              settings)
 from harness.core.pairs import SCHEDULES
 
 
@@ -16,27 +16,7 @@ def add(sub) -> None:
                        description="Run a scenario's matrix. Flags override the file's [matrix].")
     r.add_argument("scenario", nargs="?", help="scenario TOML (default: built-in: native,fastdp at 1500)")
     add_matrix(r)
-    add_backend(r, help="netns: a local lab of namespaces (default); ssh: hosts of --inventory (--pair); "
-                        "vagrant: the machines of a Vagrantfile (brought up if needed; --pair); "
-                        "kubernetes: an existing cluster's nodes (--kubeconfig, --nodes)")
-    r.add_argument("--vagrant-destroy", action="store_true", help="vagrant destroy -f the machines after the run")
-    r.add_argument("--vagrant-provider", metavar="NAME",
-                   help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
-    r.add_argument("--inventory", metavar="FILE", help="hosts for the ssh backend (TOML; implies --backend ssh)")
-    r.add_argument("--pair", type=csv(str), metavar="A,B[,..]",
-                   help="which inventory hosts, two or more, or all (default: the first two)")
-    r.add_argument("--hosts", type=int, metavar="N", help="the lab's hosts, 2 (default) to 8: more than two share "
-                                                          "a switch, and --pairs picks the pairs measured; on "
-                                                          "kubernetes, how many nodes")
-    add_kube(r)
-    r.add_argument("--lab-cpus", choices=["own", "scheduler"],
-                   help="the lab's hosts each on CPUs of their own (default), or where the scheduler puts them")
-    r.add_argument("--host-cpus", metavar="LIST",
-                   help="ssh, vagrant: run the tools and daemons on these CPUs of every host whose inventory "
-                        "names no cpus (taskset -c LIST, e.g. 2-3; default: unpinned)")
-    r.add_argument("--containers", choices=["netns", "docker"],
-                   help="container endpoints: network namespaces (default) or real Docker containers")
-    add_host_keys(r, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
+    add_testbed(r)
     r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")
     r.add_argument("--concurrent", action="store_true",
                    help="measure even while another run measures on this machine (both runs' ratios suffer; "
@@ -51,14 +31,7 @@ def add(sub) -> None:
 
 def add_matrix(p: argparse.ArgumentParser) -> None:
     """The matrix flags of `run` (compare has its own: its modes are sleeve modes only)."""
-    p.add_argument("--modes", type=csv(str), metavar="A,B", help="native,fastdp,sleeve,... (overlaybench modes lists them)")
-    p.add_argument("--underlay-mtu", type=csv("mtu"), metavar="auto|N,..",
-                   help="auto = the underlay's own MTU (a remote NIC's)")
-    p.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..",
-                   help="auto = underlay minus the mode's encapsulation")
-    p.add_argument("--placements", type=csv(str), metavar="P,..",
-                   help="host-host,host-container,container-container,container-service (kubernetes: a "
-                        "pod to a ClusterIP Service in front of the far pod)")
+    add_paths(p)
     p.add_argument("--tests", type=csv(str), metavar="T,..",
                    help="iperf3.tcp,iperf3.udp,iperf3.pps64,iperf3.pps256,iperf3.pps1400,qperf.tcp_bw,"
                         "qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,sockperf.pingpong,sockperf.pingpong_tcp,ping.flood,"
@@ -68,10 +41,6 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
                         "load.bounceback's working-load streams each way, 1..16")
     p.add_argument("--repeats", type=int, metavar="N")
     p.add_argument("--duration", type=float, metavar="S", help="seconds per test")
-    p.add_argument("--rate", metavar="RATE", help="underlay rate cap, e.g. 1gbit")
-    p.add_argument("--pairs", type=csv(str), metavar="SPEC",
-                   help="host pairs measured (as --schedule says): all (default), ring, star:HOST, or "
-                        "CLIENT-SERVER,... by host name (lab hosts are h0, h1, ...)")
     p.add_argument("--schedule", choices=SCHEDULES,
                    help="how pairs share the wire: one at a time (default), disjoint pairs at once "
                         "(round-robin rounds), or every pair at once (aggregate and fairness)")
