@@ -14,11 +14,11 @@ import signal
 import sys
 
 from harness import __version__
-from harness.cli import doctor, export, gates, lab, modes, run, show
+from harness.cli import doctor, export, gates, lab, modes, mtu, run, show
 from harness.cli.args import EXIT_USAGE
 from harness.core.errors import HarnessError
 
-COMMANDS = (doctor, lab, run, show, export, gates, modes)     # in the order `--help` lists them
+COMMANDS = (doctor, lab, run, mtu, show, export, gates, modes)     # in the order `--help` lists them
 
 
 class _Parser(argparse.ArgumentParser):
