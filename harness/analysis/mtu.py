@@ -86,11 +86,16 @@ def judge(path: dict, reverse: dict | None = None) -> dict:
         return say(BLACK_HOLE, "not even a packet of the smallest size crossed with DF set", fit)
     back = reverse.get("path_mtu") if reverse else None
     if src is not None and dst is not None and src != dst:
-        return say(ASYMMETRIC, f"the ends' devices disagree: {src} at the sender, {dst} at the receiver",
-                   min(src, dst, *(x for x in (want,) if x)))
+        agree = want if want else min(src, dst)
+        out.update(verdict=ASYMMETRIC, fix_mtu=agree,
+                   why=f"the ends' devices disagree: {src} at the sender, {dst} at the receiver (path MTU {measured})",
+                   fix=f"make both ends agree: {fix_text(path, agree)}, on both hosts")
+        return out
     if back is not None and back != measured:
-        return say(ASYMMETRIC, f"the directions differ: {measured} this way, {back} back",
-                   min(measured, back))
+        agree = min(measured, back)
+        out.update(verdict=ASYMMETRIC, fix_mtu=agree, why=f"the directions differ: {measured} this way, {back} back",
+                   fix=f"make both directions agree: {fix_text(path, agree)}, on both hosts")
+        return out
     configured = src if src is not None else path.get("overlay_mtu")
     if path.get("discovery") == "lost" and configured is not None and configured > measured:
         return say(BLACK_HOLE, f"a DF packet of {measured + 1} bytes vanished: no 'fragmentation needed' came "

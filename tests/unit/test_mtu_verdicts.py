@@ -49,7 +49,8 @@ def test_a_bigger_underlay_makes_the_overlay_too_small_with_the_share_lost():
 
 def test_ends_that_disagree_or_directions_that_differ_are_asymmetric():
     j = v.judge(path(dst_dev_mtu=1400, path_mtu=1400))
-    assert j["verdict"] == v.ASYMMETRIC and j["fix_mtu"] == 1400 and "1450 at the sender, 1400" in j["why"]
+    assert j["verdict"] == v.ASYMMETRIC and j["fix_mtu"] == 1450 and "1450 at the sender, 1400" in j["why"]
+    assert j["fix"].startswith("make both ends agree: set the overlay MTU to 1450")
     j = v.judge(path(), reverse=path(src="h1", dst="h0", path_mtu=1400))
     assert j["verdict"] == v.ASYMMETRIC and j["fix_mtu"] == 1400
 
@@ -68,7 +69,7 @@ def test_judge_all_pairs_the_directions_and_the_table_says_each_fix():
     assert not v.all_ok(judged) and v.all_ok(v.judge_all([path()]))
     table = v.format_table(judged)
     assert table.splitlines()[0].split()[:2] == ["mode", "placement"]
-    assert "h0→h1" in table and "Fix: set the overlay MTU to 1400" in table
+    assert "h0→h1" in table and "Fix: make both directions agree: set the overlay MTU to 1400" in table
 
 
 @pytest.mark.parametrize("verdict", v.VERDICTS)
