@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 
-from harness.cli.args import add_paths, add_testbed, options, overrides, settings
-
-EXIT_NOT_OK = 1
+from harness.cli.args import EXIT_REGRESSION, add_paths, add_testbed, options, overrides, settings
 
 
 def add(sub) -> None:
@@ -47,4 +45,4 @@ def cmd_mtu(a) -> int:
         print(json.dumps({"ok": ok, "paths": judged}, indent=2))
     else:
         print(verdicts.format_table(judged))
-    return 0 if ok else EXIT_NOT_OK
+    return 0 if ok else EXIT_REGRESSION

@@ -10,40 +10,57 @@ from harness.cli.args import (EXIT_FAILED_CASES, add_paths, add_poll_idle, add_t
                               settings)
 from harness.core.pairs import SCHEDULES
 
+# harness/tools' TOOLS names, as --tests lists them (importing the tools is not for `--help`;
+# tests/unit/test_cli.py holds the two lists equal)
+TEST_NAMES = ("iperf3.tcp", "iperf3.udp", "iperf3.pps64", "iperf3.pps256", "iperf3.pps1400", "qperf.tcp_bw",
+              "qperf.tcp_lat", "qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp",
+              "ping.flood", "load.bounceback", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400",
+              "irtt.udp")
+
 
 def add(sub) -> None:
     r = sub.add_parser("run", help="run a scenario; prints the run directory and a table",
-                       description="Run a scenario's matrix. Flags override the file's [matrix].")
-    r.add_argument("scenario", nargs="?", help="scenario TOML (default: built-in: native,fastdp at 1500)")
+                       description="Run a scenario's matrix: every mode × underlay MTU × overlay MTU × placement "
+                                   "× test × streams, repeated, on a testbed made for the run and removed after "
+                                   "it. Prints the run directory, then its table. Flags override the file's "
+                                   "[matrix] (and [underlay], [testbed]); without a file the built-in scenario "
+                                   "runs: native,fastdp at underlay MTU 1500, host-host and container-container, "
+                                   "iperf3.tcp and qperf.tcp_lat, 3 repeats of 5 s. Exit 3 when the run finished "
+                                   "but some cases failed.")
+    r.add_argument("scenario", nargs="?",
+                   help="scenario TOML (default: the built-in one: native,fastdp at underlay MTU 1500)")
     add_matrix(r)
     add_testbed(r)
-    r.add_argument("--resume", metavar="RUN", help="finish an interrupted run (skips what it has)")
+    r.add_argument("--resume", metavar="RUN",
+                   help="finish an interrupted run, its directory or id (skips what it has; default: a new run)")
     r.add_argument("--concurrent", action="store_true",
                    help="measure even while another run measures on this machine (both runs' ratios suffer; "
                         "default: wait for it)")
     add_poll_idle(r, halt=True)
-    r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: results)")
-    r.add_argument("-q", "--quiet", action="store_true", help="no progress line")
+    r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: %(default)s)")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress line (default: one on stderr)")
     r.add_argument("--format", choices=["table", "json"], default="table",
-                   help="json: the run directory, its status and the summary rows as one JSON object")
+                   help="table: the run directory, then the table; json: the run directory, its status and "
+                        "the summary rows as one JSON object (default: %(default)s)")
     r.set_defaults(func=cmd_run)
 
 
 def add_matrix(p: argparse.ArgumentParser) -> None:
     """The matrix flags of `run` (compare has its own: its modes are sleeve modes only)."""
+    scen = "default: the scenario's"
     add_paths(p)
     p.add_argument("--tests", type=csv(str), metavar="T,..",
-                   help="iperf3.tcp,iperf3.udp,iperf3.pps64,iperf3.pps256,iperf3.pps1400,qperf.tcp_bw,"
-                        "qperf.tcp_lat,qperf.udp_bw,qperf.udp_lat,sockperf.pingpong,sockperf.pingpong_tcp,ping.flood,"
-                        "load.bounceback,iperf.crr,iperf3.udp_sweep64,iperf3.udp_sweep1400,irtt.udp")
+                   help=f"{','.join(TEST_NAMES)} ({scen}, built in: iperf3.tcp,qperf.tcp_lat)")
     p.add_argument("--streams", type=csv(int), metavar="N,..",
                    help="parallel streams of iperf3.tcp and iperf3.udp (iperf3 -P), 1..128; "
-                        "load.bounceback's working-load streams each way, 1..16")
-    p.add_argument("--repeats", type=int, metavar="N")
-    p.add_argument("--duration", type=float, metavar="S", help="seconds per test")
+                        f"load.bounceback's working-load streams each way, 1..16 ({scen}, built in: 1)")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help=f"how many times every case is measured ({scen}, built in: 3)")
+    p.add_argument("--duration", type=float, metavar="S", help=f"seconds per test ({scen}, built in: 5)")
     p.add_argument("--schedule", choices=SCHEDULES,
-                   help="how pairs share the wire: one at a time (default), disjoint pairs at once "
-                        "(round-robin rounds), or every pair at once (aggregate and fairness)")
+                   help="how pairs share the wire: one at a time, disjoint pairs at once "
+                        "(round-robin rounds), or every pair at once (aggregate and fairness) (default: the "
+                        f"scenario's, else {SCHEDULES[0]})")
 
 
 def cmd_run(a) -> int:

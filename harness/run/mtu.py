@@ -20,12 +20,12 @@ import logging
 import sys
 from typing import Callable
 
+from harness.bed import Testbed
 from harness.core.errors import CommandError, HarnessError
 from harness.hosts.base import Host
 from harness.modes.base import Datapath, Mode
 from harness.run.endpoints import endpoints
 from harness.run.procs import PORTS, wait_listening
-from harness.testbeds.base import Testbed
 from harness.tools import iperf3 as iperf3_tool, mtu as probes
 
 log = logging.getLogger(__name__)

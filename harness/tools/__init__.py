@@ -4,7 +4,8 @@ qperf's bandwidth and latency, sockperf's ping-pong, ping.flood)."""
 from __future__ import annotations
 
 from harness.core.errors import HarnessError
-from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.core.samples import Sample
+from harness.tools.base import TestSpec, Tool, ToolResult
 from harness.tools.iperf2 import IperfCrr, LoadBounceback
 from harness.tools.irtt import IrttUdp
 from harness.tools.iperf3 import Iperf3Pps, Iperf3Tcp, Iperf3Udp
