@@ -13,6 +13,12 @@ def probe_of(name: str, size: int, rc: int) -> m.Probe:
     return m.parse_df_ping(size, *capture(name), rc)
 
 
+def test_every_mtu_capture_is_read_here():
+    from test_metric_table import MTU_PROBES
+    read = {"ping_df_ok", "ping_df_fragneeded", "ping_df_local", "ping_df_local_dev", "ping_df_blackhole", "nstat_frag"}
+    assert MTU_PROBES == read
+
+
 def test_argv_is_what_was_captured():
     assert m.df_ping_argv("198.18.2.2", 1400) == captured_argv("ping_df_ok")
     assert m.df_ping_argv("198.18.2.2", 1401) == captured_argv("ping_df_fragneeded")
