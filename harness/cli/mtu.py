@@ -5,8 +5,10 @@ works, whether anything fragments and what a wrong MTU costs; a verdict and a fi
 from __future__ import annotations
 
 import json
+import sys
 
-from harness.cli.args import EXIT_REGRESSION, add_paths, add_testbed, options, overrides, settings
+from harness.cli.args import EXIT_REGRESSION, MATRIX_FLAGS, add_paths, add_testbed, options, overrides, settings
+from harness.core.errors import HarnessError
 
 
 def add(sub) -> None:
@@ -46,3 +48,26 @@ def cmd_mtu(a) -> int:
     else:
         print(verdicts.format_table(judged))
     return 0 if ok else EXIT_REGRESSION
+
+
+# run's matrix flags the doctor has no use for
+NOT_PATHS = tuple(f for f in MATRIX_FLAGS if f in ("tests", "streams", "repeats", "duration", "schedule"))
+
+
+def check(a) -> dict:
+    """`run --mtu-check`: the doctor on the run's paths before it measures; its verdicts on
+    stderr, {"ok", "paths"} for run's JSON. A path that is not ok is said, not refused."""
+    from harness.analysis import mtu as verdicts
+    from harness.run import mtu as doctor
+    if getattr(a, "resume", None):
+        raise HarnessError("--mtu-check: a resumed run keeps its scenario; check it with `overlaybench mtu`")
+    raw = overrides(a)
+    for k in NOT_PATHS:
+        raw.get("matrix", {}).pop(k, None)
+    judged = verdicts.judge_all(doctor.doctor(a.scenario, raw, options(a), settings(a), quiet=a.quiet))
+    ok = verdicts.all_ok(judged)
+    print(verdicts.format_table(judged), file=sys.stderr)
+    if not ok:
+        print(f"overlaybench: --mtu-check: {sum(p['verdict'] != 'ok' for p in judged)} of {len(judged)} paths "
+              f"not ok (see above); measuring anyway", file=sys.stderr)
+    return {"ok": ok, "paths": judged}

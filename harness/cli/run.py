@@ -8,6 +8,7 @@ import sys
 
 from harness.cli.args import (EXIT_FAILED_CASES, add_paths, add_poll_idle, add_testbed, csv, options, overrides,
                               settings)
+from harness.cli import mtu
 from harness.core.pairs import SCHEDULES
 
 # harness/tools' TOOLS names, as --tests lists them (importing the tools is not for `--help`;
@@ -37,6 +38,9 @@ def add(sub) -> None:
                    help="measure even while another run measures on this machine (both runs' ratios suffer; "
                         "default: wait for it)")
     add_poll_idle(r, halt=True)
+    r.add_argument("--mtu-check", action="store_true",
+                   help="first run the MTU doctor (`overlaybench mtu`) on the run's modes, MTUs, placements and "
+                        "pairs, print its verdicts on stderr and measure anyway (default: no check)")
     r.add_argument("--results", default="results", metavar="DIR", help="where runs go (default: %(default)s)")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress line (default: one on stderr)")
     r.add_argument("--format", choices=["table", "json"], default="table",
@@ -65,6 +69,7 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
 
 def cmd_run(a) -> int:
     from harness.run import session  # the whole harness: not for `--help`
+    checked = mtu.check(a) if a.mtu_check else None
     store = session.run(scenario_path=a.scenario, overrides=overrides(a), resume=a.resume,
                         results_dir=a.results, quiet=a.quiet, options=options(a), settings=settings(a))
     # pandas comes with the table, after the run: `--help` and bad input do not wait for it.
@@ -77,7 +82,8 @@ def cmd_run(a) -> int:
         print(json.dumps({"run_dir": str(store.path), "run_id": meta.get("run_id"), "status": meta.get("status"),
                           "start": meta.get("start"), "end": meta.get("end"),
                           "cases_planned": meta.get("cases_planned"),
-                          "summary": json.loads(tablefmt.frame_as(table, "json"))}, indent=2))
+                          "summary": json.loads(tablefmt.frame_as(table, "json")),
+                          **({"mtu_check": checked} if checked is not None else {})}, indent=2))
     else:
         print(store.path)
         print(tablefmt.format_table(table))

@@ -63,6 +63,7 @@ CASES = [
                                                                       'up = ["true"]\ndown = ["true"]\n'
                                                                       '[matrix]\nmodes = ["mine"]\n')],
      "[modes.mine]: no `overhead`"),
+    ("mtu-check-on-resume", lambda t: ["run", "--mtu-check", "--resume", str(t)], "--mtu-check: a resumed run"),
     ("mtu-mode-found-not-stated", lambda t: ["mtu", "--modes", "cni"], "mode cni: a cluster's encapsulation is found"),
     ("flag-not-a-number", lambda t: ["run", "--repeats", "many"], "argument --repeats: invalid int value: 'many'"),
     ("unknown-command", lambda t: ["bench"], "invalid choice: 'bench'"),
