@@ -157,6 +157,6 @@ def format_table(judged: list[dict]) -> str:
         if p["verdict"] != OK:
             where = f"{p.get('mode')} {p.get('placement')} {p.get('src')}→{p.get('dst')}"
             notes.append(f"{where}: {p['verdict']}: {p['why']}"
-                         + (f"; costs {p['cost']}" if p.get("cost") else "")
+                         + (f"; measured: {p['cost']}" if p.get("cost") else "")
                          + (f". Fix: {p['fix']}" if p.get("fix") else ""))
     return "\n".join(lines + ([""] + notes if notes else []))
