@@ -14,13 +14,13 @@ import signal
 import sys
 
 from harness import __version__
-from harness.cli import doctor, export, gates, lab, modes, run, show
+from harness.cli import doctor, export, gates, lab, modes, mtu, run, show
 from harness.cli.args import EXIT_FAILED_CASES, EXIT_INTERRUPTED, EXIT_REGRESSION, EXIT_UNDECIDED, EXIT_USAGE
 from harness.cli.helpfmt import HelpFormatter
 from harness.core.errors import HarnessError
 from harness.testbeds.registry import BACKENDS
 
-COMMANDS = (doctor, lab, run, show, export, gates, modes)     # in the order `--help` lists them
+COMMANDS = (doctor, lab, run, mtu, show, export, gates, modes)     # in the order `--help` lists them
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,7 +43,7 @@ EPILOG = "\n".join([
     "exit codes:",
     "  0    all done: every case measured (compare: nothing slower; gate, trend: no regression)",
     f"  {EXIT_REGRESSION:<4} a gate found a regression (gate, compare: head slower; trend: a step for the worse; "
-    "doctor: a required check failed)",
+    "doctor: a required check failed; mtu: a path whose MTU is not ok)",
     f"  {EXIT_USAGE:<4} bad input: one line on stderr saying what and where",
     f"  {EXIT_FAILED_CASES:<4} run finished, but some cases failed (each is a row with its reason)",
     f"  {EXIT_UNDECIDED:<4} compare undecided: nothing slower, but the pairs ran out before every case was decided",

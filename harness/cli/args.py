@@ -8,6 +8,7 @@ import os
 import re
 
 from harness.core.errors import HarnessError
+from harness.core.placements import PLACEMENTS
 from harness.testbeds import registry
 from harness.testbeds.registry import BACKENDS
 
@@ -203,3 +204,53 @@ def settings(a: argparse.Namespace):
     from harness.run.session import RunSettings  # the whole harness: not for `--help`
     return RunSettings(concurrent=getattr(a, "concurrent", False), poll_idle=getattr(a, "poll_idle", False),
                        halt_idle=getattr(a, "halt_idle", False))
+
+
+def add_paths(p: argparse.ArgumentParser) -> None:
+    """What `run` and `mtu` measure between: the modes, the MTUs, the placements, the pairs
+    and the underlay's rate cap."""
+    scen = "default: the scenario's"
+    p.add_argument("--modes", type=csv(str), metavar="A,B",
+                   help=f"native,fastdp,sleeve,... (overlaybench modes lists them; {scen}, built in: native,fastdp)")
+    p.add_argument("--underlay-mtu", type=csv("mtu"), metavar="auto|N,..",
+                   help=f"auto = the underlay's own MTU (a remote NIC's) ({scen}, built in: 1500)")
+    p.add_argument("--overlay-mtu", type=csv("mtu"), metavar="auto|N,..",
+                   help=f"auto = underlay minus the mode's encapsulation ({scen}, built in: auto)")
+    p.add_argument("--placements", type=csv(str), metavar="P,..",
+                   help=f"{','.join(PLACEMENTS)} (kubernetes: container-service is a pod to a ClusterIP "
+                        f"Service in front of the far pod; {scen}, built in: host-host,container-container)")
+    p.add_argument("--rate", metavar="RATE",
+                   help="underlay rate cap, e.g. 1gbit (default: the scenario's [underlay] rate, else none)")
+    p.add_argument("--pairs", type=csv(str), metavar="SPEC",
+                   help="host pairs measured (as --schedule says): all, ring, star:HOST, or "
+                        "CLIENT-SERVER,... by host name (lab hosts are h0, h1, ...) (default: the scenario's, "
+                        "else all)")
+
+
+def add_testbed(p: argparse.ArgumentParser) -> None:
+    """The testbed flags of `run` and `mtu`: the backend and what each backend needs."""
+    add_backend(p, help="netns: a local lab of namespaces; ssh: hosts of --inventory (--pair); "
+                        "vagrant: the machines of a Vagrantfile (brought up if needed; --pair); "
+                        "kubernetes: an existing cluster's nodes (--kubeconfig, --nodes) (default: the "
+                        "scenario's [testbed] backend, else netns; --inventory implies ssh, --kubeconfig kubernetes)")
+    p.add_argument("--vagrant-destroy", action="store_true",
+                   help="vagrant destroy -f the machines after the run (default: leave them up for the next)")
+    p.add_argument("--vagrant-provider", metavar="NAME",
+                   help="docker (default, or $VAGRANT_DEFAULT_PROVIDER), libvirt, virtualbox")
+    p.add_argument("--inventory", metavar="FILE",
+                   help="hosts for the ssh backend (TOML; implies --backend ssh; default: the scenario's "
+                        "[testbed] inventory or hosts)")
+    p.add_argument("--pair", type=csv(str), metavar="A,B[,..]",
+                   help="which inventory hosts, two or more, or all (default: the first two)")
+    p.add_argument("--hosts", type=int, metavar="N", help="the lab's hosts, 2 (default) to 8: more than two share "
+                                                          "a switch, and --pairs picks the pairs measured; on "
+                                                          "kubernetes, how many nodes (default 2)")
+    add_kube(p)
+    p.add_argument("--lab-cpus", choices=["own", "scheduler"],
+                   help="the lab's hosts each on CPUs of their own (default), or where the scheduler puts them")
+    p.add_argument("--host-cpus", metavar="LIST",
+                   help="ssh, vagrant: run the tools and daemons on these CPUs of every host whose inventory "
+                        "names no cpus (taskset -c LIST, e.g. 2-3; default: unpinned)")
+    p.add_argument("--containers", choices=["netns", "docker"],
+                   help="container endpoints: network namespaces (default) or real Docker containers")
+    add_host_keys(p, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")

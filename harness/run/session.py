@@ -9,6 +9,7 @@ which backend it is.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import pathlib
@@ -84,27 +85,7 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
     cases = _expand_early(sc)            # resolves and checks every overlay MTU
     for name in sc.modes:
         sc.mode(name).local_check()    # binaries this machine ships, before any host is reached
-    tb = backends.open_testbed(sc, opts)
-    machine = idle = None
-    try:
-        if settings.poll_idle and not tb.measures_here:
-            raise HarnessError(f"--poll-idle holds this machine's CPUs out of halting: the {tb.backend} backend "
-                               f"measures elsewhere")
-        pair_list = host_pairs(sc, tb)
-        tb.preflight(sc)
-        if tb.measures_here and not settings.concurrent:
-            machine = runlock.hold_machine(opts.run_id, quiet=quiet)
-        idle_model = settings.idle_model(tb.measures_here)
-        if idle_model == "poll":
-            idle = cpuidle.hold()
-        elif idle_model == "poll-latency" and not cpuidle.available():
-            log.warning("idle CPUs cannot be made to poll here (%s): latency tests run with them halting",
-                        cpuidle.DEVICE)
-            idle_model = "default"
-        sc = scen.resolve_underlay(sc, tb.native_mtu()) if cases is None else sc
-        fixed = tb.fixed_underlay_mtu()
-        if fixed is not None:
-            sc = scen.keep_underlay(sc, fixed, tb.backend)
+    with opened(sc, opts, settings, quiet, resolve=cases is None) as (sc, tb, pair_list, idle_model):
         cases = scen.expand(sc, pair_list)
         if store is None:
             store = _create_store(results_dir, opts.run_id, sc, tb, cases)
@@ -136,13 +117,44 @@ def run(scenario_path: str | None = None, overrides: dict | None = None, resume:
                 store.update_meta(end=results.now_iso(), status=status)
             except results.ResultsError as e:     # a full disk: the first error says it all
                 log.info("%s", e)
+    return store
+
+
+@contextlib.contextmanager
+def opened(sc: scen.Scenario, opts: Options, settings: RunSettings, quiet: bool = False, resolve: bool = True):
+    """The scenario's testbed open and checked, for anything that measures on it (`run`,
+    `mtu`): the backend's testbed, the pairs, its preflight, this machine's measuring lock
+    and idle CPUs' model, the underlay MTU "auto" resolved (`resolve`) and a cluster's one
+    kept. Yields (scenario, testbed, pairs, idle model); built by the caller (at the
+    underlay it wants), always torn down, the locks released."""
+    tb = backends.open_testbed(sc, opts)
+    machine = idle = None
+    try:
+        if settings.poll_idle and not tb.measures_here:
+            raise HarnessError(f"--poll-idle holds this machine's CPUs out of halting: the {tb.backend} backend "
+                               f"measures elsewhere")
+        pair_list = host_pairs(sc, tb)
+        tb.preflight(sc)
+        if tb.measures_here and not settings.concurrent:
+            machine = runlock.hold_machine(opts.run_id, quiet=quiet)
+        idle_model = settings.idle_model(tb.measures_here)
+        if idle_model == "poll":
+            idle = cpuidle.hold()
+        elif idle_model == "poll-latency" and not cpuidle.available():
+            log.warning("idle CPUs cannot be made to poll here (%s): latency tests run with them halting",
+                        cpuidle.DEVICE)
+            idle_model = "default"
+        sc = scen.resolve_underlay(sc, tb.native_mtu()) if resolve else sc
+        fixed = tb.fixed_underlay_mtu()
+        if fixed is not None:
+            sc = scen.keep_underlay(sc, fixed, tb.backend)
+        yield sc, tb, pair_list, idle_model
     finally:
         tb.teardown()
         if idle is not None:
             idle.release()
         if machine is not None:
             machine.release()
-    return store
 
 
 def host_pairs(sc: scen.Scenario, tb) -> list[tuple[str, str]] | None:

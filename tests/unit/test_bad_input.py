@@ -57,6 +57,15 @@ CASES = [
     ("scenario-missing", lambda t: ["run", str(t / "none.toml")], "none.toml: cannot read"),
     ("scenario-is-a-directory", lambda t: ["run", str(t)], "cannot read"),
     # command-line arguments
+    # the MTU doctor: an MTU outside 576..65535, a mode whose encapsulation is not stated
+    ("mtu-overlay-too-small", lambda t: ["mtu", "--overlay-mtu", "100"], "overlay_mtu: 100 is outside 576..65535"),
+    ("mtu-overlay-too-big", lambda t: ["mtu", "--overlay-mtu", "1500,70000"], "70000 is outside 576..65535"),
+    ("mtu-mode-without-overhead", lambda t: ["mtu", _file(t, "m.toml", '[modes.mine]\nlayer = "l2"\ndevice = "x0"\n'
+                                                                      'up = ["true"]\ndown = ["true"]\n'
+                                                                      '[matrix]\nmodes = ["mine"]\n')],
+     "[modes.mine]: no `overhead`"),
+    ("mtu-check-on-resume", lambda t: ["run", "--mtu-check", "--resume", str(t)], "--mtu-check: a resumed run"),
+    ("mtu-mode-found-not-stated", lambda t: ["mtu", "--modes", "cni"], "mode cni: a cluster's encapsulation is found"),
     ("flag-not-a-number", lambda t: ["run", "--repeats", "many"], "argument --repeats: invalid int value: 'many'"),
     ("unknown-command", lambda t: ["bench"], "invalid choice: 'bench'"),
     ("unknown-flag", lambda t: ["run", "--mode", "native", "--frobnicate"], "unrecognized arguments: --frobnicate"),

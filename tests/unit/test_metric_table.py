@@ -64,6 +64,8 @@ PHASED = [
 # The tool's captures that are not a whole result of one test: iperf3 3.1.3's UDP output (a
 # version check of its own, test_tools_iperf3.py).
 NOT_A_RESULT = {"iperf3_udp_3.1.3"}
+# The MTU doctor's probes (tests/data/capture_mtu.sh): no run's metrics, read by tests/unit/test_tools_mtu.py
+MTU_PROBES = {"ping_df_ok", "ping_df_fragneeded", "ping_df_local", "ping_df_local_dev", "ping_df_blackhole", "nstat_frag"}
 
 
 def _tsv() -> dict[str, int]:
@@ -165,7 +167,7 @@ def test_every_metric_recorded_is_in_the_table_with_its_test(source, tmp_path):
 
 
 def test_the_captures_cover_every_test_and_every_capture_is_read():
-    named = set(SINGLE) | {c for _, phases in PHASED for _, c in phases} | NOT_A_RESULT
+    named = set(SINGLE) | {c for _, phases in PHASED for _, c in phases} | NOT_A_RESULT | MTU_PROBES
     assert set(_tsv()) | NOT_A_RESULT == named          # a new capture must be given its test here
     covered = {t for ts in SINGLE.values() for t in ts} | {t for t, _ in PHASED}
     assert covered == set(TOOLS)
