@@ -94,20 +94,28 @@ class ProbeError(Exception):
     """A probe that could not be run or read (not a packet that did not cross)."""
 
 
-def bisect(probe: Callable[[int], Probe], low: int, high: int) -> Bisection:
+LOST_TRIES = 3      # a size is lost only when this many probes in a row vanish
+
+
+def bisect(probe: Callable[[int], Probe], low: int, high: int, tries: int = LOST_TRIES) -> Bisection:
     """The largest size in [low, high] whose probe passes, to the byte, assuming every
     size up to the path MTU passes and none above it does. `high` first (a path that
     carries what its ends send needs one probe), then `low` (a path that carries nothing
-    is said so rather than bisected), then halves. A probe that errs raises ProbeError."""
+    is said so rather than bisected), then halves. A probe that errs raises ProbeError.
+    A probe that vanished (LOST) is sent again, up to `tries` in all: one echo late past
+    its wait on a loaded host must not read as a black hole or a smaller MTU."""
     if not MIN_MTU <= low <= high:
         raise ValueError(f"bisection range {low}..{high}")
     done: list[Probe] = []
 
     def ask(size: int) -> bool:
-        p = probe(size)
-        done.append(p)
-        if p.outcome == ERROR:
-            raise ProbeError(p.error or f"probe of {size} bytes failed")
+        for _ in range(max(1, tries)):
+            p = probe(size)
+            done.append(p)
+            if p.outcome == ERROR:
+                raise ProbeError(p.error or f"probe of {size} bytes failed")
+            if p.outcome != LOST:
+                break
         return p.passed
 
     if ask(high):

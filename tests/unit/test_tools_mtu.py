@@ -86,7 +86,8 @@ def test_bisection_finds_the_path_mtu_to_the_byte(mtu):
     probe, asked = path(mtu, m.LOST)
     b = m.bisect(probe, 576, 1500)
     assert b.mtu == mtu
-    assert len(asked) <= 2 + 10          # high, low, then log2(924) halvings
+    # high, low, then log2(924) halvings; a vanished probe is sent again, LOST_TRIES in all
+    assert len(set(asked)) <= 2 + 10 and len(asked) <= m.LOST_TRIES * (2 + 10)
     assert all(not p.passed for p in b.refusals)
 
 
@@ -98,7 +99,20 @@ def test_a_path_that_carries_the_device_mtu_takes_one_probe():
 
 def test_a_path_that_carries_nothing_says_so():
     probe, asked = path(None, m.LOST)
-    assert m.bisect(probe, 576, 1500).mtu is None and asked == [1500, 576]
+    assert m.bisect(probe, 576, 1500).mtu is None and asked == [1500] * m.LOST_TRIES + [576] * m.LOST_TRIES
+
+
+def test_one_late_echo_is_sent_again_not_read_as_lost():
+    """A probe that vanishes once, then crosses: the size passes (a loaded host's late reply)."""
+    seen: list[int] = []
+
+    def probe(size: int) -> m.Probe:
+        seen.append(size)
+        return m.Probe(size, m.LOST if seen.count(size) == 1 else m.PASSED)
+
+    assert m.bisect(probe, 576, 1500).mtu == 1500 and seen == [1500, 1500]
+    refused = m.bisect(lambda s: m.Probe(s, m.FRAG_NEEDED, 1450), 576, 1500, tries=3)
+    assert refused.mtu is None and len(refused.probes) == 2      # an answer is never asked again
 
 
 def test_a_probe_error_stops_the_bisection():
