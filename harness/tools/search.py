@@ -104,7 +104,7 @@ def plan(trials: Sequence[Trial], s: Settings) -> Next | Result:
     first = trials[0]
     good, bad = _bounds(trials, s)
     last = trials[-1]
-    if last.validation and _passed(last, s) and _stood_for(last) >= good:
+    if last.validation and _passed(last, s):
         return Result(_stood_for(last), True, math.isinf(bad), len(trials))
     if len(trials) >= s.max_trials:
         return Result(good, False, math.isinf(bad), len(trials))

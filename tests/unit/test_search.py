@@ -60,6 +60,16 @@ def test_a_path_faster_than_the_sender_is_sender_bound():
     assert len(trials) == 2                # unpaced, then the validation at what it sent
 
 
+def test_a_validation_the_sender_falls_short_of_still_ends_the_search():
+    # paced, the sender manages 2 % less than unpaced (as on a busy lab): the validation
+    # passes at what it sent, and that is the result
+    def trial(rate):
+        return (700_000.0, 0.0) if rate <= 0 else (rate * 0.98, 0.0)
+    res, trials = run(Settings(), trial)
+    assert len(trials) == 2 and res.validated and res.sender_bound
+    assert res.rate == pytest.approx(686_000.0)
+
+
 def test_nothing_passes():
     res, trials = run(Settings(), lambda rate: (500_000.0 if rate <= 0 else rate, 1.0))
     assert res.rate == 0.0 and not res.validated and not res.sender_bound
