@@ -1,9 +1,32 @@
 # overlaybench — the README's commands. Run as root on Debian; each target installs
 # what it needs that is missing, then does its job.
+#
+# What each installs (Debian packages, every one through scripts/apt-install.sh, so that
+# none leaves a service enabled or running; the rest are built or pip-installed locally):
+#   make bench       APT_BENCH, the .venv, the sleeve: what scenarios/quick.toml runs on the
+#                    lab (iperf3, qperf, the kernel's VXLAN, the sleeve built with OpenSSL)
+#   make setup       also APT_RUN (every test tool and mode: irtt, sockperf, iperf, etcd for
+#                    flannel, cmake for AWS-LC), AWS-LC for the sleeve's AES-GCM (built from
+#                    source), wireguard-tools, wireguard-go and flanneld (built with go, if any)
+#   make setup-test  also APT_TEST (the report's browser, clang for the sleeve's fuzzers, sshd
+#                    for the SSH tests, Prometheus for the export tests) and APT_HOSTS
+#                    (Docker and Vagrant hosts and the images' debootstrap)
+#   make test        make setup-test, then the tests
 
 PY      := .venv/bin/python
-APT_RUN := iperf3 iperf irtt qperf sockperf iputils-ping iproute2 ethtool nftables gcc make libssl-dev pkg-config python3-venv git cmake etcd-server curl
+APT     := scripts/apt-install.sh
+# The quick scenario's needs on the local lab (harness/testbeds/preflight.py: ip, tc, ss,
+# bridge, ethtool, ping, sysctl, nft, iperf3, qperf; the sleeve's build: gcc, make,
+# pkg-config, libssl-dev; git for run.json's commit; python3-venv for the .venv).
+APT_BENCH := python3-venv iperf3 qperf iputils-ping iproute2 procps nftables ethtool gcc make pkg-config libssl-dev git
+APT_RUN := $(APT_BENCH) iperf irtt sockperf cmake etcd-server curl
 APT_TEST:= chromium clang openssh-server openssh-client sudo prometheus prometheus-pushgateway libseccomp-dev
+# Daemons that the lists' packages pull in (as dependencies or recommendations): never
+# installed by name, only quieted where installed (scripts/apt-install.sh --quiet), so that
+# a machine set up before the helper existed is quieted too.
+APT_QUIET := containerd prometheus-node-exporter prometheus-node-exporter-collectors rpcbind nfs-common \
+             nfs-kernel-server avahi-daemon exim4-base smartmontools openipmi
+APT_INSTALL := $(APT) $(addprefix --quiet ,$(APT_QUIET))
 # Without Recommends (they name a kernel image, for the module): `wg` for the WireGuard modes.
 APT_RUN_BARE := wireguard-tools
 # Userspace WireGuard for mode wireguard-go, built from its Go module at a pinned version
@@ -23,70 +46,58 @@ AWSLC_DIR := $(or $(OVERLAYBENCH_CACHE),$(HOME)/.cache/overlaybench)/aws-lc
 # Vagrant hosts and Docker containers: make test and the image targets need these, make bench does not.
 APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt
 
-.PHONY: setup setup-test bench test soak lint sleeve aws-lc clean down
+.PHONY: setup setup-test bench test soak lint docs sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go flanneld
 .PHONY: dockerd-up dockerd-down images vagrant-image tools-image tools-archive
 .PHONY: k8s-build k8s-up k8s-tools k8s-down test-k8s
 
-setup: .venv/.stamp sleeve aws-lc
+# Everything: every mode and test tool of this machine (make bench needs less).
+setup: .venv/.stamp sleeve aws-lc .apt-run.stamp
 setup: wireguard-tools wireguard-go flanneld
 
-# Debian packages, only the missing ones (apt-get update only when something is missing).
-.apt-run.stamp: Makefile
-	@missing=$$(for p in $(APT_RUN); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+# Debian packages, only the missing ones (apt-get update only when something is missing),
+# through scripts/apt-install.sh: nothing they bring stays enabled or running, and the
+# units of those installed before (by an earlier Makefile) are quieted as well. Made again
+# when the Makefile or the helper changes.
+.apt-bench.stamp: Makefile $(APT)
+	@$(APT_INSTALL) $(APT_BENCH)
+	@touch $@
+
+.apt-run.stamp: .apt-bench.stamp
+	@$(APT_INSTALL) $(APT_RUN)
 	@touch $@
 
 .apt-test.stamp: .apt-run.stamp
-	@missing=$$(for p in $(APT_TEST); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	fi
+	@$(APT_INSTALL) $(APT_TEST)
 	@touch $@
 
 # A dockerd or vagrant already installed from elsewhere (docker-ce, HashiCorp's vagrant) is used as it is.
-# Installed here, no service starts (policy-rc.d), and docker.io's systemd units are disabled:
-# a dockerd on Docker's default 172.17/16 must not appear; make dockerd-up starts the lab's.
-.apt-hosts.stamp:
-	@missing=$$(for p in $(APT_HOSTS); do \
-	  case $$p in docker.io) command -v dockerd >/dev/null && continue;; \
+# Installed here, no service starts and docker.io's units (and containerd's) are disabled: a
+# dockerd on Docker's default 172.17/16 must not appear; make dockerd-up starts the lab's.
+.apt-hosts.stamp: .apt-bench.stamp
+	@$(APT_INSTALL) $$(for p in $(APT_HOSTS); do \
+	  case $$p in docker.io) command -v dockerd >/dev/null && ! dpkg -s docker.io >/dev/null 2>&1 && continue;; \
 	    vagrant|vagrant-libvirt) command -v vagrant >/dev/null && ! dpkg -s vagrant >/dev/null 2>&1 && continue;; esac; \
-	  dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing: $$missing"; \
-	  held=; if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; \
-	    chmod 0755 /usr/sbin/policy-rc.d; held=1; fi; \
-	  rc=0; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing || rc=$$?; \
-	  [ -z "$$held" ] || rm -f /usr/sbin/policy-rc.d; \
-	  case " $$missing " in *" docker.io "*) if [ -d /run/systemd/system ]; then \
-	    systemctl disable --now docker.service docker.socket || true; fi;; esac; \
-	  [ $$rc -eq 0 ] || exit $$rc; \
-	fi
+	  echo $$p; done)
 	@touch $@
 
-.venv/.stamp: pyproject.toml .apt-run.stamp
+.venv/.stamp: pyproject.toml .apt-bench.stamp
 	test -x $(PY) || python3 -m venv .venv
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[test]'
 	@touch $@
 
-sleeve: .apt-run.stamp
+sleeve: .apt-bench.stamp
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve; fi
 
-aws-lc: .venv/.stamp
+# AES-256-GCM from AWS-LC for local sleeve builds (cmake, from APT_RUN); without it the
+# sleeve uses OpenSSL's (harness/sleeve/build.py).
+aws-lc: .venv/.stamp .apt-run.stamp
 	@PYTHON=$(PY) overlay/sleeve/aws-lc.sh $(AWSLC_DIR)
 
 # Checked on every setup (one dpkg query), so a checkout set up before these existed gets them.
 wireguard-tools:
-	@missing=$$(for p in $(APT_RUN_BARE); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  echo "installing: $$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	fi
+	@$(APT) --no-install-recommends $(APT_RUN_BARE)
 
 # wireguard-go into .venv/bin (go install names it after the module: wireguard), built only when the binary there is not the pinned version.
 wireguard-go: .venv/.stamp
@@ -112,7 +123,8 @@ setup-test: setup .apt-test.stamp
 setup-test: .apt-hosts.stamp
 
 # The main job on the local lab: run the quick scenario, print its table, write a report.
-bench: setup
+# Installs only what that needs (APT_BENCH, the .venv, the sleeve); make setup the rest.
+bench: .venv/.stamp sleeve
 	$(PY) -m harness.cli run $(SCENARIO) --results results | tee results/.last-bench.txt
 	@run=$$(grep -m1 '^results/' results/.last-bench.txt); \
 	$(PY) -m harness.cli report $$run -o reports/$$(basename $$run).html
@@ -123,7 +135,7 @@ bench: setup
 # The sleeve's smoke test floods one mode here (AES-GCM forced, through OpenSSL):
 # tests/lab/test_sleeve_flood.py floods all six modes with more checks, and
 # `make -C overlay/sleeve netns` runs the smoke test's six.
-test: setup-test
+test: setup-test docs
 	.venv/bin/lint-imports --no-cache
 	@if [ -f overlay/sleeve/Makefile ]; then FLOOD_CASES=crypto $(MAKE) -s -C overlay/sleeve test asan netns && \
 	  $(MAKE) -s -C overlay/sleeve test BUILD=build/awslc AWSLC=$(AWSLC_DIR); fi
@@ -188,7 +200,11 @@ test-k8s: k8s-build flanneld setup-test
 	$(PY) -m pytest -q tests/lab/test_k8s_cluster.py tests/lab/test_kubernetes_lab.py
 
 # The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
-lint:
+# docs/ as a site (mkdocs.yml, strict: a broken link, anchor or an unlisted page fails).
+docs: .venv/.stamp
+	.venv/bin/mkdocs build --strict --quiet -d $(or $(SITE_DIR),site)
+
+lint: docs
 	@command -v go >/dev/null || { echo "lint needs go (apt-get install -y golang-go)"; exit 2; }
 	GOBIN=$(CURDIR)/.venv/bin go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 	.venv/bin/actionlint .github/workflows/*.yml
@@ -197,6 +213,6 @@ down:
 	$(PY) -m harness.cli down
 
 clean:
-	rm -rf .venv .apt-run.stamp .apt-test.stamp
+	rm -rf .venv .apt-bench.stamp .apt-run.stamp .apt-test.stamp
 	rm -f .apt-hosts.stamp
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve clean; fi

@@ -254,13 +254,38 @@ class RunStore:
         return read_records(self.path)
 
 
-def resolve_run(path: pathlib.Path | str, root: pathlib.Path | str = "results") -> pathlib.Path:
-    """A run directory from its path or its id under `root`; a clear error otherwise."""
+def default_roots() -> list[pathlib.Path]:
+    """Where a run id is looked for when no results directory is named: the current
+    directory's results/, then the checkout's (harness/core/paths.py), each once."""
+    from harness.core.paths import PROJECT
+    roots: list[pathlib.Path] = []
+    for r in (pathlib.Path("results"), PROJECT / "results"):
+        if all(os.path.abspath(r) != os.path.abspath(x) for x in roots):
+            roots.append(r)
+    return roots
+
+
+def resolve_run(path: pathlib.Path | str,
+                root: pathlib.Path | str | Iterable[pathlib.Path | str] | None = None) -> pathlib.Path:
+    """A run directory from its path, or its id (or a path relative to a results directory)
+    under `root`: one directory or several, in order; None is default_roots(). The one-line
+    error names every directory tried."""
     p = pathlib.Path(path)
-    for cand in (p, pathlib.Path(root) / p):
+    if root is None:
+        roots = default_roots()
+    elif isinstance(root, (str, os.PathLike)):
+        roots = [pathlib.Path(root)]
+    else:
+        roots = [pathlib.Path(r) for r in root]
+    tried: list[pathlib.Path] = []
+    for cand in [p] + ([] if p.is_absolute() else [r / p for r in roots]):
+        if any(os.path.abspath(cand) == os.path.abspath(t) for t in tried):
+            continue
         if (cand / "run.json").is_file():
             return cand
-    raise HarnessError(f"{path}: not a run directory (no run.json)")
+        tried.append(cand)
+    raise HarnessError(f"{path}: not a run directory (no run.json in "
+                       f"{', '.join(os.path.abspath(t) for t in tried)})")
 
 
 def read_meta(run_dir: pathlib.Path | str) -> dict[str, Any]:

@@ -15,9 +15,9 @@ import shlex
 import sys
 import time
 
+from harness.bed import CpuMeter, Side, Testbed
+from harness.core.samples import Sample
 from harness.hosts.scripted import ScriptedHost
-from harness.testbeds.base import CpuMeter, Side, Testbed
-from harness.tools.base import Sample
 
 PREFIX = "ob12ab"
 

@@ -4,16 +4,17 @@ and how they become scenario overrides, testbed options and the run's settings."
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 
 from harness.core.errors import HarnessError
+from harness.testbeds import registry
 from harness.testbeds.registry import BACKENDS
 
-log = logging.getLogger(__name__)
-
+EXIT_REGRESSION = 1     # a gate's verdict (gate, compare, trend), and doctor's missing part
 EXIT_USAGE = 2
 EXIT_FAILED_CASES = 3   # the run finished, but some cases failed (1 stays the gate's regression)
+EXIT_UNDECIDED = 4      # compare: harness/gates/render.py's, named here for `--help` (not imported: pandas)
+EXIT_INTERRUPTED = 130
 MATRIX_FLAGS = ("modes", "underlay_mtu", "overlay_mtu", "placements", "tests", "streams", "repeats", "duration",
                 "pairs", "schedule")
 
@@ -36,6 +37,22 @@ def csv(kind):
                 raise argparse.ArgumentTypeError(f"{text!r}: expected auto or whole numbers separated by commas") from None
         return items
     return parse
+
+
+def add_run_arg(p: argparse.ArgumentParser, dest: str = "run", nargs=None) -> None:
+    """RUN (a run directory or id) and --results, where an id is looked for."""
+    p.add_argument(dest, nargs=nargs, metavar="RUN",
+                   help="a run directory, or a run id looked up in --results DIR")
+    p.add_argument("--results", metavar="DIR",
+                   help="where a run id is looked up (default: ./results, then the checkout's results/; "
+                        "a directory path is used as it is)")
+
+
+def run_dir(a: argparse.Namespace, run: str):
+    """The run directory RUN names: its path, or its id under --results (else the default
+    results directories); a HarnessError naming every directory tried when there is none."""
+    from harness.results import resolve_run   # the results' schema: not for `--help`
+    return resolve_run(run, a.results)
 
 
 def add_backend(p: argparse.ArgumentParser, help: str) -> None:
@@ -67,9 +84,6 @@ def matrix_overrides(a: argparse.Namespace) -> dict:
     return raw
 
 
-KUBE_FLAGS = ("kubeconfig", "context", "nodes", "image")
-
-
 def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
     """The kubernetes backend's flags (`run`, and `down` without the node and image ones)."""
     p.add_argument("--kubeconfig", metavar="FILE",
@@ -86,38 +100,31 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
 
 
 def backend_of(a: argparse.Namespace) -> str | None:
-    """--backend, or the one an --inventory (ssh) or a --kubeconfig (kubernetes) implies."""
-    b = a.backend or ("ssh" if getattr(a, "inventory", None) else
-                      "kubernetes" if getattr(a, "kubeconfig", None) else None)
-    given = [f for f in KUBE_FLAGS if getattr(a, f, None)]
-    if given and b not in (None, "kubernetes"):
-        raise HarnessError(f"--{given[0]} is the kubernetes backend's; this is --backend {b}")
+    """--backend, or the one an --inventory or a --kubeconfig implies (registry.implied)."""
+    b = a.backend or registry.implied(getattr(a, "inventory", None), getattr(a, "kubeconfig", None))
+    for other in BACKENDS.values():             # a backend's own flags, given with another backend
+        given = [f for f in other.flags if getattr(a, f, None)]
+        if given and b not in (None, other.name):
+            raise HarnessError(f"--{given[0]} is the {other.name} backend's; this is --backend {b}")
     return b
 
 
 def overrides(a: argparse.Namespace) -> dict:
     """`run`'s flags as a scenario document: the matrix, the underlay and the testbed
-    (--hosts is the lab's host count, or for kubernetes a testbed option: how many nodes)."""
+    (--hosts is the lab's host count, or for a backend that picks its hosts, such as a
+    cluster's nodes, a testbed option: how many; registry.picks_hosts)."""
     raw = matrix_overrides(a)
     backend = backend_of(a)
     resuming = getattr(a, "resume", None)      # the run's scenario, its backend among it, is stored
-    if backend == "kubernetes" and a.modes is None and not resuming:
-        # a scenario's modes are overlays the harness deploys onto hosts: on a cluster, the
-        # overlay is the cluster's own, so the same file measures its nodes' network and its
-        # pods' (a file whose modes are all of the cluster's kinds keeps them)
+    if a.modes is None and not resuming and registry.has_modes_hook(backend):
+        # the backend may measure other modes than the scenario's (registry.modes_for)
         from harness.run.scenario import Scenario, load      # not for `--help`
-        from harness.testbeds.kubernetes.backend import MODE_KINDS
         path = getattr(a, "scenario", None)
-        base = load(path) if path else Scenario()
-        other = [m for m in base.modes if base.mode(m).kind not in MODE_KINDS]
-        if other:
-            raw.setdefault("matrix", {})["modes"] = list(MODE_KINDS)
-            if path:
-                log.warning("kubernetes: measuring the cluster's network (native, cni) instead of the scenario's "
-                            "modes %s, which deploy overlays onto hosts (--modes native,cni says so)",
-                            ", ".join(other))
+        modes = registry.modes_for(backend, load(path) if path else Scenario(), path)
+        if modes:
+            raw.setdefault("matrix", {})["modes"] = modes
     tb = {k: v for k, v in (("backend", None if resuming else backend), ("pair", a.pair), ("containers", a.containers),
-                            ("lab_hosts", a.hosts if backend != "kubernetes" else None),
+                            ("lab_hosts", None if registry.picks_hosts(backend) else a.hosts),
                             ("lab_cpus", getattr(a, "lab_cpus", None)),
                             ("host_cpus", getattr(a, "host_cpus", None)),
                             ("inventory", a.inventory and os.path.abspath(a.inventory))) if v is not None}
@@ -127,8 +134,8 @@ def overrides(a: argparse.Namespace) -> dict:
 
 
 def options(a: argparse.Namespace):
-    """The testbed's Options (harness.testbeds.base) from the flags given."""
-    from harness.testbeds.base import Options  # the testbeds' contract: not for `--help`
+    """The testbed's Options (harness.bed) from the flags given."""
+    from harness.bed import Options  # the testbeds' contract: not for `--help`
     vdir = getattr(a, "vagrant_dir", None)
     return Options(accept_new_host_keys=getattr(a, "accept_new_host_keys", False),
                    vagrant_dir=os.path.abspath(vdir) if vdir else None,

@@ -10,11 +10,18 @@ from harness.cli.args import add_host_keys, options
 
 
 def add(sub) -> None:
-    d = sub.add_parser("doctor", help="check kernel features, tools and the sleeve build (here, or on "
-                                      "remote hosts with --inventory)")
-    d.add_argument("--inventory", metavar="FILE", help="also check every host of this inventory over SSH")
+    d = sub.add_parser(
+        "doctor", help="check kernel features, tools and the sleeve build (here, or on "
+                       "remote hosts with --inventory)",
+        description="Check what this machine can run: kernel features (probed for real, as root), the "
+                    "measurement tools, the Python packages, the sleeve build, the optional overlays and "
+                    "dockerd; each missing part with the command that installs it. Exit 0 when every "
+                    "required part is present, 1 otherwise.")
+    d.add_argument("--inventory", metavar="FILE",
+                   help="also check every host of this inventory over SSH (default: this machine only)")
     add_host_keys(d, "trust hosts whose SSH key is not yet in known_hosts (a changed key is always refused)")
-    d.add_argument("--format", choices=["text", "json"], default="text")
+    d.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text: a line per check; json: every check as an object (default: %(default)s)")
     d.set_defaults(func=cmd_doctor)
 
 

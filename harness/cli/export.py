@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import pathlib
 import sys
 
+from harness.cli.args import add_run_arg, run_dir
 from harness.export import FORMATS
 
 
@@ -13,16 +13,15 @@ def add(sub) -> None:
     e = sub.add_parser(
         "export", help="write a run as OpenMetrics, Prometheus text, Bencher BMF, github-action-benchmark or "
                        "OpenSearch bulk NDJSON",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="One value per case and metric: the median over repeats, with their min and max where\n"
-                    "the format has room. The README's 'Export formats' lists the names, labels and units.\n\n"
+        description="One value per case and metric: the median over repeats, with their min and max where "
+                    "the format has room. docs/export.md lists the names, labels and units.\n\n"
                     "formats:\n" + "\n".join(f"  {f.name:<15} {f.what}" for f in FORMATS.values()))
-    e.add_argument("run", metavar="RUN", help="run directory or id")
+    add_run_arg(e)
     e.add_argument("--format", required=True, choices=list(FORMATS), metavar="F",
-                   help="one of: " + ", ".join(FORMATS))
-    e.add_argument("-o", "--output", metavar="FILE", help="write here instead of stdout")
+                   help="one of: " + ", ".join(FORMATS) + " (required)")
+    e.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout; - is stdout too)")
     e.add_argument("--index", default="overlaybench", metavar="NAME",
-                   help="opensearch: the index the action lines name (default overlaybench)")
+                   help="opensearch: the index the action lines name (default: %(default)s)")
     e.set_defaults(func=cmd_export)
 
 
@@ -31,7 +30,7 @@ def cmd_export(a) -> int:
     from harness.export import export
 
     options = {"index": a.index} if a.format == "opensearch" else {}
-    text = export(a.run, a.format, **options)
+    text = export(run_dir(a, a.run), a.format, **options)
     if a.output in (None, "-"):
         sys.stdout.write(text)
         return 0

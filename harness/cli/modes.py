@@ -6,8 +6,12 @@ import json
 
 
 def add(sub) -> None:
-    m = sub.add_parser("modes", help="list the overlay modes (name, encapsulation, kernel features)")
-    m.add_argument("--format", choices=["text", "json"], default="text")
+    m = sub.add_parser(
+        "modes", help="list the overlay modes (name, encapsulation, kernel features)",
+        description="List the modes --modes and a scenario's [matrix] modes can name, in table order: each "
+                    "with its encapsulation overhead in bytes, what it is, and the kernel features it needs.")
+    m.add_argument("--format", choices=["text", "json"], default="text",
+                   help="text: a line per mode; json: every mode with its placements (default: %(default)s)")
     m.set_defaults(func=cmd_modes)
 
 

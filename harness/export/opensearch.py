@@ -29,7 +29,7 @@ DEFAULT_INDEX = "overlaybench"
 PROFILES = {"iperf3.tcp": "TCP_STREAM", "qperf.tcp_bw": "TCP_STREAM", "iperf3.udp": "UDP_STREAM",
             "qperf.udp_bw": "UDP_STREAM", "qperf.tcp_lat": "TCP_RR", "sockperf.pingpong_tcp": "TCP_RR",
             "qperf.udp_lat": "UDP_RR", "sockperf.pingpong": "UDP_RR"}
-# k8s-netperf field ← how it is filled here (the README's mapping table says the same).
+# k8s-netperf field ← how it is filled here (docs/export.md's table says the same).
 K8S_NETPERF = {
     "uuid": "the run id",
     "timestamp": "the run's start (ISO 8601)",

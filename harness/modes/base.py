@@ -12,15 +12,13 @@ import dataclasses
 import logging
 import signal
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
+from harness.bed import Side, Testbed
 from harness.core.errors import HarnessError
 from harness.core.placements import WITHOUT_SERVICE
+from harness.hosts.base import Process
 from harness.net import confine
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Process
-    from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 

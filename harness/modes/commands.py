@@ -48,15 +48,12 @@ import dataclasses
 import logging
 import re
 import shlex
-from typing import TYPE_CHECKING
 
+from harness.bed import Side, Testbed
 from harness.core import schema
 from harness.core.errors import CommandError, HarnessError, ScenarioError
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, unroute_l3
 from harness.modes.pidfile import PidFileDaemon
-
-if TYPE_CHECKING:
-    from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 

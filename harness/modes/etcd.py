@@ -18,13 +18,10 @@ import base64
 import dataclasses
 import json
 import time
-from typing import TYPE_CHECKING
 
+from harness.bed import Side
 from harness.core.errors import HarnessError
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Host, Process
-    from harness.testbeds.base import Side
+from harness.hosts.base import Host, Process
 
 CLIENT_PORT = 42379       # not etcd's 2379/2380: a host may run an etcd of its own
 PEER_PORT = 42380

@@ -38,17 +38,14 @@ import pathlib
 import platform
 import re
 import time
-from typing import TYPE_CHECKING
 
+from harness.bed import Side, Testbed
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
 from harness.modes import etcd as etcd_mod
 from harness.modes.base import Datapath, Mode, reset_overlay_path, stop_daemon
 from harness.modes.flannel_config import (ENV_BINARY, SUBNET_LEN, endpoint_addrs, find_binary, forwarding, network,
                                           parse_subnet_env, version_of, vni_for)
 from harness.net import confine
-
-if TYPE_CHECKING:
-    from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 

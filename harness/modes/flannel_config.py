@@ -8,13 +8,10 @@ import ipaddress
 import os
 import pathlib
 import re
-from typing import TYPE_CHECKING
 
+from harness.bed import Testbed
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
-
-if TYPE_CHECKING:
-    from harness.testbeds.base import Testbed
 
 # The flannel network (an SSH inventory may name another, `flannel_network`): in the
 # benchmark range 198.18.0.0/15, clear of the lab's underlay (198.18.0.0/24), overlay

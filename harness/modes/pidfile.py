@@ -12,12 +12,9 @@ time.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from harness.core.errors import HarnessError
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Host
+from harness.hosts.base import Host
 
 STOP_WAIT = 5.0     # seconds from SIGTERM to SIGKILL
 

@@ -31,16 +31,13 @@ import pathlib
 import secrets
 import signal
 import time
-from typing import TYPE_CHECKING
 
+from harness.bed import Side, Testbed
 from harness.core import failpoints
 from harness.core.errors import CommandError, UnsupportedError
+from harness.hosts.base import Process
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3, wait_ready
 from harness.modes.fastdp import FastDP
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Process
-    from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 

@@ -9,15 +9,12 @@ session defines such variants into the run's own registry (`session.run(extra_mo
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING
 
 from harness.core.arms import ARM_SEP, BASE, HEAD
 from harness.core.errors import HarnessError
 from harness.modes.registry import Registry, standard
 from harness.modes.sleeve import Sleeve
-
-if TYPE_CHECKING:
-    from harness.sleeve.refs import Build
+from harness.sleeve.refs import Build
 
 __all__ = ["ARM_SEP", "BASE", "HEAD", "require_sleeve", "variant"]
 

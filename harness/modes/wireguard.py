@@ -27,15 +27,12 @@ import re
 import shutil
 import subprocess
 import time
-from typing import TYPE_CHECKING
 
+from harness.bed import Side, Testbed
 from harness.core.errors import CommandError, HarnessError, UnsupportedError
 from harness.core.paths import PROJECT
+from harness.hosts.base import Process
 from harness.modes.base import Datapath, Mode, reset_overlay_path, route_l3, stop_daemon, unroute_l3, wait_ready
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Process
-    from harness.testbeds.base import Side, Testbed
 
 log = logging.getLogger(__name__)
 

@@ -23,12 +23,9 @@ bridge carries their frames without the IP forward path. Teardown deletes the ta
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
 from harness.core.errors import HarnessError
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Host
+from harness.hosts.base import Host
 
 FAMILY = "inet"
 TABLE_RE = re.compile(r"^(ob[0-9a-f]{4})-h[0-9]$")

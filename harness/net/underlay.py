@@ -3,13 +3,9 @@ whose inventory lets overlaybench manage the underlay."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.core.units import parse_rate
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Host
+from harness.hosts.base import Host
 
 
 def apply_underlay(host: Host, dev: str, mtu: int, rate: str | None, clear: bool = True) -> None:

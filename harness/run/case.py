@@ -30,8 +30,10 @@ import json
 import math
 import time
 
+from harness.bed import Testbed
 from harness.core import failpoints
 from harness.core.errors import HarnessError
+from harness.core.samples import Sample
 from harness.hosts.base import Completed
 from harness.modes.base import Datapath, Mode
 from harness.results import Measurement, RunStore
@@ -39,9 +41,8 @@ from harness.run.endpoints import endpoints, pair_sides
 from harness.run.procs import PORTS, daemon_death, raw_name, save, wait_listening
 from harness.run.scenario import Case, Scenario, sweep_rates
 from harness.testbeds import cpu
-from harness.testbeds.base import Testbed
 from harness.tools import get as get_tool
-from harness.tools.base import Phase, PhaseOutput, Sample, TestSpec
+from harness.tools.base import Phase, PhaseOutput, TestSpec
 
 
 class Recorder:

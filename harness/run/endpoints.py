@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from harness.bed import Side, Testbed
 from harness.core.errors import HarnessError
 from harness.core.placements import HOST, PLACEMENTS, SERVICE
 from harness.hosts.base import Host
 from harness.modes.base import Datapath
-from harness.testbeds.base import Side, Testbed
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,11 +8,11 @@ import json
 import signal
 import time
 
+from harness.bed import Testbed
 from harness.hosts.base import Completed, Host
 from harness.modes.base import Datapath
 from harness.results import RunStore
 from harness.run.scenario import Case
-from harness.testbeds.base import Testbed
 
 # Fixed ports: reproducible, and what a firewall rule would name (the tools' own defaults;
 # sockperf's documented example port).

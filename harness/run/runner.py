@@ -12,6 +12,7 @@ import sys
 import time
 from typing import Any, Callable, TextIO
 
+from harness.bed import Testbed
 from harness.core.errors import HarnessError
 from harness.core.pairs import rounds as pair_rounds
 from harness.modes.base import Datapath, offloads
@@ -19,7 +20,6 @@ from harness.results import Measurement, RunStore
 from harness.run import case as case_mod, together
 from harness.run.procs import daemon_death
 from harness.run.scenario import Case, Scenario
-from harness.testbeds.base import Testbed
 from harness.tools import get as get_tool
 
 log = logging.getLogger(__name__)

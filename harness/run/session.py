@@ -16,6 +16,7 @@ import sys
 from typing import Callable
 
 from harness import results
+from harness.bed import Options
 from harness.core import pairs
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost
@@ -23,7 +24,6 @@ from harness.run import cpuidle, runlock, scenario as scen
 from harness.run.runner import Progress, Runner
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import facts, registry as backends
-from harness.testbeds.base import Options
 from harness.testbeds.preflight import needed_binaries
 from harness.tools import packages
 

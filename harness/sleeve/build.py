@@ -31,13 +31,10 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from typing import TYPE_CHECKING
 
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.core.paths import PACKAGE, PROJECT
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Host
+from harness.hosts.base import Host
 
 log = logging.getLogger(__name__)
 

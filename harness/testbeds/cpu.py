@@ -11,9 +11,9 @@ from __future__ import annotations
 import dataclasses
 import weakref
 
+from harness.bed import CpuMeter
+from harness.core.samples import Sample
 from harness.hosts.base import Host, Process
-from harness.testbeds.base import CpuMeter
-from harness.tools.base import Sample
 
 
 @dataclasses.dataclass(frozen=True)

@@ -28,6 +28,7 @@ import secrets
 import shutil
 import time
 
+from harness.bed import Options, Side, Testbed
 from harness.core.errors import HarnessError
 from harness.hosts import LocalHost, NetnsHost
 from harness.hosts.local import pidns_of
@@ -35,7 +36,6 @@ from harness.net import confine
 from harness.net.underlay import apply_underlay
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import cpusets
-from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.containers import base as containers_mod
 from harness.testbeds.cpu import MachineMeter
 from harness.testbeds.lab_state import STATE_ROOT, down, ip, read_state, remove_lab, require_root, state_lock

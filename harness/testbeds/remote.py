@@ -31,6 +31,7 @@ import shutil
 import socket
 import time
 
+from harness.bed import Options, Side, Testbed
 from harness.core import failpoints
 from harness.core.errors import HarnessError
 from harness.hosts import NetnsHost
@@ -41,7 +42,6 @@ from harness.net import confine
 from harness.net.underlay import apply_underlay
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import cpusets, facts, preflight
-from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.containers import base as containers_mod
 from harness.testbeds.cpu import PerHostMeter
 from harness.testbeds.inventory import HostSpec

@@ -5,11 +5,11 @@ The vagrant backend reuses it: Vagrant's `ssh-config` becomes inventory hosts.
 
 from __future__ import annotations
 
+from harness.bed import Options, Testbed
 from harness.core.errors import HarnessError, ScenarioError
 from harness.hosts.ssh.connect import SshSettings
 from harness.hosts.ssh.host import SshHost
 from harness.testbeds import inventory, remote_down
-from harness.testbeds.base import Options, Testbed
 from harness.testbeds.remote import RemoteTestbed
 
 

@@ -1,7 +1,7 @@
 """The vagrant backend: machines of a Vagrantfile (the first two, those `--pair` names, or
 all), measured through the ssh backend.
 
-Vagrant only brings the machines up and says how to reach them (harness/hosts/vagrant.py);
+Vagrant only brings the machines up and says how to reach them (vagrant_cli.py);
 the SSH transport does everything else, as pyinfra's Vagrant connector does. Vagrant
 turns host-key checking off for its machines, so their keys are accepted here — for this
 backend only, into a known_hosts file of the run's own — and run.json says so. The
@@ -20,12 +20,11 @@ import shutil
 import sys
 import tempfile
 
+from harness.bed import Options, Testbed
 from harness.core.errors import HarnessError
 from harness.core.paths import PROJECT
-from harness.hosts import vagrant
 from harness.hosts.ssh.host import SshHost
-from harness.testbeds import inventory
-from harness.testbeds.base import Options, Testbed
+from harness.testbeds import inventory, vagrant_cli
 from harness.testbeds.inventory import HostSpec
 from harness.testbeds.remote import RemoteTestbed
 from harness.testbeds.ssh import ssh_settings
@@ -58,8 +57,8 @@ def machines(opts: Options) -> dict:
     """The Vagrantfile's machines up and running (`vagrant up` where needed, with progress),
     and how to reach each: name → VagrantMachine."""
     d = vagrant_dir(opts)
-    vagrant.up(d, provider=provider(opts), progress=_progress)
-    found = vagrant.ssh_config(d)
+    vagrant_cli.up(d, provider=provider(opts), progress=_progress)
+    found = vagrant_cli.ssh_config(d)
     if len(found) < 2:
         raise HarnessError(f"{d}/Vagrantfile defines {len(found)} machine(s); the vagrant backend needs two or more")
     return found
@@ -139,8 +138,8 @@ def destroy(opts: Options) -> list[str]:
     """`vagrant destroy -f` of the Vagrantfile's machines (`down --backend vagrant`), and the
     containers of its machines that Vagrant lost track of."""
     d = vagrant_dir(opts)
-    before = vagrant.status(d)
-    lost = vagrant.destroy(d)
+    before = vagrant_cli.status(d)
+    lost = vagrant_cli.destroy(d)
     return ([f"vagrant machine {n} ({s})" for n, s in before.items() if s != "not_created"]
             + [f"container {c}, which vagrant lost track of" for c in lost])
 

@@ -5,7 +5,8 @@ blast's packet rates udp.ppsN and rate searches udp.ndrN, udp.pdrN)."""
 from __future__ import annotations
 
 from harness.core.errors import HarnessError
-from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.core.samples import Sample
+from harness.tools.base import TestSpec, Tool, ToolResult
 from harness.tools.blast import BlastPps
 from harness.tools.iperf2 import IperfCrr, LoadBounceback
 from harness.tools.irtt import IrttUdp

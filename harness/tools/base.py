@@ -11,18 +11,11 @@ from __future__ import annotations
 import abc
 import dataclasses
 
+from harness.core.samples import Sample
+
 
 # The one metric a tool may give several samples of in one run: one per parallel stream.
 PER_STREAM_METRIC = "stream_throughput_bps"
-
-
-@dataclasses.dataclass(frozen=True)
-class Sample:
-    """One metric from one tool run; the runner adds the case's context."""
-
-    metric: str          # throughput_bps, latency_us, jitter_ms, loss_pct, retransmits, cpu_*_pct, ...
-    value: float
-    unit: str            # bps, us, ms, pct, count
 
 
 @dataclasses.dataclass(frozen=True)

@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from harness.core.samples import Sample
 from harness.sleeve import blast as blast_build
-from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.tools.base import TestSpec, Tool, ToolResult
 from harness.tools.common import exit_reason, failed
 
 DEFAULT_PORT = 9000

@@ -7,7 +7,8 @@ import math
 from collections.abc import Sequence
 
 from harness.core.errors import HarnessError
-from harness.tools.base import Sample, ToolResult
+from harness.core.samples import Sample
+from harness.tools.base import ToolResult
 
 IPV4_UDP_HEADERS = 20 + 8
 IPV6_UDP_HEADERS = 40 + 8

@@ -44,7 +44,8 @@ import re
 import shlex
 
 from harness.core.errors import HarnessError
-from harness.tools.base import Phase, PhaseOutput, Sample, TestSpec, Tool, ToolResult
+from harness.core.samples import Sample
+from harness.tools.base import Phase, PhaseOutput, TestSpec, Tool, ToolResult
 from harness.tools.common import exit_reason, failed, last_line, whole_seconds
 
 DEFAULT_PORT = 5001

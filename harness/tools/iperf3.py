@@ -17,7 +17,8 @@ import logging
 import math
 from typing import Any
 
-from harness.tools.base import PER_STREAM_METRIC, Sample, TestSpec, Tool, ToolResult
+from harness.core.samples import Sample
+from harness.tools.base import PER_STREAM_METRIC, TestSpec, Tool, ToolResult
 from harness.tools.common import exit_reason, failed, jain, udp_payload, whole_seconds
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,8 @@ from __future__ import annotations
 import json
 import math
 
-from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.core.samples import Sample
+from harness.tools.base import TestSpec, Tool, ToolResult
 from harness.tools.common import exit_reason, failed, whole_seconds
 
 DEFAULT_PORT = 2112

@@ -12,9 +12,10 @@ confirmed the rate), `sender_bound` (1: the sender, not the path, set it), and p
 
 from __future__ import annotations
 
+from harness.core.samples import Sample
 from harness.sleeve import blast as blast_build
 from harness.tools import search
-from harness.tools.base import Phase, PhaseOutput, Sample, TestSpec, ToolResult
+from harness.tools.base import Phase, PhaseOutput, TestSpec, ToolResult
 from harness.tools.blast import MAX_PAYLOAD, MIN_PAYLOAD, Blast, last_json, parse_send, send_argv
 from harness.tools.common import failed
 

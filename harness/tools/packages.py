@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
+from harness.hosts.base import Host
 from harness.tools import TOOLS
-
-if TYPE_CHECKING:
-    from harness.hosts.base import Host
 
 IPROUTE2 = r"iproute2-([0-9][\w.]*)"
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import logging
 import re
 
-from harness.tools.base import Sample, TestSpec, Tool, ToolResult
+from harness.core.samples import Sample
+from harness.tools.base import TestSpec, Tool, ToolResult
 from harness.tools.common import exit_reason, failed, last_line, whole_seconds
 
 log = logging.getLogger(__name__)

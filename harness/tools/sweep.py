@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from harness.core.errors import HarnessError
+from harness.core.samples import Sample
 from harness.core.units import parse_rate
-from harness.tools.base import Phase, PhaseOutput, Sample, TestSpec, Tool, ToolResult
+from harness.tools.base import Phase, PhaseOutput, TestSpec, Tool, ToolResult
 from harness.tools.common import failed, whole_seconds
 from harness.tools.iperf3 import DEFAULT_PORT, MAX_UDP_PAYLOAD, MIN_UDP_PAYLOAD, load, udp_samples
 from harness.tools.knee import DEFAULT_LOSS_PCT, knee

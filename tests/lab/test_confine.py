@@ -24,6 +24,7 @@ from test_testbed_ssh import ssh_lab  # noqa: F401 - the fixture
 
 from conftest import needs_root
 from harness import modes
+from harness.bed import Options
 from harness.net import confine
 from harness.run.endpoints import endpoints
 from harness.run.procs import wait_listening
@@ -172,7 +173,7 @@ def test_a_testbed_over_ssh_forwards_nothing_from_the_overlay_to_another_network
     testbed built over SSH, every mode that forwards tried in turn."""
     from harness.run import scenario as S
     from harness.testbeds import registry as backends
-    from harness.testbeds.base import Options
+    from harness.bed import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
     for s in ssh_lab.lab.sides:
@@ -196,7 +197,6 @@ KILLED = """
 import os, signal, sys
 from harness.testbeds import registry as backends
 from harness.run import scenario as S
-from harness.testbeds.base import Options
 sc = S.build({"matrix": {"modes": ["fastdp"]}, "testbed": {"backend": "ssh", "inventory": sys.argv[1]}})
 tb = backends.open_testbed(sc, Options())
 tb.preflight(sc)

@@ -18,12 +18,12 @@ from test_testbed_ssh import _one_line, ob, ssh_lab  # noqa: F401 - the fixture
 
 from conftest import needs_root
 from harness import results
+from harness.bed import Options
 from harness.hosts.base import Host
 from harness.hosts.pinned import parse
 from harness.run import scenario as S
 from harness.run.runner import Runner
 from harness.testbeds import ssh as ssh_backend
-from harness.testbeds.base import Options
 
 pytestmark = [needs_root(), pytest.mark.lab]
 

@@ -69,7 +69,7 @@ def test_a_lab_draws_again_on_a_prefix_that_is_taken(taken, monkeypatch):
 def test_a_remote_testbed_draws_again_and_leaves_the_other_testbeds_objects(ssh_lab, taken, monkeypatch):
     from harness.run import scenario as S
     from harness.testbeds import registry as backends
-    from harness.testbeds.base import Options
+    from harness.bed import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
     h0 = ssh_lab.lab.sides[0].host

@@ -108,7 +108,7 @@ def test_the_keys_appear_nowhere_and_their_files_are_private_on_the_lab(lab, tmp
 def test_the_keys_appear_nowhere_and_their_files_are_private_over_ssh(ssh_lab, tmp_path, monkeypatch, caplog,
                                                                      capsys):
     from harness.testbeds import registry as backends
-    from harness.testbeds.base import Options
+    from harness.bed import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
     sc = S.build({"matrix": {"modes": ["sleeve-crypto"]},

@@ -539,7 +539,7 @@ def test_a_flood_against_a_sleeve_deployed_over_ssh_is_dropped_and_counted(ssh_l
     """The sleeve's flood test, on a sleeve the ssh backend deployed on its hosts."""
     from harness.run import scenario as S
     from harness.testbeds import registry as backends
-    from harness.testbeds.base import Options
+    from harness.bed import Options
     ssh_lab.bare()
     monkeypatch.setenv("HOME", str(ssh_lab.tmp))
     sc = S.build({"matrix": {"modes": [name]}, "testbed": {"backend": "ssh", "inventory": ssh_lab.inventory()}})

@@ -29,7 +29,7 @@ import pytest
 
 from conftest import needs_root
 from harness.core.errors import HarnessError
-from harness.hosts import vagrant
+from harness.testbeds import vagrant_cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 IMAGES = ROOT / "images"
@@ -59,7 +59,7 @@ def test_no_vagrantfile_in_the_directory(tmp_path):
     shutil.copy(ROOT / "Vagrantfile", tmp_path / "Vagrantfile")
     (tmp_path / "sub").mkdir()
     for d in (tmp_path / "sub", tmp_path / "nowhere"):
-        for call in (vagrant.status, vagrant.ssh_config, vagrant.destroy):
+        for call in (vagrant_cli.status, vagrant_cli.ssh_config, vagrant_cli.destroy):
             with pytest.raises(HarnessError) as e:
                 call(d)
             assert _one_line(e).startswith(f"no Vagrantfile in {d}")
@@ -71,7 +71,7 @@ def test_a_bad_setting_in_the_environment_is_one_line(tmp_path):
     for var, value, needle in [("OVERLAYBENCH_MTU", "jumbo", "OVERLAYBENCH_MTU=jumbo: expected a whole number"),
                                ("OVERLAYBENCH_VAGRANT_NET", "10.0.0", "expected three octets inside 198.18.0.0/15")]:
         with pytest.raises(HarnessError) as e:
-            vagrant.status(ROOT, {**env, var: value})
+            vagrant_cli.status(ROOT, {**env, var: value})
         assert needle in _one_line(e)
 
 
@@ -79,9 +79,9 @@ def test_a_bad_setting_in_the_environment_is_one_line(tmp_path):
 @needs_vagrant
 def test_ssh_config_of_machines_not_up(dockerd, tmp_path):
     env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"), "VAGRANT_DEFAULT_PROVIDER": "docker"}
-    assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
+    assert vagrant_cli.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
     with pytest.raises(HarnessError) as e:
-        vagrant.ssh_config(ROOT, env)
+        vagrant_cli.ssh_config(ROOT, env)
     assert _one_line(e) == ("vagrant ssh-config: h1 is not running (state not_created), h2 is not running "
                             "(state not_created); bring the machines up first")
 
@@ -91,9 +91,9 @@ def test_dockerd_not_running(tmp_path):
     dead = f"unix://{tmp_path}/dead.sock"
     env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"), "DOCKER_HOST": dead}
     with pytest.raises(HarnessError) as e:
-        vagrant.up(ROOT, provider="docker", env=env)
+        vagrant_cli.up(ROOT, provider="docker", env=env)
     assert _one_line(e) == f"vagrant up: dockerd does not answer at {dead} (start one: make dockerd-up)"
-    assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
+    assert vagrant_cli.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
 
 
 @needs_root()
@@ -104,16 +104,16 @@ def test_vagrantfile_validates_for_every_provider(dockerd, tmp_path):
     (The docker provider asks dockerd whether it is usable, so a dockerd runs.)"""
     env = {"VAGRANT_DOTFILE_PATH": str(tmp_path / ".vagrant"), "OVERLAYBENCH_MTU": "9000"}
     had_dotdir = (ROOT / ".vagrant").exists()
-    vagrant.validate(ROOT, "docker", env)
+    vagrant_cli.validate(ROOT, "docker", env)
     plugins = subprocess.run(["vagrant", "plugin", "list"], capture_output=True, text=True, cwd=tmp_path,
                              env={**os.environ, "VAGRANT_CHECKPOINT_DISABLE": "1"}).stdout
     if "vagrant-libvirt" in plugins:
-        vagrant.validate(ROOT, "libvirt", env)
+        vagrant_cli.validate(ROOT, "libvirt", env)
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "VBoxManage").write_text("#!/bin/sh\necho 7.0.20r163906\n")
     (fake / "VBoxManage").chmod(0o755)
-    vagrant.validate(ROOT, "virtualbox", {**env, "PATH": f"{fake}:{os.environ['PATH']}"})
+    vagrant_cli.validate(ROOT, "virtualbox", {**env, "PATH": f"{fake}:{os.environ['PATH']}"})
     # A setting a provider does not know fails validation, so the checks above mean something.
     broken = tmp_path / "broken"
     broken.mkdir()
@@ -122,7 +122,7 @@ def test_vagrantfile_validates_for_every_provider(dockerd, tmp_path):
     shutil.copy(IMAGES / "host" / "packages", broken / "images" / "host")
     (broken / "Vagrantfile").write_text((ROOT / "Vagrantfile").read_text().replace("vb.cpus = 2", "vb.cpuz = 2"))
     with pytest.raises(HarnessError) as e:
-        vagrant.validate(broken, "virtualbox", {**env, "PATH": f"{fake}:{os.environ['PATH']}"})
+        vagrant_cli.validate(broken, "virtualbox", {**env, "PATH": f"{fake}:{os.environ['PATH']}"})
     assert "cpuz" in _one_line(e)
     assert (ROOT / ".vagrant").exists() == had_dotdir  # the repository's .vagrant/ untouched
 
@@ -136,8 +136,8 @@ def _docker(*args, check=True) -> str:
 def plant_lost_container(data_path, machine: str, image: str, *create_args: str) -> str:
     """A container labelled as the bundled Vagrantfile labels `machine`'s for the Vagrant data
     directory `data_path`, but never recorded by Vagrant (created, not started): its id."""
-    return _docker("create", "--label", f"{vagrant.DATA_LABEL}={data_path}", "--label",
-                   f"{vagrant.MACHINE_LABEL}={machine}", *create_args, image, "true").strip()
+    return _docker("create", "--label", f"{vagrant_cli.DATA_LABEL}={data_path}", "--label",
+                   f"{vagrant_cli.MACHINE_LABEL}={machine}", *create_args, image, "true").strip()
 
 
 def _build(kind: str, env: dict | None = None, script: pathlib.Path = IMAGES / "build.sh") -> str:
@@ -282,13 +282,13 @@ def test_a_machine_that_does_not_come_up_is_destroyed_again(host_image, tmp_path
     dotfile = tmp_path / ".vagrant"
     env = {"VAGRANT_DOTFILE_PATH": str(dotfile)}
     with pytest.raises(HarnessError) as e:
-        vagrant.up(d, provider="docker", env=env)
+        vagrant_cli.up(d, provider="docker", env=env)
     # Which of its two messages Vagrant gives depends on whether it saw the container stop
     # before or after joining the network: either names the machine and what went wrong.
     line = _one_line(e)
     assert line.startswith(("vagrant up: h1: Timed out while waiting for the machine to boot.",
                             'vagrant up: h1: The container started either never left the "stopped" state')), line
-    assert vagrant.status(d, env) == {"h1": "not_created"}
+    assert vagrant_cli.status(d, env) == {"h1": "not_created"}
     assert _left_behind(dotfile) == []
 
 
@@ -302,7 +302,7 @@ def test_an_interrupted_up_stops_vagrant_and_destroys_what_it_made(host_image, t
     dotfile = tmp_path / ".vagrant"
     env = {"VAGRANT_DOTFILE_PATH": str(dotfile)}
     seen: list[str] = []
-    by_label = f"label={vagrant.DATA_LABEL}={dotfile}"
+    by_label = f"label={vagrant_cli.DATA_LABEL}={dotfile}"
     lost = plant_lost_container(dotfile, "h2", host_image)
     try:
         labelled: list[str] = []
@@ -314,13 +314,13 @@ def test_an_interrupted_up_stops_vagrant_and_destroys_what_it_made(host_image, t
                 raise KeyboardInterrupt
 
         with pytest.raises(KeyboardInterrupt):
-            vagrant.up(ROOT, provider="docker", progress=progress, env=env)
+            vagrant_cli.up(ROOT, provider="docker", progress=progress, env=env)
         assert any("Container created" in ln for ln in seen)
         # Vagrant's own container carries the labels the harness looks for.
         assert set(labelled) - {lost}, labelled
         assert any("Deleting the container" in ln for ln in seen), seen[-10:]
         assert _docker("ps", "-aq", "--filter", by_label) == ""
-        assert vagrant.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
+        assert vagrant_cli.status(ROOT, env) == {"h1": "not_created", "h2": "not_created"}
         assert _left_behind(dotfile) == []
     finally:
         _docker("rm", "-f", lost, check=False)  # only if the test failed

@@ -15,11 +15,11 @@ import pytest
 
 from conftest import full_size_pings, needs_root
 from harness import modes
+from harness.bed import Side, Testbed
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.modes import wireguard as wg
 from harness.run.endpoints import endpoints
 from harness.run.procs import wait_listening
-from harness.testbeds.base import Side, Testbed
 
 PLACEMENTS = ("container-container", "host-container", "host-host")
 UNSUPPORTED_GO = ("mode wireguard-go: unsupported here: wireguard-go is not built and there is no go to build it "

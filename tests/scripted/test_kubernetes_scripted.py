@@ -12,13 +12,13 @@ import tempfile
 
 import pytest
 
+from harness.bed import Options
 from harness.cli import main
 from harness.core.errors import HarnessError
 from harness.hosts.kube import api as api_mod
 from harness.hosts.kube.api import ApiError, PodStatus
 from harness.run import session
 from harness.testbeds import kubernetes as kube
-from harness.testbeds.base import Options
 from scripted_kube import FakeApi
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"

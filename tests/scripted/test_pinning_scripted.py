@@ -13,13 +13,13 @@ from captures import capture
 from scripted_fixtures import ScriptedTestbed, forbid_sleep
 
 from harness import results
+from harness.bed import Options
 from harness.core.errors import HarnessError
 from harness.hosts.netns import NetnsHost
 from harness.hosts.scripted import ScriptedHost, ScriptedProcess
 from harness.run import scenario as S
 from harness.run.runner import Runner
 from harness.testbeds import cpusets, preflight
-from harness.testbeds.base import Options
 from harness.testbeds.inventory import HostSpec
 from harness.testbeds.remote import RemoteTestbed
 

@@ -8,12 +8,12 @@ import platform
 
 import pytest
 
+from harness.bed import Options
 from harness.core.errors import HarnessError
 from harness.hosts.scripted import ScriptedHost
 from harness.run import scenario as S
 from harness.sleeve import build as sleeve_build
 from harness.testbeds import preflight
-from harness.testbeds.base import Options
 from harness.testbeds.inventory import HostSpec
 from harness.testbeds.remote import RemoteTestbed
 

@@ -13,12 +13,12 @@ import socket
 
 import pytest
 
+from harness.bed import Options
 from harness.core.errors import CommandError, HarnessError
 from harness.hosts.local import boot_id, owner_stamp, pidns_of
 from harness.hosts.scripted import ScriptedHost
 from harness.run import scenario as S
 from harness.testbeds import remote_down
-from harness.testbeds.base import Options
 from harness.testbeds.inventory import HostSpec
 from harness.testbeds.remote import RemoteTestbed, Tagged
 from harness.testbeds.remote_down import CLAIM_SCRIPT, REMOVE_SCRIPT

@@ -9,10 +9,10 @@ import signal
 import pytest
 from scripted_fixtures import lab_sides, remote_sides
 
+from harness.bed import Options
 from harness.core.errors import CommandError, HarnessError
 from harness.hosts.base import Completed
 from harness.hosts.scripted import ScriptedHost, ScriptedProcess
-from harness.testbeds.base import Options
 from harness.testbeds.inventory import HostSpec
 from harness.testbeds.lab import Lab
 from harness.testbeds.remote import RemoteTestbed

@@ -18,6 +18,7 @@ RUN_JSON = {"schema_version": 1, "run_id": "r", "start": "2026-11-22T00:00:00+00
 LINE = {"case": "native/u1500/o1500/host-host/iperf3.tcp/p1", "mode": "native", "datapath": "native",
         "underlay_mtu": 1500, "overlay_mtu": 1500, "placement": "host-host", "test": "iperf3.tcp", "streams": 1,
         "repeat": 0, "metric": "throughput_bps", "value": 1e9, "unit": "bps", "ok": True, "error": None}
+NOT_YAML = "this: is: not\n  - yaml: [\n"
 HOSTS = '[[hosts]]\nname = "a"\naddress = "198.18.200.1"\n[[hosts]]\nname = "b"\naddress = "198.18.200.2"\n'
 
 
@@ -71,6 +72,10 @@ CASES = [
     ("inventory-missing", lambda t: ["run", "--inventory", str(t / "hosts.toml")], "hosts.toml: cannot read inventory"),
     ("pair-unknown-host", lambda t: ["run", "--inventory", _file(t, "h.toml", HOSTS), "--pair", "a,c"],
      "--pair: no host 'c'"),
+    # kubeconfigs (nothing reached: the file is refused as it is read)
+    ("kubeconfig-not-yaml", lambda t: ["run", "--kubeconfig", _file(t, "kc", NOT_YAML), "--modes", "native"],
+     "not a kubeconfig ("),
+    ("down-kubeconfig-not-yaml", lambda t: ["down", "--kubeconfig", _file(t, "kc", NOT_YAML)], "kc): not YAML: "),
     # inventories
     ("inventory-missing-field", lambda t: ["run", "--inventory", _file(t, "h.toml", '[[hosts]]\nname = "a"\n')],
      "[[hosts]] #1: missing address"),

@@ -6,6 +6,7 @@ import pathlib
 
 import pytest
 
+from harness.bed import Side
 from harness.cli import main
 from harness.cli.args import options, overrides
 from harness.core.errors import HarnessError
@@ -14,7 +15,6 @@ from harness.hosts.scripted import ScriptedHost
 from harness.modes import standard
 from harness.modes.base import Datapath
 from harness.run.endpoints import endpoints
-from harness.testbeds.base import Side
 from harness.testbeds.kubernetes import found, nodes, specs
 from scripted_kube import node
 

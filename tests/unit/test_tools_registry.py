@@ -40,5 +40,5 @@ def test_run_help_names_every_test():
     import sys
     out = subprocess.run([sys.executable, "-m", "harness.cli", "run", "--help"], capture_output=True,
                          text=True, check=True).stdout
-    listed = "".join(out.split("--tests T,..")[-1].split("--streams")[0].split())
+    listed = "".join(out.split("--tests T,..")[-1].split("--streams")[0].split("(default")[0].split())
     assert listed.split(",") == NAMES

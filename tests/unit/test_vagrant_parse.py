@@ -1,6 +1,6 @@
-"""harness.hosts.vagrant without Vagrant: its parsers on Vagrant 2.3.4's captured output, its
-one-line failures, and the message when Vagrant is not installed (tests/lab/test_vagrant_hosts.py:
-Vagrant, dockerd and the images for real)."""
+"""harness.testbeds.vagrant_cli without Vagrant: its parsers on Vagrant 2.3.4's captured output,
+its one-line failures, and the message when Vagrant is not installed
+(tests/lab/test_vagrant_hosts.py: Vagrant, dockerd and the images for real)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pathlib
 import pytest
 
 from harness.core.errors import HarnessError
-from harness.hosts import vagrant
+from harness.testbeds import vagrant_cli
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -94,43 +94,43 @@ docker: Error response from daemon: Get "https://registry-1.docker.io/v2/": dial
 
 
 def test_parse_status():
-    assert vagrant.parse_status(STATUS_RUNNING) == {"h1": ("running", "docker"), "h2": ("running", "docker")}
-    assert vagrant.parse_status(STATUS_NOT_CREATED) == {"h1": ("not_created", "libvirt"),
-                                                        "h2": ("not_created", "libvirt")}
-    assert vagrant.parse_status("") == {}
+    assert vagrant_cli.parse_status(STATUS_RUNNING) == {"h1": ("running", "docker"), "h2": ("running", "docker")}
+    assert vagrant_cli.parse_status(STATUS_NOT_CREATED) == {"h1": ("not_created", "libvirt"),
+                                                            "h2": ("not_created", "libvirt")}
+    assert vagrant_cli.parse_status("") == {}
 
 
 def test_parse_machine_readable_undoes_vagrants_escapes():
-    rows = vagrant.parse_machine_readable(STATUS_RUNNING)
+    rows = vagrant_cli.parse_machine_readable(STATUS_RUNNING)
     long = next(d for t, k, d in rows if t == "h1" and k == "state-human-long")
     assert "`vagrant halt`, see logs" in long[0] and "\n" in long[0]
 
 
 def test_parse_ssh_config():
-    ms = vagrant.parse_ssh_config(SSH_CONFIG, ["h1", "h2"])
-    assert ms["h1"] == vagrant.VagrantMachine("h1", "127.0.0.1", 2222, "vagrant",
-                                              "/tmp/vdot1/machines/h1/docker/private_key", False)
+    ms = vagrant_cli.parse_ssh_config(SSH_CONFIG, ["h1", "h2"])
+    assert ms["h1"] == vagrant_cli.VagrantMachine("h1", "127.0.0.1", 2222, "vagrant",
+                                                  "/tmp/vdot1/machines/h1/docker/private_key", False)
     assert ms["h2"].port == 2200 and ms["h2"].identity_file.endswith("h2/docker/private_key")
     with pytest.raises(HarnessError, match="says nothing about machine h3"):
-        vagrant.parse_ssh_config(SSH_CONFIG, ["h3"])
+        vagrant_cli.parse_ssh_config(SSH_CONFIG, ["h3"])
     with pytest.raises(HarnessError, match="h1 lacks identityfile"):
-        vagrant.parse_ssh_config("Host h1\n  HostName 127.0.0.1\n  User v\n  Port 22\n", ["h1"])
+        vagrant_cli.parse_ssh_config("Host h1\n  HostName 127.0.0.1\n  User v\n  Port 22\n", ["h1"])
     checked = SSH_CONFIG.replace("StrictHostKeyChecking no", "StrictHostKeyChecking yes")
-    assert vagrant.parse_ssh_config(checked, ["h1"])["h1"].verify_host_key is True
+    assert vagrant_cli.parse_ssh_config(checked, ["h1"])["h1"].verify_host_key is True
 
 
 def test_explain_failure_is_one_line_with_the_cause():
-    assert vagrant.explain_failure("vagrant up", EXITED_EARLY.splitlines()) == (
+    assert vagrant_cli.explain_failure("vagrant up", EXITED_EARLY.splitlines()) == (
         'vagrant up: h1: The container started either never left the "stopped" state or very '
         'quickly reverted to the "stopped" state. This is usually because the container didn\'t '
         "execute a command that kept it running, and usually indicates a misconfiguration.")
-    assert vagrant.explain_failure("vagrant up", IMAGE_MISSING.splitlines()) == (
+    assert vagrant_cli.explain_failure("vagrant up", IMAGE_MISSING.splitlines()) == (
         "vagrant up: docker image overlaybench/nope:x is missing and no registry has it "
         "(overlaybench's host image: make vagrant-image)")
     dead = ["Stderr: Cannot connect to the Docker daemon at unix:///tmp/dead.sock. Is the docker daemon running?"]
-    assert vagrant.explain_failure("vagrant up", dead) == (
+    assert vagrant_cli.explain_failure("vagrant up", dead) == (
         "vagrant up: dockerd does not answer at unix:///tmp/dead.sock (start one: make dockerd-up)")
-    assert vagrant.explain_failure("x", []) == "x: no output"
+    assert vagrant_cli.explain_failure("x", []) == "x: no output"
     # two machines up side by side (Vagrant 2.3.4's words, as it printed them here)
     parallel = ["==> h2: Waiting for machine to boot. This may take a few minutes...", "",
                 "An error occurred while executing multiple actions in parallel.",
@@ -141,15 +141,15 @@ def test_explain_failure_is_one_line_with_the_cause():
                 "Vagrant was unable to communicate with the guest machine within",
                 'the configured ("config.vm.boot_timeout" value) time period.', "",
                 "If you look above, you should be able to see the error(s) that"]
-    assert vagrant.explain_failure("vagrant up", parallel) == (
+    assert vagrant_cli.explain_failure("vagrant up", parallel) == (
         "vagrant up: h1: Timed out while waiting for the machine to boot. This means that Vagrant was unable "
         'to communicate with the guest machine within the configured ("config.vm.boot_timeout" value) time period.')
 
 
 def test_vagrant_not_installed(tmp_path):
     env = {"PATH": str(tmp_path)}  # a PATH without vagrant
-    for call in (lambda: vagrant.status(ROOT, env), lambda: vagrant.up(ROOT, "docker", env=env),
-                 lambda: vagrant.ssh_config(ROOT, env), lambda: vagrant.destroy(ROOT, env)):
+    for call in (lambda: vagrant_cli.status(ROOT, env), lambda: vagrant_cli.up(ROOT, "docker", env=env),
+                 lambda: vagrant_cli.ssh_config(ROOT, env), lambda: vagrant_cli.destroy(ROOT, env)):
         with pytest.raises(HarnessError) as e:
             call()
         assert _one_line(e) == "vagrant is not installed (apt-get install vagrant)"

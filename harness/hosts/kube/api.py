@@ -71,6 +71,7 @@ def connect(kubeconfig: str | None, context: str | None) -> "KubeApi":
     """A client for the kubeconfig (None: $KUBECONFIG or ~/.kube/config) and context."""
     from kubernetes import client, config  # the client's import costs ~0.4 s: on use only
     from kubernetes.config.config_exception import ConfigException
+    import yaml
     try:
         cfg = client.Configuration()
         config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
@@ -78,6 +79,9 @@ def connect(kubeconfig: str | None, context: str | None) -> "KubeApi":
     except (ConfigException, OSError, TypeError, ValueError) as e:
         where = kubeconfig or "$KUBECONFIG or ~/.kube/config"
         raise HarnessError(f"no usable kubeconfig ({where}): {e}") from e
+    except yaml.YAMLError as e:        # the client lets its YAML parser's error through
+        where = kubeconfig or "$KUBECONFIG or ~/.kube/config"
+        raise HarnessError(f"not a kubeconfig ({where}): not YAML: {' '.join(str(e).split())}") from e
     cfg.retries = 0
     return KubeApi(client.ApiClient(cfg))
 

@@ -309,7 +309,8 @@ class SshHost(Host):
                            f"{frame.err.decode(errors='replace').strip() or 'no pid'}")
         waiter, pid = int(fields[0]), int(fields[1])
         log.debug("%s: started %s pid %d", self.name, argv, pid)
-        return SshProcess(self, argv, files, waiter, pid, pid if self.grouped else None)
+        return SshProcess(self._call, self.name, self.clk_tck, argv, files, waiter, pid,
+                          pid if self.grouped else None)
 
     def stream(self, argv) -> paramiko.Channel:
         """A channel of its own whose stdin and stdout are the command's (as root with sudo);

@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 import socket
 
+from harness.bed import Options
 from harness.hosts.kube import api as api_mod
 from harness.hosts.local import owner_alive
-from harness.testbeds.base import Options
 from harness.testbeds.kubernetes import nodes as nodes_mod, specs
 from harness.testbeds.kubernetes.backend import KubeTestbed, refuse_modes
 

@@ -23,13 +23,13 @@ import secrets
 import shutil
 import socket
 
+from harness.bed import Options, Side, Testbed
 from harness.core.errors import HarnessError
 from harness.core.placements import PLACEMENTS
 from harness.hosts.kube.api import ApiError, Node
 from harness.hosts.kube.pod import PodHost
 from harness.hosts.local import owned_tempdir, pidns_of
 from harness.testbeds import cpusets, facts as facts_mod
-from harness.testbeds.base import Options, Side, Testbed
 from harness.testbeds.cpu import PerHostMeter
 from harness.testbeds.kubernetes import found, specs
 
@@ -48,6 +48,21 @@ def refuse_modes(sc) -> None:
         if sc.mode(name).kind not in MODE_KINDS:
             raise HarnessError(f"mode {name} deploys an overlay onto the hosts; the kubernetes backend measures "
                                f"the cluster as found: --modes native,cni")
+
+
+def modes_for(sc, path: str | None) -> list[str] | None:
+    """The registry's modes hook (harness/testbeds/registry.py): a scenario's modes are
+    overlays the harness deploys onto hosts; on a cluster the overlay is the cluster's own,
+    so a scenario with any such mode measures native and cni instead, the same file then
+    measuring its nodes' network and its pods'. A scenario whose modes are all of the
+    cluster's kinds keeps them (None). Said in a warning when the scenario is a file."""
+    other = [m for m in sc.modes if sc.mode(m).kind not in MODE_KINDS]
+    if not other:
+        return None
+    if path:
+        log.warning("kubernetes: measuring the cluster's network (native, cni) instead of the scenario's "
+                    "modes %s, which deploy overlays onto hosts (--modes native,cni says so)", ", ".join(other))
+    return list(MODE_KINDS)
 
 
 def needs_service(sc) -> bool:
@@ -119,7 +134,7 @@ class KubeTestbed(Testbed):
                    if not self.api.allowed(verb, resource, ns, group, sub)]
         if missing:
             raise HarnessError(f"forbidden: this kubeconfig's user may not {', '.join(missing)} "
-                               f"(the README's Kubernetes section has the ClusterRole the run needs)")
+                               f"(docs/kubernetes.md, \"Permissions\", has the ClusterRole the run needs)")
 
     def native_mtu(self) -> int:
         """The first node's MTU, read in its hostNetwork pod: the pods are made here (build

@@ -1,10 +1,13 @@
-"""What modes, endpoints and the runner need from the hosts, whatever brought them up.
+"""The testbed contract: what modes, endpoints and the runner need from the hosts, whatever
+brought them up.
 
 A Testbed is two or more Sides (a host, its underlay device and address, an overlay bridge
 and a container behind it) plus what only the testbed knows: how to check its hosts before
 anything is made, how to build and remove its objects, where the sleeve binary comes
 from, and how CPU is honestly measured on it (its CpuMeter). Modes, endpoints and the
-runner touch hosts only through this; they never ask which backend they are on.
+runner touch hosts only through this; they never ask which backend they are on. It sits
+below the modes that deploy on it and above the hosts it names, so modes import it as
+plainly as any module below them; the backends that implement it live in harness/testbeds/.
 
 Backends, by name (harness/testbeds/registry.py): `netns` (harness/testbeds/lab.py, the local lab),
 `ssh`/`vagrant` (harness/testbeds/remote.py over SSH hosts) and `kubernetes`
@@ -19,8 +22,8 @@ import pathlib
 from typing import Any
 
 from harness.core.errors import HarnessError
+from harness.core.samples import Sample
 from harness.hosts.base import Host, Process
-from harness.tools.base import Sample
 
 
 @dataclasses.dataclass

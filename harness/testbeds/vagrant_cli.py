@@ -1,4 +1,5 @@
 """Vagrant as a source of SSH settings: it brings machines up and says how to reach them.
+The vagrant backend's driver of the `vagrant` command (vagrant.py), not a Host transport.
 
 Only `vagrant` runs here (status, up, ssh-config, destroy); every command meant for a
 machine goes through the SSH backend with the settings `ssh_config()` returns, as
