@@ -111,7 +111,8 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
                 base, data = PORTS.get(tool.binary, (None, None))
                 spec = TestSpec(server_addr=server.addr, duration=sc.duration, streams=case.streams,
                                 overlay_mtu=dp.overlay_mtu, port=None if base is None else base + tool.port_stride * i,
-                                data_port=None if data is None else data + 2 * i, rates=sweep_rates(sc))
+                                data_port=None if data is None else data + 2 * i, rates=sweep_rates(sc),
+                                search=(sc.search_pdr_loss_pct, sc.search_precision_pct))
                 phases = _phases(tool, spec)
                 argv = tool.server_argv(spec)
                 srv = server.host.start(argv) if argv else None
@@ -207,7 +208,8 @@ def _parse(rec: Recorder, case: Case, dp: Datapath, s: _Started, srv_out: Comple
         out = s.outs[0][1]
         res = s.tool.parse(out.stdout, out.stderr, out.returncode)
     else:
-        res = s.tool.parse_phases([PhaseOutput(ph.name, o.stdout, o.stderr, o.returncode) for ph, o in s.outs])
+        outs = [PhaseOutput(ph.name, o.stdout, o.stderr, o.returncode) for ph, o in s.outs]
+        res = s.tool.parse_adaptive(s.spec, outs) if s.tool.adaptive else s.tool.parse_phases(outs)
     if not res.ok:
         reason = res.error or "tool failed"
         if srv_out is not None and srv_out.returncode not in (0, None, -15) and srv_out.stderr.strip():

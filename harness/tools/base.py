@@ -43,6 +43,8 @@ class TestSpec:
     # A stepped test's offered loads in bits/s, lowest first (the UDP sweeps); () is the
     # tool's own default steps.
     rates: tuple[float, ...] = ()
+    # A rate search's (PDR loss %, precision %) ([search]); () is the tool's own defaults.
+    search: tuple[float, float] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,6 +116,11 @@ class Tool(abc.ABC):
         whose next rate depends on the last trial's loss); None: no more. `phases` gives the
         first ones; the runner asks after each phase."""
         return None
+
+    def parse_adaptive(self, spec: TestSpec, outputs: list[PhaseOutput]) -> ToolResult:
+        """Pure: an adaptive tool's phases → the case's samples; `spec` as next_phase had it
+        (the choices it made depend on it)."""
+        return self.parse_phases(outputs)
 
     def parse_phases(self, outputs: list[PhaseOutput]) -> ToolResult:
         """Pure: every phase's output, in order, → the case's samples (a tool with phases

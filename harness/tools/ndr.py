@@ -12,6 +12,8 @@ confirmed the rate), `sender_bound` (1: the sender, not the path, set it), and p
 
 from __future__ import annotations
 
+import dataclasses
+
 from harness.core.samples import Sample
 from harness.sleeve import blast as blast_build
 from harness.tools import search
@@ -59,6 +61,14 @@ class BlastSearch(Blast):
         self.name = f"udp.{kind}{size}"
         self.settings = settings or search.Settings(loss=0.0 if kind == "ndr" else search.DEFAULT_PDR_LOSS)
 
+    def settings_for(self, spec: TestSpec) -> search.Settings:
+        """The scenario's [search] (TestSpec.search, in %) where it gives one, else the tool's."""
+        if not spec.search:
+            return self.settings
+        loss, precision = spec.search
+        return dataclasses.replace(self.settings, loss=0.0 if self.kind == "ndr" else loss / 100,
+                                   precision=precision / 100)
+
     def _trial(self, spec: TestSpec, i: int, rate: float) -> Phase:
         return Phase(trial_name(i), send_argv(self.locate(), spec, self.payload, spec.duration, rate),
                      spec.duration + TRIAL_MARGIN)
@@ -67,10 +77,11 @@ class BlastSearch(Blast):
         return [self._trial(spec, 0, 0.0)]
 
     def next_phase(self, spec: TestSpec, outputs: list[PhaseOutput]) -> Phase | None:
-        trials, error = trials_of(outputs, self.settings)
+        settings = self.settings_for(spec)
+        trials, error = trials_of(outputs, settings)
         if error:
             return None
-        step = search.plan(trials, self.settings)
+        step = search.plan(trials, settings)
         return self._trial(spec, len(trials), step.rate) if isinstance(step, search.Next) else None
 
     def client_argv(self, spec: TestSpec) -> list[str]:
@@ -84,10 +95,15 @@ class BlastSearch(Blast):
         return parse_send(stdout, stderr, returncode)
 
     def parse_phases(self, outputs: list[PhaseOutput]) -> ToolResult:
-        trials, error = trials_of(outputs, self.settings)
+        """The trials of a search with the tool's own settings."""
+        return self.parse_adaptive(TestSpec(server_addr="", duration=1), outputs)
+
+    def parse_adaptive(self, spec: TestSpec, outputs: list[PhaseOutput]) -> ToolResult:
+        settings = self.settings_for(spec)
+        trials, error = trials_of(outputs, settings)
         if error:
             return failed(error)
-        step = search.plan(trials, self.settings)
+        step = search.plan(trials, settings)
         if not isinstance(step, search.Result):
             return failed(f"the search stopped after {len(trials)} trials, before it ended")
         samples: list[Sample] = []

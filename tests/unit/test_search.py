@@ -155,3 +155,29 @@ def test_bad_settings_say_what(kw, words):
 
 def test_bits_per_second_is_payload_goodput():
     assert search.bits_per_second(1_000_000, 64) == 512_000_000
+
+
+@pytest.mark.parametrize("table, words", [
+    ({"pdr_loss_pct": 60}, "[search] pdr_loss_pct: 60 % is outside 0..50 %"),
+    ({"pdr_loss_pct": -1}, "[search] pdr_loss_pct: -1 % is outside 0..50 %"),
+    ({"precision_pct": 0.05}, "[search] precision_pct: 0.05 % is under 0.1 %"),
+    ({"precision": 2}, "[search] precision: unknown key"),
+])
+def test_a_scenario_search_out_of_bounds_is_refused_in_one_line(table, words):
+    from harness.core.errors import ScenarioError
+    from harness.run import scenario as S
+    with pytest.raises(ScenarioError) as e:
+        S.build({"matrix": {"modes": ["native"], "tests": ["udp.pdr64"]}, "search": table})
+    assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_scenario_search_reaches_the_tool():
+    from harness.run import scenario as S
+    from harness.tools import TOOLS
+    from harness.tools.base import TestSpec
+    sc = S.build({"matrix": {"modes": ["native"], "tests": ["udp.pdr64"]},
+                  "search": {"pdr_loss_pct": 1, "precision_pct": 0.5}})
+    spec = TestSpec(server_addr="x", duration=1, search=(sc.search_pdr_loss_pct, sc.search_precision_pct))
+    assert TOOLS["udp.pdr64"].settings_for(spec) == Settings(loss=0.01, precision=0.005)
+    assert TOOLS["udp.ndr64"].settings_for(spec).loss == 0          # NDR is loss-free whatever [search] says
+    assert TOOLS["udp.pdr64"].settings_for(TestSpec(server_addr="x", duration=1)) == Settings(loss=0.005)
