@@ -151,4 +151,8 @@ def host_problems(host: Host, name: str, sc, without: tuple[str, ...] = (), cpus
         problems.append(f"{name}: {', '.join(missing)} not found: {install_hint(missing)}")
     if not done.ok and not problems:
         problems.append(f"{name}: the checks did not run ({(done.stderr.strip() or 'no output')[-200:]})")
+    built_here = [t for t in sc.tests if tools.get(t).builds]
+    if built_here:      # blast: built on this machine and run by its path there, which the lab's hosts share
+        problems.append(f"{name}: {', '.join(built_here)} run blast, which only the lab (this machine's "
+                        f"namespaces) runs so far: leave these tests out on remote hosts")
     return problems
