@@ -50,7 +50,9 @@ class Metric:
     # band. Under load (load.bounceback, iperf.crr, the UDP sweeps, irtt) each band sits at about
     # twice (on a log scale) the largest move of an A/A pair of runs; a knee moves a whole sweep
     # step at a time (×3.16 between the default steps); irtt is judged on its median, as its P99
-    # moved 86 % between A/A runs (BENCHMARKS.md, "Under load").
+    # moved 86 % between A/A runs (BENCHMARKS.md, "Under load"). The rate searches' NDR and PDR
+    # band (0.15) is a first guess, not yet measured on A/A runs: the packet rate's 10 % plus
+    # the search's precision (2 %) and a validation's step.
     band: float | None = None
     trip: str | None = None       # latencies: ONE_WAY, ROUND_TRIP, or None when the test decides
     digits: int = 3               # significant digits people see
