@@ -39,7 +39,7 @@ struct receiver {
 	struct sockaddr_storage *from;
 	struct count all, run;
 	uint64_t run_drops0;
-	uint32_t run_id, runs;
+	uint32_t run_id, prev_run, runs;
 	unsigned bufsize;
 	int end_flow;                 /* a sender's END to answer, on this flow (-1: none) */
 	struct sockaddr_storage end_from;
@@ -126,8 +126,13 @@ static int drain(const struct bl_opts *o, struct receiver *r, unsigned f)
 			}
 			if (h.magic != BL_MAGIC_DATA)
 				continue;
+			if (r->runs && h.run == r->prev_run) {   /* a straggler of the run before */
+				count(&r->all, r->msgs[k].msg_len, &now);
+				continue;
+			}
 			if (h.run != r->run_id || !r->runs) {
 				memset(&r->run, 0, sizeof(r->run));
+				r->prev_run = r->run_id;
 				r->run_id = h.run;
 				r->run_drops0 = drops_now(r, o->flows);
 				r->runs++;
