@@ -52,10 +52,15 @@ class FakeApi:
     """The seam's methods over kept objects and scripted execs (module doc)."""
 
     def __init__(self, nodes: list[Node] | None = None, version: str = "v1.34.4", denied: tuple = (),
-                 daemonsets: dict | None = None, namespaces: list[dict] | None = None):
+                 daemonsets: dict | None = None, namespaces: list[dict] | None = None,
+                 objects: list[dict] | None = None):
         self.nodes = nodes if nodes is not None else [node("node-a"), node("node-b")]
         self.version, self.denied = version, set(denied)
         self.daemonsets = daemonsets or {}
+        # whole objects as their manifests read (DaemonSets, ConfigMaps, IPPools …): what the
+        # optional reads answer; a DaemonSet of `daemonsets` not among them is read as its
+        # name and images. "get configmaps" (or another verb and resource) in `denied`: None.
+        self.objects = list(objects or [])
         self.namespaces: dict[str, dict] = {n["name"]: n for n in (namespaces or [])}
         self.deleted: list[str] = []
         self.pods: dict[tuple[str, str], dict] = {}
@@ -161,6 +166,36 @@ class FakeApi:
     def list_daemonsets(self, namespace: str) -> list[dict]:
         self._check("list_daemonsets", namespace)
         return [dict(d, namespace=namespace) for d in self.daemonsets.get(namespace, [])]
+
+    def _object(self, kind: str, namespace: str, name: str) -> dict | None:
+        return next((o for o in self.objects if o.get("kind") == kind and o["metadata"]["name"] == name
+                     and o["metadata"].get("namespace", "") == namespace), None)
+
+    def read_daemonset(self, namespace: str, name: str) -> dict | None:
+        self._check("read_daemonset", namespace, name)
+        if "get daemonsets" in self.denied:
+            return None
+        obj = self._object("DaemonSet", namespace, name)
+        if obj is not None:
+            return obj
+        listed = next((d for d in self.daemonsets.get(namespace, []) if d["name"] == name), None)
+        if listed is None:
+            return None
+        return {"kind": "DaemonSet", "metadata": {"name": name, "namespace": namespace},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": f"c{i}", "image": image} for i, image in enumerate(listed["images"])]}}}}
+
+    def read_configmap(self, namespace: str, name: str) -> dict | None:
+        self._check("read_configmap", namespace, name)
+        return None if "get configmaps" in self.denied else self._object("ConfigMap", namespace, name)
+
+    def list_custom_objects(self, group: str, version: str, plural: str) -> list[dict] | None:
+        self._check("list_custom_objects", group, version, plural)
+        if f"list {plural}" in self.denied:
+            return None
+        kind = {"ippools": "IPPool", "felixconfigurations": "FelixConfiguration"}.get(plural, plural)
+        items = [o for o in self.objects if o.get("kind") == kind and o.get("apiVersion") == f"{group}/{version}"]
+        return items or None          # none: as if the CRD were not installed (404)
 
     def exec(self, namespace, pod, argv, timeout):
         self._check("exec", namespace, pod, tuple(argv))

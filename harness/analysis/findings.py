@@ -11,7 +11,7 @@ values exchangeable), the ranges still separate with probability 2 / C(n + m, n)
 separated ranges at a run's few repeats are what the run measured, not a significance
 test; the findings state that probability for the run at hand.
 
-Each judged cell of the summary table (a % of native, and CPU per Gbit/s) is a `Judgement`
+Each judged cell of the summary table (a % of native, and CPU per gigabit) is a `Judgement`
 of the row's repeats against its native reference's repeats (the same underlay MTU, test,
 streams and pair; the same placement, else native host-host). Each sentence is a list of
 `Part`s; a part that quotes a number names its table cell: (row id, column key), where the
@@ -34,7 +34,7 @@ from harness.core.placements import rank as placement_rank
 
 ROW_ID = ROW_KEY + ["streams"]
 CPU_METRIC = CPU_PER_GBIT
-# The value columns a % of native is computed for, and CPU per Gbit/s: the cells judged.
+# The value columns a % of native is computed for, and CPU per gigabit: the cells judged.
 JUDGED = [c for c in COLUMNS if c.key in {p.of for p in COLUMNS if p.kind == "pct"}] + [BY_KEY["cpu"]]
 PCT_OF = {p.of: p.key for p in COLUMNS if p.kind == "pct"}     # value column → its % of native column
 NOT_DISTINGUISHABLE = "not distinguishable from native in this run"
@@ -175,7 +175,7 @@ def _aspects(cols_present: set[str]) -> list[Column]:
     return [BY_KEY[k] for k in keys if k in cols_present]
 
 
-_WHAT = {"cpu": "CPU per Gbit/s", "ping": "ping round-trip time"}
+_WHAT = {"cpu": "CPU per gigabit", "ping": "ping round-trip time"}
 
 
 def _what(col: Column) -> str:
@@ -211,7 +211,7 @@ def _clause(col: Column, cells: list[tuple[dict, Judgement]], variants: bool) ->
 
 
 def _cost_sentence(mode: str, mtu: Any, rows: list[dict], judged: dict[tuple, Judgement]) -> Finding | None:
-    """"MODE at underlay MTU U: throughput …; latency …; CPU per Gbit/s …." from the rows' judged cells."""
+    """"MODE at underlay MTU U: throughput …; latency …; CPU per gigabit …." from the rows' judged cells."""
     variants = len({(r["overlay_mtu"], r["placement"], r.get("pair")) for r in rows}) > len(
         {(r["placement"], r.get("pair")) for r in rows})
     rids = {_rid(r) for r in rows}

@@ -10,7 +10,7 @@ the P99 latency under a working load, what the load added to it and the load's t
 (iperf.crr), the loss knee at each sweep's payload size (iperf3.udp_sweepN), the
 isochronous UDP round trip's P99 and the probe's loss (irtt.udp),
 the per-stream throughput and Jain's fairness index of the TCP throughput test at the row's
-stream count, CPU per Gbit/s, each a median over repeats with its min–max, and a % of
+stream count, CPU per gigabit, each a median over repeats with its min–max, and a % of
 native for every throughput, rate and latency. Whichever of these a run did not measure stays empty; the text
 table (`tablefmt`) and the report leave such columns out.
 
@@ -386,5 +386,5 @@ def missing_columns(summary: pd.DataFrame) -> list[str]:
         if has_data(summary, value.field) and not has_data(summary, pct.field):
             notes.append(f"{pct.title} of native (no native {value.what} to compare with)")
     if has_data(summary, "tcp_gbps") and not has_data(summary, BY_KEY["cpu"].field):
-        notes.append("CPU per Gbit/s (no CPU samples alongside TCP throughput)")
+        notes.append("CPU per gigabit (no CPU samples alongside TCP throughput, or no CPU count in run.json)")
     return notes

@@ -126,7 +126,7 @@ def table_columns(summary: pd.DataFrame, show_streams: bool | None = None) -> li
     return out
 
 
-def _cell(col: Column, r: dict[str, Any], all_ranges: bool) -> str:
+def _cell(col: Column, r: dict[str, Any], all_ranges: bool, marks: bool = True) -> str:
     if col.kind == "config":
         v = r[col.key]
         if col.key in ("overlay_mtu", "streams"):
@@ -134,14 +134,15 @@ def _cell(col: Column, r: dict[str, Any], all_ranges: bool) -> str:
         return (v or "—") if col.key in ("datapath", "pair") else str(v)
     if col.kind == "failed":
         return str(int(r["failed"])) if r["failed"] else ""
+    m = mark(r, col) if marks else ""
     if col.kind == "pct":
-        return mark(r, col) + fmt_pct(r[col.field])
+        return m + fmt_pct(r[col.field])
     if col.kind == "parts":
         return fmt_ping_rtt(r)
     f = col.field
     if col.ranged and (col.text_range or all_ranges):
-        return mark(r, col) + fmt_range(r[f], r[f"{f}_min"], r[f"{f}_max"], col.digits, fmt=number_format(col))
-    return mark(r, col) + number_format(col)(r[f], col.digits)
+        return m + fmt_range(r[f], r[f"{f}_min"], r[f"{f}_max"], col.digits, fmt=number_format(col))
+    return m + number_format(col)(r[f], col.digits)
 
 
 ND_MARK = "≈"
@@ -171,11 +172,12 @@ def sender_mark(r: dict[str, Any], col: Column) -> str:
         return ""
 
 
-def table_cells(summary: pd.DataFrame, all_ranges: bool = True) -> list[dict[str, str]]:
+def table_cells(summary: pd.DataFrame, all_ranges: bool = True, marks: bool = True) -> list[dict[str, str]]:
     """Each summary row as display strings keyed like TABLE_HEADERS (shared with the report).
 
     Throughputs, latencies and ping avg always carry their min–max; the UDP loss and
-    jitter and the CPU columns only when `all_ranges`. A TCP throughput taken from
+    jitter and the CPU columns only when `all_ranges`. A judged cell not distinct from native
+    starts with "≈ " unless `marks` is off (the report marks it itself). A TCP throughput taken from
     qperf.tcp_bw where the run has iperf3.tcp elsewhere is marked with "*".
     """
     main_test = summary["tcp_test"].dropna().mode()
@@ -183,7 +185,7 @@ def table_cells(summary: pd.DataFrame, all_ranges: bool = True) -> list[dict[str
     cells = []
     for r in summary.to_dict("records"):
         r = {**{c: None for c in SUMMARY_COLUMNS}, **r}
-        c = {col.key: _cell(col, r, all_ranges) for col in COLUMNS}
+        c = {col.key: _cell(col, r, all_ranges, marks) for col in COLUMNS}
         if r["tcp_test"] and main_test and r["tcp_test"] != main_test:
             c["tcp"] += "*"
         c["tcp_test"] = r["tcp_test"] or ""
@@ -280,7 +282,7 @@ def _judged_text(rows: list[dict[str, Any]], col: Column, fmt: Callable[[float],
         return None
     distinct = [v for v, d in cells if d is not False]
     if not distinct:
-        return f"{ND_MARK} native"
+        return f"{ND_MARK} (not distinguishable from native)"
     some = " (some ≈)" if len(distinct) < len(cells) else ""
     return f"{_span(distinct, fmt)}{unit}{some}"
 

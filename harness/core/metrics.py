@@ -29,8 +29,9 @@ ROUND_TRIP_TESTS = frozenset({"ping.flood", "irtt.udp", "load.bounceback", "iper
 
 _PPS = ("iperf3.pps64", "iperf3.pps256", "iperf3.pps1400")
 _SWEEPS = ("iperf3.udp_sweep64", "iperf3.udp_sweep1400")
-_CPU = ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw", "qperf.udp_bw") + _PPS
+EVERY_TEST = "*"                     # a metric the runner records around any test (its CPU meter)
 _SOCKPERF = ("sockperf.pingpong", "sockperf.pingpong_tcp")
+_ANY = (EVERY_TEST,)
 _BLAST = ("udp.pps64", "udp.pps1400")            # blast's packet rates (tools/blast.py)
 _NDR, _PDR = ("udp.ndr64",), ("udp.pdr64",)      # blast's rate searches (tools/ndr.py)
 
@@ -42,7 +43,7 @@ class Metric:
     unit: str                     # what people read: value × scale
     scale: float
     higher_is_better: bool
-    tests: tuple[str, ...]        # the tests that emit it ("*": the runner, for every test)
+    tests: tuple[str, ...]        # the tests that emit it (EVERY_TEST: the runner, around any test)
     base_unit: str = ""           # what machines read (OpenMetrics UNIT): value × base_scale
     base_scale: float = 1.0
     # The gate's tolerance: how far it may move the bad way before a significant change fails.
@@ -54,6 +55,7 @@ class Metric:
     # band (0.15) is a first guess, not yet measured on A/A runs: the packet rate's 10 % plus
     # the search's precision (2 %) and a validation's step.
     band: float | None = None
+    ab_band: float | None = None  # the A/B gate's (compare's) band where it differs from `band`
     trip: str | None = None       # latencies: ONE_WAY, ROUND_TRIP, or None when the test decides
     digits: int = 3               # significant digits people see
 
@@ -97,25 +99,25 @@ def _m(name: str, title: str, tests: tuple[str, ...], higher: bool = False, **kw
 def _table() -> list[Metric]:
     t = [
         _m("throughput_bps", "throughput (received goodput)", ("iperf3.tcp", "iperf3.udp", "qperf.tcp_bw",
-           "qperf.udp_bw") + _PPS, True, band=0.10, **_BPS_G),
-        _m("stream_throughput_bps", "per-stream throughput", ("iperf3.tcp",), True, **_BPS_G),
-        _m("fairness_jain", "Jain's fairness index", ("iperf3.tcp",), True, unit="", scale=1.0),
+           "qperf.udp_bw") + _PPS, True, band=0.10, ab_band=0.08, **_BPS_G),
+        _m("stream_throughput_bps", "per-stream throughput", ("iperf3.tcp", "iperf3.udp"), True, **_BPS_G),
+        _m("fairness_jain", "Jain's fairness index", ("iperf3.tcp", "iperf3.udp"), True, unit="", scale=1.0),
         _m("retransmits", "TCP retransmits", ("iperf3.tcp",), unit="", scale=1.0),
         _m("pps", "packet rate", _PPS + _BLAST, True, unit="Mpps", scale=1e-6, band=0.10),
-        _m("jitter_ms", "jitter", ("iperf3.udp",), unit="ms", scale=1.0, base_unit="seconds",
+        _m("jitter_ms", "jitter", ("iperf3.udp",) + _PPS + _SWEEPS, unit="ms", scale=1.0, base_unit="seconds",
            base_scale=1e-3),
-        _m("loss_pct", "loss", ("iperf3.udp", "qperf.udp_bw", "ping.flood") + _PPS + _BLAST + _NDR + _PDR,
-           **_PCT),
+        _m("loss_pct", "loss", ("iperf3.udp", "qperf.udp_bw", "ping.flood") + _PPS + _SWEEPS + _BLAST + _NDR
+           + _PDR, **_PCT),
         _m("latency_us", "latency", ("qperf.tcp_lat", "qperf.udp_lat", "ping.flood") + _SOCKPERF,
            band=0.15, **_US),
         _m("latency_min_us", "minimum latency", ("ping.flood",) + _SOCKPERF, **_US),
         _m("latency_max_us", "maximum latency", ("ping.flood",) + _SOCKPERF, **_US),
         _m("latency_mdev_us", "latency mean deviation", ("ping.flood",), **_US),
         # The runner's CPU meter, around every test that declares a load (testbeds/cpu.py).
-        _m("cpu_total_pct", "CPU busy share of all CPUs (the machine, or both hosts)", _CPU, **_PCT),
-        _m("cpu_client_pct", "client CPU (its process as % of one CPU, or its host's busy share)", _CPU, **_PCT),
-        _m("cpu_server_pct", "server CPU (its process as % of one CPU, or its host's busy share)", _CPU, **_PCT),
-        _m("cpu_sleeve_pct", "sleeve daemons' CPU (% of one CPU)", _CPU, **_PCT),
+        _m("cpu_total_pct", "CPU busy share of all CPUs (the machine, or both hosts)", _ANY, **_PCT),
+        _m("cpu_client_pct", "client CPU (its process as % of one CPU, or its host's busy share)", _ANY, **_PCT),
+        _m("cpu_server_pct", "server CPU (its process as % of one CPU, or its host's busy share)", _ANY, **_PCT),
+        _m("cpu_sleeve_pct", "sleeve daemons' CPU (% of one CPU)", _ANY, **_PCT),
         _m(CPU_PER_GBIT, "CPU-seconds per gigabit of TCP throughput", ("iperf3.tcp", "qperf.tcp_bw"),
            unit="CPU·s/Gbit", scale=1.0, base_unit="", digits=3),
         # iperf 2: connections, latency idle and under a working load (round trips)
@@ -124,6 +126,9 @@ def _table() -> list[Metric]:
         _m("conn_failed", "failed connections", ("iperf.crr",), unit="", scale=1.0),
         _m("connect_us", "connect time", ("iperf.crr",), trip=ROUND_TRIP, **_US),
         _m("load_throughput_bps", "the working load's throughput", ("load.bounceback",), True, **_BPS_G),
+        *(_m(f"lat_{phase}{stat}_us", f"{title} round trip {what}", ("load.bounceback",), trip=ROUND_TRIP, **_US)
+          for phase, what in (("idle", "idle"), ("loaded", "under load"))
+          for stat, title in (("", "mean"), ("_min", "minimum"), ("_max", "maximum"))),
         # UDP sweeps: the knee, and each step's figures
         _m("knee_bps", "loss knee (highest offered load under the loss threshold)", _SWEEPS, True,
            band=0.50, **_BPS_M),
@@ -212,10 +217,17 @@ def bands() -> dict[str, float]:
     return {m.name: m.band for m in METRICS.values() if m.band is not None}
 
 
+def ab_bands() -> dict[str, float]:
+    """The A/B gate's tolerances: a build against another in one run moves less than a run
+    against a stored baseline, so throughput's band is narrower there."""
+    return {**bands(), **{m.name: m.ab_band for m in METRICS.values() if m.ab_band is not None}}
+
+
 def trip(name: str, test: str | None) -> str | None:
     """ONE_WAY or ROUND_TRIP for a latency metric measured by `test`; None for any other metric."""
     m = get(name)
-    if m is None or m.base_unit != "seconds" or name == "jitter_ms" or name == "ipdv_us":
+    base = step[3] if (step := _STEP.match(name)) else name
+    if m is None or m.base_unit != "seconds" or base in ("jitter_ms", "ipdv_us"):
         return None
     if m.trip:
         return m.trip

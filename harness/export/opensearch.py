@@ -76,9 +76,9 @@ def _k8s_netperf(case: Case, export: Export) -> dict[str, Any]:
         rtt = lat.median * (2 if lat.metric.trip == ONE_WAY else 1)
         doc["latency"], doc["ltcyMetric"] = significant(rtt), "usec"
     if "retransmits" in vals:
-        doc["tcpRetransmits"] = vals["retransmits"].median
+        doc["tcpRetransmits"] = significant(vals["retransmits"].median)
     if "loss_pct" in vals:
-        doc["udpLossPercent"] = vals["loss_pct"].median
+        doc["udpLossPercent"] = significant(vals["loss_pct"].median)
     return doc
 
 

@@ -34,11 +34,12 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import sequential as seq, stats
+from harness.core import metrics
 from harness.core.arms import BASE, HEAD
 from harness.core.errors import HarnessError
 from harness.core.placements import rank as placement_rank
 from harness.gates import render as verdict_render
-from harness.gates.verdict import (AB, DEFAULT_TOLERANCES, ERROR, FAIL, HEADLINE, IMPROVED, PASS,
+from harness.gates.verdict import (AB, ERROR, FAIL, HEADLINE, IMPROVED, PASS,
                                    UNDECIDED, CaseVerdict, Verdict)
 from harness.results import load, read_meta
 
@@ -46,10 +47,11 @@ log = logging.getLogger(__name__)
 
 DEFAULT_ALPHA = 0.05      # the chance an unchanged build fails the comparison, all cases and looks together
 DEFAULT_BETA = 0.05       # the chance a slowdown of the tolerance or more passes a case
-# The slowdown each metric's case is built to catch: smaller ones may pass. Throughput's 8 %
-# with a budget of 48 pairs catches a 10 % slowdown 98 times in 100 and a 5 % one about
-# half the time at the lab's σ 0.15 a pair (simulated; BENCHMARKS.md, tests/unit/test_sequential.py).
-AB_TOLERANCES = {**DEFAULT_TOLERANCES, "throughput_bps": 0.08}
+# The slowdown each metric's case is built to catch: smaller ones may pass (the metric table's
+# A/B bands). Throughput's 8 % with a budget of 48 pairs catches a 10 % slowdown 98 times in
+# 100 and a 5 % one about half the time at the lab's σ 0.15 a pair (simulated; BENCHMARKS.md,
+# tests/unit/test_sequential.py).
+AB_TOLERANCES = metrics.ab_bands()
 NO_PAIR = "no pair"
 NEVER = "could never show it slower"   # an undecided case whose pairs were too few to fail
 

@@ -2,8 +2,11 @@
 
 The testbed tells what carries its pods' traffic (Testbed.pod_network: the CNI's
 DaemonSets and images in the system namespaces, the pod interface's MTU, the tunnel
-devices on each node); that goes into the Datapath's info, so run.json records which
-network was measured. Only a testbed that is a cluster has one (the kubernetes backend);
+devices on each node, and the datapath's fingerprint: the CNI's routing, encapsulation,
+encryption and dataplane and kube-proxy's mode, read from their own configuration); that
+goes into the Datapath's info, so run.json records which network was measured, and the
+fingerprint's summary into the rows' datapath: `cni (cilium v1.16.1, vxlan, kube-proxy
+replacement)`. Only a testbed that is a cluster has one (the kubernetes backend);
 elsewhere the mode is refused.
 
 Its placements all have a pod end: host-container (a hostNetwork pod to a pod),
@@ -35,8 +38,14 @@ class Cni(Mode):
 
     def deploy(self, testbed, overlay_mtu):
         info = dict(testbed.pod_network() or {})
-        return Datapath(self.name, self.kind, info.get("pod_mtu") or overlay_mtu,
+        return Datapath(self.name, self.datapath(info), info.get("pod_mtu") or overlay_mtu,
                         devices={s.index: ["ctr:eth0"] for s in testbed.sides}, info=info)
+
+    def datapath(self, info: dict) -> str:
+        """The rows' datapath: `cni (cilium v1.16.1, vxlan, kube-proxy replacement)` where the
+        testbed named it (its fingerprint's summary), else `cni`."""
+        summary = (info.get("fingerprint") or {}).get("summary", "")
+        return f"{self.kind} ({summary})" if summary and not summary.startswith("unknown") else self.kind
 
     def teardown(self, testbed, dp):
         pass

@@ -100,7 +100,7 @@ def pps_bars(summary: pd.DataFrame) -> Plot | None:
 
 @styled
 def scaling_lines(summary: pd.DataFrame) -> Plot | None:
-    """TCP throughput and CPU per Gbit/s against the stream count, a line per mode, for the
+    """TCP throughput and CPU per gigabit against the stream count, a line per mode, for the
     configurations measured at more than one stream count."""
     d = summary[summary["tcp_gbps"].notna() & summary["streams"].notna()] if "tcp_gbps" in summary else summary[:0]
     d = d.assign(streams=pd.to_numeric(d["streams"], errors="coerce"))
@@ -130,7 +130,7 @@ def scaling_lines(summary: pd.DataFrame) -> Plot | None:
     axes[1, 0].set_ylabel("CPU-seconds per gigabit")
     _legend(fig, seen, "Scaling with parallel streams")
     return Plot("Scaling with parallel streams", to_uri(fig),
-                f"TCP throughput ({' or '.join(TCP_BW_TESTS)}, all streams together) and CPU per Gbit/s against the stream "
+                f"TCP throughput ({' or '.join(TCP_BW_TESTS)}, all streams together) and CPU per gigabit against the stream "
                 "count; medians over repeats. The table gives each count's per-stream throughput and "
                 "Jain's fairness index across the streams.", alt="throughput and CPU against streams")
 

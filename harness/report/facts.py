@@ -77,6 +77,14 @@ def planned(meta: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     return PLANNED_COLUMNS, rows
 
 
+def _fingerprint(fp: dict[str, Any]) -> str:
+    """The cni mode's fingerprint of the cluster's datapath in one line: its summary, then
+    the fields the summary leaves out."""
+    extra = [f"{k.replace('_', '-')} {fp[k]}" for k in ("routing", "encryption", "dataplane", "kube_proxy", "mtu")
+             if fp.get(k) not in (None, "")]
+    return f"{fp['summary']} ({', '.join(extra)})" if extra else str(fp["summary"])
+
+
 def _datapath_facts(datapaths: list[dict[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
     """run.json's per-deployment list → one line per deployment and one per device's offloads."""
     deployments: dict[str, str] = {}
@@ -86,7 +94,9 @@ def _datapath_facts(datapaths: list[dict[str, Any]]) -> tuple[dict[str, str], di
         info = d.get("info") or {}
         parts = [f"via {d.get('datapath')}"]
         for k, v in info.items():
-            if v not in (None, "", [], {}):
+            if isinstance(v, dict) and "summary" in v:
+                parts.append(f"{k} {_fingerprint(v)}")
+            elif v not in (None, "", [], {}):
                 parts.append(f"{k} {' '.join(map(str, v)) if isinstance(v, list) else v}")
         deployments.setdefault(name, " · ".join(parts))
         for host, devs in (d.get("offloads") or {}).items():

@@ -353,7 +353,7 @@ def all_plots(summary: pd.DataFrame, df: pd.DataFrame) -> tuple[list[Plot], list
     for fn, what in ((throughput_bars, "TCP throughput plot: no iperf3.tcp or qperf.tcp_bw results"),
                      (latency_bars, "Latency plot: no qperf.tcp_lat, qperf.udp_lat or ping.flood results"),
                      (pct_heatmap, "% of native heatmap: no native reference for any mode"),
-                     (cpu_bars, "CPU per Gbit/s plot: no CPU samples alongside TCP throughput"),
+                     (cpu_bars, "CPU per gigabit plot: no CPU samples alongside TCP throughput"),
                      (lambda s: interval_lines(df), "throughput over time: no iperf3 per-interval data")):
         p = fn(summary)
         (plots.append(p) if p is not None else missing.append(what))

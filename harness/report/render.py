@@ -137,7 +137,7 @@ def _tables(summary: pd.DataFrame, judged: dict[tuple, fnd.Judgement], index: in
         columns = tablefmt.table_columns(part, show_streams)
         keys = [k for k, _ in columns]
         rows = []
-        for r, c in zip(part.to_dict("records"), tablefmt.table_cells(part)):
+        for r, c in zip(part.to_dict("records"), tablefmt.table_cells(part, marks=False)):
             color = style.mode_color(r["mode"])
             rows.append({"r": r, "c": c, "color": color, "tint": style.tint(color),
                          "cells": _row_cells(r, c, columns, judged, index)})

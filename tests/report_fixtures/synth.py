@@ -37,6 +37,7 @@ PPS = {"native": 1.1e6, "fastdp": 0.75e6, "auto": 0.74e6, "sleeve": 0.3e6, "slee
 META = {
     "git": {"commit": "33ba442bd7905c32f2883e3dd8a55f751c3ba659", "dirty": False},
     "hostname": "bench-01",
+    "machine": {"hostname": "bench-01", "kernel": "6.18.44-fc-v657", "cpu": "AMD EPYC 7B13", "cpus": 2},
     "kernel": "6.18.44-fc-v657",
     "cpu": {"model": "AMD EPYC 7B13", "cores": 2},
     "tools": {"iperf3": "3.12", "qperf": "0.4.11", "ping": "iputils 20221126"},

@@ -34,6 +34,16 @@ NO_SA = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "F
 FORBIDDEN = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden", "code": 403,
              "message": 'namespaces is forbidden: User "u" cannot create resource "namespaces"'}
 
+CILIUM_CONFIG = {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "cilium-config", "namespace": "kube-system"},
+                 "data": {"routing-mode": "tunnel", "tunnel-protocol": "geneve"}}
+AWS_NODE = {"kind": "DaemonSet", "apiVersion": "apps/v1", "metadata": {"name": "aws-node", "namespace": "kube-system"},
+            "spec": {"selector": {}, "template": {"spec": {"containers": [
+                {"name": "aws-node", "image": "602401143452.dkr.ecr.us-west-2.amazonaws.com/amazon-k8s-cni:v1.19.0",
+                 "env": [{"name": "AWS_VPC_ENI_MTU", "value": "9001"},
+                         {"name": "MY_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}]}]}}}}
+IPPOOL = {"apiVersion": "crd.projectcalico.org/v1", "kind": "IPPool", "metadata": {"name": "default-ipv4-ippool"},
+          "spec": {"cidr": "192.168.0.0/16", "ipipMode": "Always", "natOutgoing": True}}
+
 
 class Handler(BaseHTTPRequestHandler):
     seen: list = []
@@ -71,6 +81,15 @@ class Handler(BaseHTTPRequestHandler):
             self._answer(200, {"kind": "NamespaceList", "apiVersion": "v1", "metadata": {}, "items": [
                 {"metadata": {"name": "overlaybench-ob12ab", "labels": {"overlaybench/run": "r1"}},
                  "status": {"phase": "Terminating"}}]})
+        elif self.path == "/api/v1/namespaces/kube-system/configmaps/cilium-config":
+            self._answer(200, CILIUM_CONFIG)
+        elif self.path == "/api/v1/namespaces/kube-system/configmaps/kube-proxy":
+            self._answer(403, {**FORBIDDEN, "message": 'configmaps "kube-proxy" is forbidden'})
+        elif self.path == "/apis/apps/v1/namespaces/kube-system/daemonsets/aws-node":
+            self._answer(200, AWS_NODE)
+        elif self.path == "/apis/crd.projectcalico.org/v1/ippools":
+            self._answer(200, {"apiVersion": "crd.projectcalico.org/v1", "kind": "IPPoolList", "metadata": {},
+                               "items": [IPPOOL]})
         elif self.path == "/apis/apps/v1/namespaces/kube-system/daemonsets":
             self._answer(200, {"kind": "DaemonSetList", "apiVersion": "apps/v1", "metadata": {}, "items": [
                 {"metadata": {"name": "kube-flannel-ds"},
@@ -187,3 +206,17 @@ def test_a_pod_create_forbidden_for_another_reason_fails_at_once(api):
         api.create_pod("ns", specs.pod("h0", "node-a", "img:1", True))
     assert str(e.value) == "forbidden: this kubeconfig's user may not create pods in namespace ns"
     assert len([p for _m, p, _ in Handler.seen if p == "/api/v1/namespaces/ns/pods"]) == 1
+
+
+def test_the_optional_reads_answer_manifest_shaped_dicts_and_none_for_403_and_404(api):
+    cm = api.read_configmap("kube-system", "cilium-config")
+    assert cm["metadata"]["name"] == "cilium-config" and cm["data"] == CILIUM_CONFIG["data"]
+    ds = api.read_daemonset("kube-system", "aws-node")
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    assert c["image"].endswith("amazon-k8s-cni:v1.19.0") and c["env"][0] == {"name": "AWS_VPC_ENI_MTU", "value": "9001"}
+    assert c["env"][1]["valueFrom"] == {"fieldRef": {"fieldPath": "spec.nodeName"}}      # camelCase, as written
+    assert api.read_configmap("kube-system", "kube-proxy") is None          # 403
+    assert api.read_configmap("kube-system", "calico-config") is None       # 404
+    assert api.read_daemonset("kube-system", "calico-node") is None
+    assert api.list_custom_objects("crd.projectcalico.org", "v1", "ippools") == [IPPOOL]
+    assert api.list_custom_objects("projectcalico.org", "v3", "ippools") is None

@@ -82,6 +82,10 @@ def test_a_run_measures_native_and_cni_and_leaves_nothing(api, tmp_path):
     assert {"name": "kube-flannel-ds", "namespace": "kube-flannel",
             "images": ["ghcr.io/flannel-io/flannel:v0.26.7"]} in cni["info"]["daemonsets"]
     assert cni["info"]["encapsulation"]["node-a"][0]["kind"] == "vxlan"
+    fp = cni["info"]["fingerprint"]
+    assert (fp["cni"], fp["version"], fp["summary"]) == ("flannel", "v0.26.7", "flannel v0.26.7")
+    assert "configmap kube-flannel-cfg: not read" in fp["seen"]        # the fake has none: nothing guessed
+    assert {r["datapath"] for r in rows if r["mode"] == "cni"} == {"cni (flannel v0.26.7)"}
     # made in the run's namespace only, and gone
     made = [c for c in api.calls if c[0].startswith("create_")]
     assert [c[0] for c in made] == ["create_namespace"] + ["create_pod"] * 4

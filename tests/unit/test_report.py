@@ -26,7 +26,7 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 REPORTS = REPO / "reports"
 FAILS = {("sleeve-crypto", 9000, "iperf3.tcp"): "iperf3: unable to connect to server: Connection refused",
          ("sleeve-basic", 1500, "qperf.tcp_lat", 2): "qperf: timed out after 30 s"}
-ALL_PLOTS = 5        # throughput, latency, % of native heatmap, CPU per Gbit/s, throughput over time
+ALL_PLOTS = 5        # throughput, latency, % of native heatmap, CPU per gigabit, throughput over time
 
 
 class Tags(html.parser.HTMLParser):
@@ -85,7 +85,7 @@ def test_report_is_one_self_contained_file_with_tables_plots_and_failures(full_r
     # The seed-style table per underlay MTU.
     assert text.count('<table class="summary">') == 2
     assert "Underlay MTU 1500" in text and "Underlay MTU 9000" in text
-    assert "TCP BW (Gbit/s)" in text and "BW %" in text and "Lat %" in text and "CPU %/Gbit/s" in text
+    assert "TCP BW (Gbit/s)" in text and "BW %" in text and "Lat %" in text and "CPU s/Gbit" in text
     # Failed cases with their reasons (HTML-escaped, so the test looks for the text).
     assert "unable to connect to server: Connection refused" in text
     assert "qperf: timed out after 30 s" in text
@@ -242,11 +242,11 @@ def test_udp_latency_run_shows_udp_latency_columns(tmp_path):
                    repeats=3)
     text = render([run], tmp_path / "r.html").read_text()
     assert summary_headers(text) == ["Mode", "Overlay MTU", "Datapath", "Placement", "TCP BW (Gbit/s)", "BW %",
-                                     "UDP Lat (µs)", "UDP Lat %", "CPU %/Gbit/s"]
+                                     "UDP Lat (µs)", "UDP Lat %", "CPU s/Gbit"]
     assert "BW % and UDP Lat %: % of native at underlay MTU 9000" in text
     assert 'title="native latency / this latency"' in text
     assert alts(text) == ["heatmap of percent of native", "TCP throughput by mode and MTU",
-                          "UDP latency by mode and MTU", "CPU cost per Gbit/s"]
+                          "UDP latency by mode and MTU", "CPU cost per gigabit"]
     assert "Column without data" not in text
 
 

@@ -129,7 +129,7 @@ def test_every_quoted_number_links_to_its_cell_and_the_cell_says_it(quick_html):
         elif cid.endswith("_pct") and quoted.endswith("×"):
             assert f"{float(words[0]) / 100:.1f}×" == quoted, (cid, words, quoted)
         else:
-            assert cid.endswith("-cpu"), cid                 # CPU per Gbit/s: the mode's own cell
+            assert cid.endswith("-cpu"), cid                 # CPU per gigabit: the mode's own cell
     # fastdp at MTU 9000: its BW % cells are marked, and say why.
     cls, words = _cell(quick_html, "run1-9000-fastdp-8950-host-host-x-1-bw_pct")
     assert "nd" in cls and words[:2] == ["≈", "99.9"]
@@ -193,3 +193,16 @@ def test_a_section_is_a_partial_and_a_line(tmp_path, monkeypatch):
     assert '<a href="#run1-extra">Extra</a>' in page                      # in the header's list
     assert '<p class="extra">156 measurements seen</p>' in page
     assert page.index('id="run1-plots"') < page.index('id="run1-extra"') < page.index('id="run1-tables"')
+
+
+def test_a_cni_deployment_fact_names_its_datapath_in_one_line():
+    fp = {"cni": "cilium", "version": "v1.16.1", "encapsulation": "none", "routing": "native",
+          "encryption": "wireguard", "dataplane": "ebpf", "kube_proxy": "replaced by cilium", "mtu": 1450,
+          "seen": ["configmap kube-system/cilium-config"],
+          "summary": "cilium v1.16.1, no encapsulation, wireguard, kube-proxy replacement"}
+    got = dict(facts.facts({"datapaths": [{"mode": "cni", "datapath": "cni (cilium v1.16.1, …)", "underlay_mtu": 1500,
+                                           "overlay_mtu": 1450, "info": {"cni": "cilium", "fingerprint": fp}}]}))
+    (line,) = got["Deployments"].values()
+    assert "fingerprint cilium v1.16.1, no encapsulation, wireguard, kube-proxy replacement (routing native, " \
+           "encryption wireguard, dataplane ebpf, kube-proxy replaced by cilium, mtu 1450)" in line
+    assert "seen" not in line

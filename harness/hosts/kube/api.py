@@ -11,10 +11,15 @@ from a script (tests/scripted_kube.py) and no cluster is needed:
     create_pod(namespace, body) / pod_status(namespace, name) -> PodStatus
     create_service(namespace, body) -> its ClusterIP
     list_daemonsets(namespace) -> [dict]
+    read_daemonset(namespace, name) -> dict | None      (the object as its manifest reads)
+    read_configmap(namespace, name) -> dict | None      (likewise)
+    list_custom_objects(group, version, plural) -> [dict] | None   (cluster-scoped: IPPools …)
     exec(namespace, pod, argv, timeout) -> (exit code or None on timeout, stdout, stderr)
 
 Bodies are plain dicts (the manifests as a user would write them). A refused call raises
 ApiError naming the verb and the resource; 403 is a forbidden verb, 0 the API unreachable.
+The three reads the datapath's fingerprint makes are optional: an object that is not there
+(404) or that this user may not read (403) is None, logged, and the run goes on.
 """
 
 from __future__ import annotations
@@ -199,6 +204,31 @@ class KubeApi:
         return [{"name": d.metadata.name, "namespace": namespace,
                  "images": [c.image for c in d.spec.template.spec.containers or []]}
                 for d in items]
+
+    def _optional(self, verb: str, resource: str, fn, *args, namespace: str = ""):
+        """fn's answer as a plain dict (camelCase, as a manifest reads); None on 403 or 404."""
+        try:
+            obj = self._call(verb, resource, fn, *args, namespace=namespace)
+        except ApiError as e:
+            if e.status in (403, 404):
+                log.info("not read (optional): %s", e)
+                return None
+            raise
+        return obj if isinstance(obj, dict) else self._client.sanitize_for_serialization(obj)
+
+    def read_daemonset(self, namespace: str, name: str) -> dict | None:
+        return self._optional("get", "daemonsets", self._apps.read_namespaced_daemon_set, name, namespace,
+                              namespace=namespace)
+
+    def read_configmap(self, namespace: str, name: str) -> dict | None:
+        return self._optional("get", "configmaps", self._core.read_namespaced_config_map, name, namespace,
+                              namespace=namespace)
+
+    def list_custom_objects(self, group: str, version: str, plural: str) -> list[dict] | None:
+        from kubernetes import client
+        api = client.CustomObjectsApi(self._client)
+        answer = self._optional("list", f"{plural}.{group}", api.list_cluster_custom_object, group, version, plural)
+        return None if answer is None else list(answer.get("items") or [])
 
     def exec(self, namespace: str, pod: str, argv: list[str], timeout: float | None) -> tuple[int | None, str, str]:
         """Run argv in the pod's first container through the exec stream; stdout, stderr and

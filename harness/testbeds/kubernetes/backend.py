@@ -134,7 +134,7 @@ class KubeTestbed(Testbed):
                    if not self.api.allowed(verb, resource, ns, group, sub)]
         if missing:
             raise HarnessError(f"forbidden: this kubeconfig's user may not {', '.join(missing)} "
-                               f"(docs/kubernetes.md, \"Permissions\", has the ClusterRole the run needs)")
+                               "(docs/kubernetes.md, 'Permissions', has the ClusterRole the run needs)")
 
     def native_mtu(self) -> int:
         """The first node's MTU, read in its hostNetwork pod: the pods are made here (build

@@ -8,6 +8,9 @@
     pod_mtu         the MTU of a pod-network pod's eth0
     encapsulation   per node, the tunnel devices `ip -d link` shows in a hostNetwork pod
                     (vxlan with its id and port, geneve, wireguard, ipip's tunl …)
+    fingerprint     the datapath, named (fingerprint.py): the CNI's own configuration read
+                    from its DaemonSet, ConfigMaps and custom resources, kube-proxy's mode,
+                    and a one-line summary; the reads are optional (RBAC may forbid them)
 
 Nothing here fails a run: what cannot be read is recorded as an error beside the rest.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import re
 
 from harness.hosts.kube.api import ApiError
+from harness.testbeds.kubernetes import fingerprint
 
 SYSTEM_NAMESPACES = ("kube-system", "kube-flannel", "calico-system", "tigera-operator", "cilium", "kube-router")
 KNOWN_CNIS = ("flannel", "calico", "cilium", "antrea", "weave", "kube-router", "kindnet", "ovn", "canal", "multus")
@@ -66,6 +70,54 @@ def device_names(text: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^\d+:\s+([^:@\s]+)", text, re.M)]
 
 
+# what each recogniser reads, asked for only where a listed DaemonSet names its CNI:
+# (DaemonSet name pattern, ConfigMaps in that DaemonSet's namespace, custom resources)
+CALICO_CRDS = (("crd.projectcalico.org", "v1"), ("projectcalico.org", "v3"))
+READS = ((re.compile(r"^cilium$"), ("cilium-config",), False),
+         (re.compile(r"^(calico-node|canal)$"), ("calico-config", "canal-config"), True),
+         (re.compile(r"flannel"), ("kube-flannel-cfg",), False),
+         (re.compile(r"^aws-node$"), (), False),
+         (re.compile(r"^kube-router"), (), False),
+         (re.compile(r"^kube-proxy"), ("kube-proxy", "kube-proxy-config"), False))
+
+
+def datapath_objects(api, daemonsets: list[dict]) -> dict:
+    """The objects fingerprint.of reads, through the API's optional reads: the listed
+    DaemonSets whole, and the ConfigMaps and Calico resources their names point to; what
+    could not be read is named in "unread" (not there, or forbidden)."""
+    objects: dict = {"daemonsets": [], "configmaps": [], "ippools": [], "felixconfigurations": [], "unread": []}
+    calico = False
+    for d in daemonsets:
+        wanted = next(((cms, crds) for pattern, cms, crds in READS if pattern.search(d["name"])), None)
+        if wanted is None:
+            objects["daemonsets"].append(_listed(d))
+            continue
+        whole = api.read_daemonset(d["namespace"], d["name"])
+        if whole is None:
+            objects["unread"].append(f"daemonset {d['namespace']}/{d['name']}: not read (absent or forbidden)")
+        objects["daemonsets"].append(whole or _listed(d))
+        for name in wanted[0]:
+            cm = api.read_configmap(d["namespace"], name)
+            if cm is not None:
+                objects["configmaps"].append(cm)
+        calico = calico or wanted[1]
+    if calico:
+        for plural in ("ippools", "felixconfigurations"):
+            items = next((i for g, v in CALICO_CRDS if (i := api.list_custom_objects(g, v, plural)) is not None),
+                         None)
+            if items is None:
+                objects["unread"].append(f"{plural}: not listed (no such resource, or forbidden)")
+            objects[plural] = items or []
+    return objects
+
+
+def _listed(d: dict) -> dict:
+    """A listed DaemonSet (name, namespace, images) as an object of the manifest's shape."""
+    return {"kind": "DaemonSet", "metadata": {"name": d["name"], "namespace": d["namespace"]},
+            "spec": {"template": {"spec": {"containers": [{"name": f"c{i}", "image": im}
+                                                          for i, im in enumerate(d["images"])]}}}}
+
+
 def pod_network(api, sides) -> dict:
     """Everything of the module doc, read through the API and the run's pods."""
     info: dict = {"daemonsets": [], "errors": []}
@@ -76,6 +128,10 @@ def pod_network(api, sides) -> dict:
             if ns == "kube-system" or e.status not in (403, 404):
                 info["errors"].append(str(e))
     info["cni"], info["cni_from"] = which_cni(info["daemonsets"]), "daemonsets"
+    fp = fingerprint.of(datapath_objects(api, info["daemonsets"]))
+    info["fingerprint"] = fp.as_dict()
+    if not info["cni"] and fp.cni != "unknown":
+        info["cni"], info["cni_from"] = fp.cni, "fingerprint"
     info["pod_mtu"] = None
     for s in sides:
         done = s.container.run(["cat", "/sys/class/net/eth0/mtu"], check=False, timeout=20)
