@@ -30,7 +30,7 @@ from harness.core import metrics
 from harness.core.errors import HarnessError
 from harness.results import FIELDS
 
-TABLE_HEADERS = [(c.key, c.title) for c in COLUMNS]
+TABLE_HEADERS = [(c.key, c.title) for c in COLUMNS if not c.hidden]
 # % of native columns: True where above 100 is better (throughput), False for latencies.
 PCT_CELLS = {c.key: pct_higher_is_better(c) for c in COLUMNS if c.kind == "pct"}
 TEXT_CELLS = {"mode", "datapath", "placement"}

@@ -76,3 +76,13 @@ def test_every_metric_of_the_new_tests_is_in_the_table_and_each_test_has_a_headl
             assert test in base.tests, (test, n)
     assert metrics.get("trial03_loss_pct").title == "loss, trial 03"
     assert set(TOOLS) >= set(emitted)
+
+
+def test_the_report_marks_the_sender_bound_cells(tmp_path):
+    from harness.report.render import _tables
+    tables = _tables(summary.summary_table(frame()), {}, 1)
+    cells = {(row["r"]["mode"], c["key"]): c for t in tables for row in t["rows"] for c in row["cells"]}
+    assert cells[("native", "udp_pps64")]["sb"] and cells[("native", "udp_pps64_pct")]["sb"]
+    assert not cells[("sleeve", "udp_pps64")]["sb"] and not cells[("native", "ndr64")]["sb"]
+    assert all(t["sb_marked"] for t in tables)
+    assert tablefmt.SENDER_MARK not in cells[("native", "udp_pps64")]["text"]   # the template marks it once
