@@ -25,8 +25,9 @@ import pathlib
 import secrets
 from typing import Any, Iterable
 
-from harness.core import failpoints, looks
+from harness.core import failpoints
 from harness.core.errors import HarnessError, read_text
+from harness.core.looks import Looks
 from harness.tools.base import PER_STREAM_METRIC
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,8 @@ class ResultsError(HarnessError):
 FIELDS = ["run_id", "case", "mode", "datapath", "underlay_mtu", "overlay_mtu", "placement",
           "test", "streams", "pair", "src_host", "dst_host", "repeat", "metric", "value", "unit", "ok", "error",
           "ts"]
+# The columns load() adds from run.json's `modes`: each row's mode's place and colour
+MODE_ORDER, MODE_COLOUR = "mode_order", "mode_colour"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -302,7 +305,6 @@ def read_meta(run_dir: pathlib.Path | str) -> dict[str, Any]:
                            f"this one reads {SCHEMA_VERSION}: upgrade overlaybench")
     if v != SCHEMA_VERSION:
         raise HarnessError(f"{p}: schema_version {v!r}, this overlaybench reads {SCHEMA_VERSION}")
-    looks.record(meta.get("modes"))    # its modes' places and colours, for whatever shows them
     return meta
 
 
@@ -350,7 +352,10 @@ def duplicates(recs: list[dict[str, Any]]) -> int:
 
 
 def load(run_dir: pathlib.Path | str):
-    """The run's measurements as a pandas DataFrame (one row per metric)."""
+    """The run's measurements as a pandas DataFrame (one row per metric). Every row also
+    carries what run.json says of its run: the CPUs behind its CPU shares (`cpus`,
+    `host_cpus`) and how its mode looks (MODE_ORDER, MODE_COLOUR: null for a mode run.json
+    did not describe), so the run's looks travel with its data (analysis/stats.py looks_of)."""
     import pandas as pd
 
     meta = read_meta(run_dir)       # a run.json that is not ours is refused, not shown as empty
@@ -366,7 +371,16 @@ def load(run_dir: pathlib.Path | str):
             df[col] = None
     df["value"] = pd.to_numeric(df["value"], errors="coerce")
     df["cpus"], df["host_cpus"] = cpu_counts(meta)
+    looks = run_looks(meta)
+    known = df["mode"].map(lambda m: looks.get(m) if isinstance(m, str) else None)
+    df[MODE_ORDER] = pd.array([None if k is None else k.order for k in known], dtype="Int64")
+    df[MODE_COLOUR] = [None if k is None or not k.colour else k.colour for k in known]
     return df
+
+
+def run_looks(meta: dict[str, Any]) -> Looks:
+    """How the run's modes look in tables and plots, as its run.json recorded them."""
+    return Looks.recorded(meta.get("modes"))
 
 
 def cpu_counts(meta: dict) -> tuple[float | None, float | None]:

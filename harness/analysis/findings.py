@@ -29,6 +29,7 @@ import pandas as pd
 
 from harness.analysis import native as native_verdict, stats
 from harness.analysis.summary import BY_KEY, COLUMNS, ROW_KEY, TCP_BW_TESTS, Column
+from harness.core.looks import Looks
 from harness.core.metrics import CPU_PER_GBIT
 from harness.core.placements import rank as placement_rank
 
@@ -245,11 +246,11 @@ def _lowest_streams(rows: Iterable[dict]) -> list[dict]:
 
 
 def _mtu_sentences(rows_by: dict[tuple, list[dict]], judged: dict[tuple, Judgement],
-                   ratios: dict[tuple, list[float]]) -> list[Finding]:
-    """Per mode measured at two or more underlay MTUs: its TCP throughput share at the lowest
-    against the highest, per placement, judged on the per-repeat ratios to native."""
+                   ratios: dict[tuple, list[float]], looks: Looks) -> list[Finding]:
+    """Per mode measured at two or more underlay MTUs (in `looks`' order): its TCP throughput
+    share at the lowest against the highest, per placement, judged on the per-repeat ratios to native."""
     out = []
-    modes = sorted({m for m, _ in rows_by}, key=stats.mode_rank)
+    modes = sorted({m for m, _ in rows_by}, key=looks.rank)
     for mode in modes:
         mtus = sorted(u for m, u in rows_by if m == mode)
         if len(mtus) < 2:
@@ -300,11 +301,13 @@ def _fraction(p: float) -> str:
 
 
 def findings(summary: pd.DataFrame, df: pd.DataFrame,
-             judged: dict[tuple, Judgement] | None = None) -> list[Finding]:
+             judged: dict[tuple, Judgement] | None = None, looks: Looks | None = None) -> list[Finding]:
     """The run's findings in reading order: each mode's cost per underlay MTU, the MTU's
-    effect, and what the run cannot tell apart."""
+    effect, and what the run cannot tell apart. Modes in the order of `looks` (default: the
+    run's own, as results.load put them in `df`)."""
     if summary.empty:
         return []
+    looks = stats.looks_of(df) if looks is None else looks
     judged = cell_judgements(summary, df) if judged is None else judged
     rows_by: dict[tuple, list[dict]] = {}
     for r in summary.to_dict("records"):
@@ -312,11 +315,11 @@ def findings(summary: pd.DataFrame, df: pd.DataFrame,
             rows_by.setdefault((r["mode"], stats.key_value(r["underlay_mtu"])), []).append(r)
     out = []
     for mtu in sorted({u for _, u in rows_by}, key=lambda u: (u is None, u or 0)):
-        for mode in sorted({m for m, u in rows_by if u == mtu}, key=stats.mode_rank):
+        for mode in sorted({m for m, u in rows_by if u == mtu}, key=looks.rank):
             f = _cost_sentence(mode, mtu, _lowest_streams(rows_by[(mode, mtu)]), judged)
             if f is not None:
                 out.append(f)
-    out += _mtu_sentences(rows_by, judged, _tcp_ratios(df, summary))
+    out += _mtu_sentences(rows_by, judged, _tcp_ratios(df, summary), looks)
     if judged:
         nd = sum(1 for j in judged.values() if not j.distinguishable)
         ns = [j.n for j in judged.values() if j.n >= 2]

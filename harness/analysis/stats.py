@@ -33,9 +33,11 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis.significance import mann_whitney
-from harness.core import looks, metrics
+from harness.core import metrics
 from harness.core.arms import ARM_SEP
+from harness.core.looks import EMPTY, Look, Looks
 from harness.core.placements import REFERENCE, rank as placement_rank
+from harness.results import MODE_COLOUR, MODE_ORDER
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +96,7 @@ def failures(df: pd.DataFrame) -> pd.DataFrame:
     out = g.agg(datapath=("datapath", join_unique),
                 error=("error", lambda s: "; ".join(dict.fromkeys(e for e in s if e)) or "no reason recorded"))
     out = out.reset_index()
-    return sort_configs(out)[cols].reset_index(drop=True)
+    return sort_configs(out, looks_of(df))[cols].reset_index(drop=True)
 
 
 def join_unique(values: Iterable[Any]) -> str:
@@ -117,20 +119,38 @@ def key_value(v: Any) -> Any:
     return v
 
 
-def mode_rank(mode: Any) -> tuple:
-    """Sort key: the mode's own place in tables (harness/core/looks.py: what its registry or
-    its run's run.json says), then modes nobody described by name."""
-    return looks.rank(mode)
+def looks_of(df: pd.DataFrame) -> Looks:
+    """How the modes of these rows look: what results.load put in each row from its run's
+    run.json (MODE_ORDER, MODE_COLOUR); no looks at all for rows without those columns."""
+    if MODE_ORDER not in df.columns or "mode" not in df.columns or df.empty:
+        return EMPTY
+    cols = [c for c in ("mode", MODE_ORDER, MODE_COLOUR) if c in df.columns]
+    d = df[cols].drop_duplicates()
+    out: dict[str, Look] = {}
+    for r in d.itertuples(index=False):
+        name, order = r[0], r[1]
+        if isinstance(name, str) and name not in out and not pd.isna(order):
+            colour = r[2] if len(r) > 2 and isinstance(r[2], str) else ""
+            out[name] = Look(int(order), colour)
+    return Looks(out)
 
 
-def sort_configs(df: pd.DataFrame) -> pd.DataFrame:
-    """Rows in reading order: underlay MTU, mode (native first), overlay MTU, placement, test, streams, pair."""
+def plain_looks(looks: Looks) -> Looks:
+    """`looks` and, for each arm (MODE@LABEL) they describe, its plain mode's look (the
+    first arm's): what rows of plain modes made from arms (arm_pairs) sort by."""
+    return looks.merged(Looks({split_arm(n)[0]: k for n, k in looks.items() if split_arm(n)[1] is not None}))
+
+
+def sort_configs(df: pd.DataFrame, looks: Looks | None = None) -> pd.DataFrame:
+    """Rows in reading order: underlay MTU, mode (by `looks`, default the rows' own:
+    looks_of), overlay MTU, placement, test, streams, pair."""
     if df.empty:
         return df
+    looks = looks_of(df) if looks is None else looks
 
     def keyfunc(col: pd.Series) -> pd.Series:
         if col.name == "mode":
-            return col.map(mode_rank)
+            return col.map(looks.rank)
         if col.name == "placement":
             return col.map(placement_rank)
         if col.name in ("underlay_mtu", "overlay_mtu", "streams", "repeat"):
@@ -159,7 +179,7 @@ def summarize(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.Data
     out = g.agg(n=("value", "count"), median=("value", "median"), min=("value", "min"),
                 max=("value", "max"), unit=("unit", "first"), datapath=("datapath", join_unique))
     out = out.reset_index()
-    return sort_configs(out)[cols].reset_index(drop=True)
+    return sort_configs(out, looks_of(df))[cols].reset_index(drop=True)
 
 
 def _native_lookup(table: dict, u: Any, p: Any, t: Any, s: Any, metric: Any, *rest: Any) -> Any:
@@ -234,7 +254,7 @@ def repeat_ratios(df: pd.DataFrame, metrics: Sequence[str] | None = None,
     if zero:
         log.info("%d repeat(s) whose native value is 0 left out of the ratios", zero)
     per = per[per["ratio"].notna()]
-    return sort_configs(per)[cols].reset_index(drop=True)
+    return sort_configs(per, looks_of(df))[cols].reset_index(drop=True)
 
 
 def ratio_to_native(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> pd.DataFrame:
@@ -249,7 +269,7 @@ def ratio_to_native(df: pd.DataFrame, metrics: Sequence[str] | None = None) -> p
     g = r.groupby(CONFIG_KEY + ["metric"], dropna=False, sort=False)
     out = g.agg(n=("ratio", "count"), ratio=("ratio", "median"), ratio_min=("ratio", "min"),
                 ratio_max=("ratio", "max")).reset_index()
-    return sort_configs(out)[cols].reset_index(drop=True)
+    return sort_configs(out, looks_of(df))[cols].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- A/B arms
@@ -295,7 +315,7 @@ def arm_pairs(df: pd.DataFrame, base: str, head: str, metrics: Sequence[str] | N
         lr = np.log(h / b)
     big = math.log(ZERO_CHANGE)
     wide["log_ratio"] = np.where((h == 0) & (b == 0), 0.0, np.where(h == 0, -big, np.where(b == 0, big, lr)))
-    return sort_configs(wide)[cols].reset_index(drop=True)
+    return sort_configs(wide, plain_looks(looks_of(df)))[cols].reset_index(drop=True)
 
 
 # --------------------------------------------------------------------------- CPU cost
@@ -336,7 +356,7 @@ def cpu_per_gbit(df: pd.DataFrame, tests: Sequence[str] | None = None) -> pd.Dat
     wide["gbps"] = wide["throughput_bps"] / 1e9
     wide[out_col] = cpu_s / wide["gbps"].where(wide["gbps"] > 0)
     wide = wide[wide[out_col].notna()]
-    return sort_configs(wide)[cols].reset_index(drop=True)
+    return sort_configs(wide, looks_of(df))[cols].reset_index(drop=True)
 
 
 def _run_number(df: pd.DataFrame, col: str) -> float | None:
@@ -381,7 +401,7 @@ def compare_runs(a: pd.DataFrame, b: pd.DataFrame,
                          median_b=mb, delta_pct=delta, p=mw.p, significant=sig, better=better))
     if not rows:
         return pd.DataFrame(columns=cols)
-    out = sort_configs(pd.DataFrame(rows))[cols].reset_index(drop=True)
+    out = sort_configs(pd.DataFrame(rows), looks_of(a).merged(looks_of(b)))[cols].reset_index(drop=True)
     out["better"] = pd.Series([None if v is None else bool(v) for v in out["better"]], dtype=object,
                               index=out.index)
     return out

@@ -36,6 +36,7 @@ from harness.analysis.stats import (
     higher_is_better,
     join_unique,
     key_value,
+    looks_of,
     sort_configs,
     summarize,
     truthy,
@@ -43,6 +44,7 @@ from harness.analysis.stats import (
 )
 from harness.analysis.native import distinct_from_native, native_repeats, repeat_values, with_verdict
 from harness.core import metrics
+from harness.core.looks import Looks
 from harness.core.metrics import CPU_PER_GBIT
 from harness.tools import TOOLS
 from harness.tools.base import PER_STREAM_METRIC
@@ -317,9 +319,11 @@ def _fill(row: dict, col: Column, src: dict | None, sources: dict) -> None:
                 row[field] = part["median"]
 
 
-def summary_table(df: pd.DataFrame) -> pd.DataFrame:
+def summary_table(df: pd.DataFrame, looks: Looks | None = None) -> pd.DataFrame:
     """The seed's table as a DataFrame, one row per (underlay MTU, mode, overlay MTU,
-    placement, streams of the TCP throughput test). See COLUMNS and the module doc.
+    placement, streams of the TCP throughput test). See COLUMNS and the module doc. Rows
+    in table order, modes as `looks` place them (default: the run's own, as results.load
+    put them in `df`: stats.looks_of).
 
     Latency, UDP, ping, packet-rate and CPU columns come from their own tests; they are
     matched on (underlay MTU, mode, overlay MTU, placement) and, where several stream counts
@@ -362,7 +366,7 @@ def summary_table(df: pd.DataFrame) -> pd.DataFrame:
     for c in SUMMARY_COLUMNS:
         if c not in _NOT_FLOAT:
             out[c] = pd.to_numeric(out[c], errors="coerce").astype(float)
-    return sort_configs(out).reset_index(drop=True)
+    return sort_configs(out, looks_of(df) if looks is None else looks).reset_index(drop=True)
 
 
 def missing_columns(summary: pd.DataFrame) -> list[str]:

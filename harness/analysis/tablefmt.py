@@ -282,7 +282,7 @@ def _judged_text(rows: list[dict[str, Any]], col: Column, fmt: Callable[[float],
         return None
     distinct = [v for v, d in cells if d is not False]
     if not distinct:
-        return f"{ND_MARK} (not distinguishable from native)"
+        return f"{ND_MARK} (ranges overlap)"
     some = " (some ≈)" if len(distinct) < len(cells) else ""
     return f"{_span(distinct, fmt)}{unit}{some}"
 
@@ -299,7 +299,7 @@ def mode_answers(summary: pd.DataFrame) -> list[str]:
     for mode in modes:
         parts = []
         for what, col, fmt, unit in (("TCP throughput", by["bw_pct"], lambda v: f"{v:.0f}", " % of native"),
-                                     ("TCP latency", by["lat_pct"], lambda v: f"{v / 100:.1f}", "× native's")):
+                                     ("TCP latency", by["lat_pct"], lambda v: fmt_num(v / 100, 2), "× native's")):
             per = []
             for u in mtus:
                 text = _judged_text([r for r in rows if r["mode"] == mode and key_value(r["underlay_mtu"]) == u],

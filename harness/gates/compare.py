@@ -131,9 +131,11 @@ def _planned(meta: dict[str, Any], tol: dict[str, float]) -> list[tuple]:
 
 
 def _gated(df: pd.DataFrame, tol: dict[str, float]) -> list[tuple]:
-    """The configs (plain mode) judged, in table order, with their headline metric last."""
+    """The configs (plain mode) judged, in table order (the run's looks, results.load's), with
+    their headline metric last."""
     configs = _arm_configs(df, HEAD) | _arm_configs(df, BASE)
-    order = (lambda c: (c[1], stats.mode_rank(c[0]), c[2], placement_rank(c[3]), c[4], c[5], str(c[6] or "")))
+    looks = stats.plain_looks(stats.looks_of(df))
+    order = (lambda c: (c[1], looks.rank(c[0]), c[2], placement_rank(c[3]), c[4], c[5], str(c[6] or "")))
     return [(*cfg, HEADLINE.get(cfg[4])) for cfg in sorted(configs, key=order) if HEADLINE.get(cfg[4]) in tol]
 
 

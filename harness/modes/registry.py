@@ -20,8 +20,8 @@ import inspect
 import pkgutil
 from typing import Iterable, Iterator
 
-from harness.core import looks
 from harness.core.errors import HarnessError
+from harness.core.looks import Look, Looks
 from harness.modes.base import Mode
 from harness.modes.commands import CommandMode
 
@@ -58,7 +58,6 @@ class Registry:
                                + ("a built-in mode" if builtin else f"the mode of {_origin(have)}"))
         ordered = sorted([*self._by_name.values(), mode], key=lambda m: (m.order, m.name))
         self._by_name = {m.name: m for m in ordered}
-        looks.note(name, mode.order, mode.colour)
         return mode
 
     def extended(self, modes: Iterable[Mode]) -> "Registry":
@@ -86,6 +85,10 @@ class Registry:
 
     def values(self) -> list[Mode]:
         return list(self._by_name.values())
+
+    def looks(self) -> Looks:
+        """How its modes look in tables and plots (what a run records in run.json's `modes`)."""
+        return Looks({m.name: Look(int(m.order), m.colour or "") for m in self._by_name.values()})
 
     def needing(self, feature: str) -> list[str]:
         """The modes that need a kernel feature, in table order."""

@@ -13,6 +13,7 @@ import pandas as pd
 
 from harness.analysis import stats
 from harness.core.placements import rank as placement_rank
+from harness.results import run_looks
 
 # run.json keys shown first, with their labels; everything else follows under label(key).
 KNOWN_FACTS = [
@@ -146,7 +147,8 @@ def duration(meta: dict[str, Any]) -> str | None:
 
 
 def derived(df: pd.DataFrame, meta: dict[str, Any]) -> list[tuple[str, str]]:
-    """Facts read off the measurements themselves."""
+    """Facts read off the measurements themselves (its modes in the run's order: run.json's looks)."""
+    looks = run_looks(meta)
     out = []
     d = duration(meta)
     if d:
@@ -158,7 +160,7 @@ def derived(df: pd.DataFrame, meta: dict[str, Any]) -> list[tuple[str, str]]:
         if col not in df.columns:
             return []
         vals = {stats.key_value(v) for v in df[col] if stats.key_value(v) is not None}
-        return sorted(vals, key=lambda v: (stats.mode_rank(v) if col == "mode"
+        return sorted(vals, key=lambda v: (looks.rank(v) if col == "mode"
                                            else placement_rank(v) if col == "placement" else (0, v)))
 
     mtus = uniq("underlay_mtu")

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import fleet, stats
+from harness.core.looks import Looks
 from harness.core.placements import NAMES as PLACEMENTS
-from harness.report.plots import one_stream_count
+from harness.report.plots import _looks, one_stream_count
 from harness.report.style import INK, MUTED, Plot, figure, styled, to_uri
 
 PANELS = [("tcp_gbps", "TCP throughput (Gbit/s)", "viridis", True),
@@ -25,14 +26,14 @@ PANELS = [("tcp_gbps", "TCP throughput (Gbit/s)", "viridis", True),
 MAX_MODES = 6
 
 
-def _rows_of(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
+def _rows_of(summary: pd.DataFrame, looks: Looks) -> dict[str, pd.DataFrame]:
     """Per mode, in table order: its rows at the first underlay MTU in its preferred placement."""
     d = one_stream_count(summary[summary["pair"].notna()])
     if d.empty:
         return {}
-    d = d[d["underlay_mtu"] == stats.sort_configs(d)["underlay_mtu"].iloc[0]]
+    d = d[d["underlay_mtu"] == stats.sort_configs(d, looks)["underlay_mtu"].iloc[0]]
     out = {}
-    for mode in sorted(set(d["mode"]), key=stats.mode_rank)[:MAX_MODES]:
+    for mode in sorted(set(d["mode"]), key=looks.rank)[:MAX_MODES]:
         m = d[d["mode"] == mode]
         place = next(p for p in reversed(PLACEMENTS) if p in set(m["placement"])) if \
             set(m["placement"]) & set(PLACEMENTS) else m["placement"].iloc[0]
@@ -42,10 +43,10 @@ def _rows_of(summary: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 
 @styled
-def pair_heatmaps(summary: pd.DataFrame) -> Plot | None:
+def pair_heatmaps(summary: pd.DataFrame, looks: Looks | None = None) -> Plot | None:
     if summary.empty or not stats.has_pairs(summary):
         return None
-    per_mode = _rows_of(summary)
+    per_mode = _rows_of(summary, _looks(summary, looks))
     hosts = fleet.hosts_of(summary["pair"].dropna())
     panels = [p for p in PANELS if p[0] in summary and any(rows[p[0]].notna().any() for rows in per_mode.values())]
     if not per_mode or not panels or len(hosts) < 2:
@@ -88,8 +89,8 @@ def pair_heatmaps(summary: pd.DataFrame) -> Plot | None:
                 "pair in the same repeats.", alt="heatmaps of host pairs per mode")
 
 
-def figures(summary: pd.DataFrame, df: pd.DataFrame) -> list[Plot]:
-    p = pair_heatmaps(summary)
+def figures(summary: pd.DataFrame, df: pd.DataFrame, looks: Looks | None = None) -> list[Plot]:
+    p = pair_heatmaps(summary, _looks(df, looks))
     return [p] if p is not None else []
 
 

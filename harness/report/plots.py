@@ -15,19 +15,20 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import stats, summary as summ, tablefmt
+from harness.core.looks import Looks
 from harness.core.placements import REFERENCE, rank as placement_rank
 from harness.report.style import HATCHES, INK, MUTED, Plot, figure, mode_color, styled, to_uri
 
 
-def _series(summary: pd.DataFrame) -> list[tuple]:
+def _series(summary: pd.DataFrame, looks: Looks) -> list[tuple]:
     """Distinct bar series: (mode, variant index) in mode order. A mode with several overlay
     MTUs or stream counts at one underlay MTU and placement gets one series per variant."""
     out: dict[tuple, None] = {}
     for _, g in summary.groupby(["underlay_mtu", "placement", "mode"], dropna=False, sort=False):
-        g = stats.sort_configs(g)
+        g = stats.sort_configs(g, looks)
         for i in range(len(g)):
             out[(g["mode"].iloc[0], i)] = None
-    return sorted(out, key=lambda s: (stats.mode_rank(s[0]), s[1]))
+    return sorted(out, key=lambda s: (looks.rank(s[0]), s[1]))
 
 
 def _variant_label(row: dict) -> str:
@@ -37,7 +38,7 @@ def _variant_label(row: dict) -> str:
 
 
 def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabel: str, title: str, caption: str,
-                  value_fmt=lambda v: tablefmt.fmt_num(v, 3)) -> Plot | None:
+                  looks: Looks, value_fmt=lambda v: tablefmt.fmt_num(v, 3)) -> Plot | None:
     """Bars per mode grouped by underlay MTU, one panel per placement. `col` is one summary
     column, or a list of (column, y label) drawn as one row of panels each (rows without
     data are left out; None when no row has any)."""
@@ -47,7 +48,7 @@ def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabe
         return None
     d_all = summary[summary[[c for c, _ in specs]].notna().any(axis=1)]
     placements = sorted(d_all["placement"].dropna().unique(), key=placement_rank)
-    series = _series(d_all)
+    series = _series(d_all, looks)
     mtus = sorted(d_all["underlay_mtu"].dropna().unique())
     nbar = len(series)
     width = min(0.8 / max(nbar, 1), 0.22)
@@ -61,18 +62,18 @@ def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabe
         for ax, place in zip(axes, placements):
             dp = d[d["placement"] == place]
             for gi, mtu in enumerate(mtus):
-                dm = stats.sort_configs(dp[dp["underlay_mtu"] == mtu])
+                dm = stats.sort_configs(dp[dp["underlay_mtu"] == mtu], looks)
                 if dm.empty:
                     continue
                 if not (dm["mode"] == stats.NATIVE).any():
-                    _native_line(ax, d, mtu, col, gi, nbar * width)
+                    _native_line(ax, d, mtu, col, gi, nbar * width, looks)
                 variants: dict[str, int] = {}
                 for r in dm.to_dict("records"):
                     vi = variants.get(r["mode"], 0)
                     variants[r["mode"]] = vi + 1
                     si = series.index((r["mode"], vi)) if (r["mode"], vi) in series else 0
                     x = gi + (si - (nbar - 1) / 2) * width
-                    bar = _bar(ax, r, col, x, width, vi, value_fmt, rotate=nbar > 4)
+                    bar = _bar(ax, r, col, x, width, vi, value_fmt, looks, rotate=nbar > 4)
                     handles.setdefault(r["mode"] if vi == 0 else _variant_label(r), bar)
             if dp.empty:
                 ax.text(0.5, 0.5, "not measured", transform=ax.transAxes, ha="center", va="center",
@@ -88,14 +89,15 @@ def _grouped_bars(summary: pd.DataFrame, col: str | list[tuple[str, str]], ylabe
     return Plot(title, to_uri(fig), caption, alt=title)
 
 
-def _bar(ax: Any, r: dict, col: str, x: float, width: float, vi: int, value_fmt, rotate: bool) -> Any:
+def _bar(ax: Any, r: dict, col: str, x: float, width: float, vi: int, value_fmt, looks: Looks,
+         rotate: bool) -> Any:
     """One mode's bar (its `vi`-th variant hatched), min–max error bars, the value on top."""
     lo = r.get(f"{col}_min", math.nan)
     hi = r.get(f"{col}_max", math.nan)
     err = None
     if lo is not None and hi is not None and lo == lo and hi == hi:
         err = [[max(0.0, r[col] - lo)], [max(0.0, hi - r[col])]]
-    bar = ax.bar(x, r[col], width * 0.92, color=mode_color(r["mode"]),
+    bar = ax.bar(x, r[col], width * 0.92, color=mode_color(r["mode"], looks),
                  hatch=HATCHES[vi % len(HATCHES)], edgecolor="white", linewidth=0.6,
                  yerr=err, error_kw=dict(ecolor=INK, elinewidth=0.9, capsize=2.5, capthick=0.9),
                  label=r["mode"])
@@ -105,19 +107,19 @@ def _bar(ax: Any, r: dict, col: str, x: float, width: float, vi: int, value_fmt,
     return bar
 
 
-def _native_line(ax: Any, d: pd.DataFrame, mtu: Any, col: str, x: float, span: float) -> None:
+def _native_line(ax: Any, d: pd.DataFrame, mtu: Any, col: str, x: float, span: float, looks: Looks) -> None:
     """Native host-host as a dashed reference across a group that has no native bar."""
     ref = d[(d["mode"] == stats.NATIVE) & (d["underlay_mtu"] == mtu) & (d["placement"] == REFERENCE)]
     if ref.empty:
         return
     v = float(ref[col].iloc[0])
-    ax.hlines(v, x - span / 2, x + span / 2, colors=mode_color(stats.NATIVE), linestyles=(0, (4, 3)), lw=1.1)
+    ax.hlines(v, x - span / 2, x + span / 2, colors=mode_color(stats.NATIVE, looks), linestyles=(0, (4, 3)), lw=1.1)
     ax.annotate("native", (x + span / 2, v), xytext=(2, 0), textcoords="offset points", ha="left",
-                va="center", fontsize=7, color=mode_color(stats.NATIVE))
+                va="center", fontsize=7, color=mode_color(stats.NATIVE, looks))
 
 
 @styled
-def throughput_bars(summary: pd.DataFrame) -> Plot | None:
+def throughput_bars(summary: pd.DataFrame, looks: Looks | None = None) -> Plot | None:
     """TCP throughput per mode, grouped by underlay MTU, one panel per placement; UDP
     throughput (iperf3.udp, else qperf.udp_bw) as a second row where the run measured it."""
     specs = [("tcp_gbps", "TCP throughput (Gbit/s)"), ("udp_gbps", "UDP throughput (Gbit/s)")]
@@ -128,7 +130,8 @@ def throughput_bars(summary: pd.DataFrame) -> Plot | None:
                          + (" TCP: iperf3.tcp, else qperf.tcp_bw." if tcp else "")
                          + (" UDP: iperf3.udp (receiver goodput at the offered rate), else qperf.udp_bw."
                             if udp else "")
-                         + " Dashed: native host-host, where a placement has no native run.")
+                         + " Dashed: native host-host, where a placement has no native run.",
+                         _looks(summary, looks))
 
 
 _LATENCIES = [("tcp_lat_us", "TCP latency (µs)", "qperf tcp_lat"),
@@ -136,12 +139,17 @@ _LATENCIES = [("tcp_lat_us", "TCP latency (µs)", "qperf tcp_lat"),
               ("ping_avg_us", "ping avg RTT (µs)", "ping.flood avg RTT")]
 
 
+def _looks(frame: pd.DataFrame, looks: Looks | None) -> Looks:
+    """The looks a figure shows its modes by: those given, else the frame's own (stats.looks_of)."""
+    return stats.looks_of(frame) if looks is None else looks
+
+
 def _any(summary: pd.DataFrame, col: str) -> bool:
     return col in summary.columns and bool(summary[col].notna().any())
 
 
 @styled
-def latency_bars(summary: pd.DataFrame) -> Plot | None:
+def latency_bars(summary: pd.DataFrame, looks: Looks | None = None) -> Plot | None:
     """Latency per mode (lower is better): qperf tcp_lat, qperf udp_lat and ping.flood avg
     RTT, one row of panels each for those the run measured."""
     present = [x for x in _LATENCIES if _any(summary, x[0])]
@@ -153,15 +161,16 @@ def latency_bars(summary: pd.DataFrame) -> Plot | None:
                          ", ".join(src for _, _, src in present)
                          + ": median over repeats; error bars span min–max. Lower is better."
                          + (" qperf latencies are one-way (half the round trip), ping's the round trip."
-                            if len(present) > 1 and _any(summary, "ping_avg_us") else ""))
+                            if len(present) > 1 and _any(summary, "ping_avg_us") else ""),
+                         _looks(summary, looks))
 
 
 @styled
-def cpu_bars(summary: pd.DataFrame) -> Plot | None:
+def cpu_bars(summary: pd.DataFrame, looks: Looks | None = None) -> Plot | None:
     """CPU-seconds per gigabit of TCP throughput (lower is better)."""
     return _grouped_bars(summary, "cpu_s_per_gbit", "CPU-seconds per gigabit", "CPU cost per gigabit",
                          "CPU (total where recorded, else client + server) divided by the same repeat's "
-                         "TCP throughput; median and min–max over repeats. Lower is better.")
+                         "TCP throughput; median and min–max over repeats. Lower is better.", _looks(summary, looks))
 
 
 # % of native heatmap panels: (summary column, title, colour map), and those where higher is better.
@@ -231,12 +240,13 @@ HEATMAP_TITLE = "% of native by mode and MTU"
 
 
 @styled
-def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
+def pct_heatmap(summary: pd.DataFrame, looks: Looks | None = None) -> Plot | None:
     """Mode × (underlay MTU, placement) heatmap of each % of native the run has (HEAT_PANELS)."""
     panels = [(c, t, cmap) for c, t, cmap in HEAT_PANELS if _any(summary, c)]
     if not panels:
         return None
-    d = one_stream_count(stats.sort_configs(summary.copy()), keep=PER_STREAM_PCT)
+    looks = _looks(summary, looks)
+    d = one_stream_count(stats.sort_configs(summary.copy(), looks), keep=PER_STREAM_PCT)
     # One row per mode; a mode measured with several overlay MTUs (or stream counts) at one
     # underlay MTU and placement gets a row per variant.
     labels = []
@@ -246,7 +256,7 @@ def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
         labels.append(str(r["mode"]) if len(same) == 1 else _variant_label(r))
     d["_row"] = labels
     d["_col"] = [f"MTU {stats.key_value(r['underlay_mtu'])}\n{r['placement']}" for r in d.to_dict("records")]
-    rows = sorted(dict.fromkeys(d["_row"]), key=lambda x: (stats.mode_rank(x.split(" (")[0]), x))
+    rows = sorted(dict.fromkeys(d["_row"]), key=lambda x: (looks.rank(x.split(" (")[0]), x))
     cols = list(dict.fromkeys(d.sort_values(["underlay_mtu", "placement"], kind="stable",
                                             key=lambda c: c.map(placement_rank)
                                             if c.name == "placement" else c)["_col"]))
@@ -265,11 +275,12 @@ def pct_heatmap(summary: pd.DataFrame) -> Plot | None:
 
 
 @styled
-def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
+def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp", looks: Looks | None = None) -> Plot | None:
     """Per-interval throughput over time from iperf3 `intervals`, one panel per
     (underlay MTU, placement); each repeat is a line, coloured by mode."""
     if "intervals" not in df.columns:
         return None
+    looks = _looks(df, looks)
     d = stats.ok_rows(df)
     d = d[(d["test"] == test) & (d["metric"] == "throughput_bps")]
     d = d[d["intervals"].map(lambda v: isinstance(v, (list, tuple)) and len(v) > 0)]
@@ -283,7 +294,7 @@ def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
     # is drawn in every panel of its MTU as the reference (dashed where the placement differs).
     others = d[d["mode"] != stats.NATIVE]
     panels = stats.sort_configs((others if not others.empty else d)[["underlay_mtu", "placement"]]
-                                .drop_duplicates()).to_dict("records")
+                                .drop_duplicates(), looks).to_dict("records")
     panels = panels[:6]
     ncol = 2 if len(panels) > 1 else 1
     nrow = math.ceil(len(panels) / ncol)
@@ -294,10 +305,10 @@ def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
         dp = d[(d["underlay_mtu"] == p["underlay_mtu"]) & ((d["placement"] == p["placement"])
                                                              | ((d["mode"] == stats.NATIVE)
                                                                 & (d["placement"] == REFERENCE)))]
-        for r in stats.sort_configs(dp).to_dict("records"):
+        for r in stats.sort_configs(dp, looks).to_dict("records"):
             pts = np.asarray([(float(t), float(b)) for t, b in r["intervals"]])
             native = r["mode"] == stats.NATIVE
-            line, = ax.plot(pts[:, 0], pts[:, 1] / 1e9, color=mode_color(r["mode"]), lw=1.4,
+            line, = ax.plot(pts[:, 0], pts[:, 1] / 1e9, color=mode_color(r["mode"], looks), lw=1.4,
                             alpha=0.85, ls="--" if native and p["placement"] != r["placement"] else "-",
                             marker="o", ms=2.2)
             seen.setdefault(r["mode"], line)
@@ -308,7 +319,7 @@ def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
     for ax in axes[len(panels):]:
         ax.set_visible(False)
     fig.suptitle(f"{test} throughput over time", fontsize=12, fontweight="bold", color=INK, x=0.01, ha="left")
-    names = sorted(seen, key=stats.mode_rank)
+    names = sorted(seen, key=looks.rank)
     fig.legend([seen[n] for n in names], names, loc="outside lower center", ncol=min(len(names), 7), fontsize=8.5)
     return Plot(f"{test} throughput over time", to_uri(fig),
                 "Per-interval throughput as iperf3 reports it, one line per repeat; dashed: native host-host "
@@ -316,14 +327,15 @@ def interval_lines(df: pd.DataFrame, test: str = "iperf3.tcp") -> Plot | None:
 
 
 @styled
-def comparison_bars(cmp: pd.DataFrame, label_a: str, label_b: str) -> Plot | None:
+def comparison_bars(cmp: pd.DataFrame, label_a: str, label_b: str, looks: Looks | None = None) -> Plot | None:
     """Δ% of medians between two runs per config (throughput and latency panels)."""
     if cmp.empty:
         return None
     metrics = [m for m in ("throughput_bps", "latency_us") if (cmp["metric"] == m).any()]
     if not metrics:
         return None
-    parts = {m: stats.sort_configs(cmp[cmp["metric"] == m]) for m in metrics}
+    looks = _looks(cmp, looks)
+    parts = {m: stats.sort_configs(cmp[cmp["metric"] == m], looks) for m in metrics}
     n = max(len(p) for p in parts.values())
     fig = figure(12.5, 1.2 + 0.22 * n)
     axes = fig.subplots(1, len(metrics), squeeze=False)[0]
@@ -347,14 +359,17 @@ def comparison_bars(cmp: pd.DataFrame, label_a: str, label_b: str) -> Plot | Non
                 "grey: no significant change.", alt="comparison of medians")
 
 
-def all_plots(summary: pd.DataFrame, df: pd.DataFrame) -> tuple[list[Plot], list[str]]:
-    """Every per-run figure that has data, and a note for each that has none."""
+def all_plots(summary: pd.DataFrame, df: pd.DataFrame, looks: Looks | None = None) -> tuple[list[Plot], list[str]]:
+    """Every per-run figure that has data, and a note for each that has none; modes as `looks`
+    show them (default: the run's, as results.load put them in `df`)."""
+    looks = _looks(df, looks)
     plots, missing = [], []
     for fn, what in ((throughput_bars, "TCP throughput plot: no iperf3.tcp or qperf.tcp_bw results"),
                      (latency_bars, "Latency plot: no qperf.tcp_lat, qperf.udp_lat or ping.flood results"),
                      (pct_heatmap, "% of native heatmap: no native reference for any mode"),
                      (cpu_bars, "CPU per gigabit plot: no CPU samples alongside TCP throughput"),
-                     (lambda s: interval_lines(df), "throughput over time: no iperf3 per-interval data")):
-        p = fn(summary)
+                     (lambda s, looks: interval_lines(df, looks=looks),
+                      "throughput over time: no iperf3 per-interval data")):
+        p = fn(summary, looks)
         (plots.append(p) if p is not None else missing.append(what))
     return plots, missing

@@ -29,8 +29,9 @@ from harness.analysis import findings as fnd, stats, summary as summ, tablefmt
 from harness.analysis.fleet import lines as fleet_lines
 from harness.core import metrics
 from harness.core.errors import HarnessError
+from harness.core.looks import Looks
 from harness.report import breadth, facts, fleet, plots, style, under_load
-from harness.results import load, read_meta, resolve_run
+from harness.results import load, read_meta, resolve_run, run_looks
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class RunView:
     findings: list[list[dict[str, Any]]] = dataclasses.field(default_factory=list)   # sentences as parts
     heatmap: style.Plot | None = None
     sections: dict[str, Any] = dataclasses.field(default_factory=dict)   # builders' results by section
+    looks: Looks = dataclasses.field(default_factory=Looks)      # how its modes look: its run.json's
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,7 +131,8 @@ def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, st
     return cells
 
 
-def _tables(summary: pd.DataFrame, judged: dict[tuple, fnd.Judgement], index: int) -> list[dict[str, Any]]:
+def _tables(summary: pd.DataFrame, judged: dict[tuple, fnd.Judgement], index: int,
+            looks: Looks) -> list[dict[str, Any]]:
     if summary.empty:
         return []
     show_streams = tablefmt.streams_vary(summary)
@@ -139,7 +142,7 @@ def _tables(summary: pd.DataFrame, judged: dict[tuple, fnd.Judgement], index: in
         keys = [k for k, _ in columns]
         rows = []
         for r, c in zip(part.to_dict("records"), tablefmt.table_cells(part, marks=False)):
-            color = style.mode_color(r["mode"])
+            color = style.mode_color(r["mode"], looks)
             rows.append({"r": r, "c": c, "color": color, "tint": style.tint(color),
                          "cells": _row_cells(r, c, columns, judged, index)})
         rate = stats.join_unique(part["rate"])
@@ -171,7 +174,7 @@ def _cell(r: dict[str, Any], col: str, digits: int = 3, fmt: Any = None) -> dict
     return {"med": med, "range": rng}
 
 
-def _failures(df: pd.DataFrame) -> list[dict[str, Any]]:
+def _failures(df: pd.DataFrame, looks: Looks) -> list[dict[str, Any]]:
     f = stats.failures(df)
     if f.empty:
         return []
@@ -179,7 +182,7 @@ def _failures(df: pd.DataFrame) -> list[dict[str, Any]]:
     for r in f.to_dict("records"):
         k = tuple(stats.key_value(r[c]) for c in stats.CONFIG_KEY) + (r["error"],)
         e = out.setdefault(k, {**{c: stats.key_value(r[c]) for c in stats.CONFIG_KEY}, "datapath": r["datapath"],
-                               "error": r["error"], "repeats": [], "color": style.mode_color(str(r["mode"]))})
+                               "error": r["error"], "repeats": [], "color": style.mode_color(str(r["mode"]), looks)})
         e["repeats"].append(stats.key_value(r["repeat"]))
     for e in out.values():
         e["repeats"] = ", ".join(str(x) for x in sorted(e["repeats"], key=lambda x: (x is None, x or 0)))
@@ -195,6 +198,7 @@ def _sentences(found: list[fnd.Finding], index: int) -> list[list[dict[str, Any]
 def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
     path = resolve_run(run_dir)
     meta = read_meta(path)
+    looks = run_looks(meta)             # this run's, whatever other runs the process read
     df = load(path)
     summary = summ.summary_table(df)
     ok = stats.ok_rows(df)
@@ -214,23 +218,23 @@ def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
     if ok.empty:
         figs, plot_notes = [], (["No plots: nothing was measured successfully."] if not df.empty else [])
     else:
-        figs, plot_notes = plots.all_plots(summary, df)
+        figs, plot_notes = plots.all_plots(summary, df, looks)
         heatmap = next((p for p in figs if p.title == plots.HEATMAP_TITLE), None)
-        figs = [p for p in figs if p is not heatmap] + breadth.figures(summary, df) + fleet.figures(summary, df) \
-            + under_load.figures(summary, df)
+        figs = [p for p in figs if p is not heatmap] + breadth.figures(summary, df, looks) \
+            + fleet.figures(summary, df, looks) + under_load.figures(summary, df, looks)
     planned_columns, planned = facts.planned(meta)
     value_cols = [f for c in summ.COLUMNS for f in c.fields]
     has_numbers = not summary.empty and summary[value_cols].notna().any().any()
     judged = fnd.cell_judgements(summary, df) if has_numbers else {}
     view = RunView(path=path, run_id=str(meta.get("run_id") or path.name), meta=meta, df=df, summary=summary,
                    facts=facts.facts(meta), derived=facts.derived(df, meta),
-                   tables=_tables(summary, judged, index) if has_numbers else [], notes=notes,
-                   failures=_failures(df), plots=figs, plot_notes=plot_notes, n_rows=len(df), n_ok=len(ok),
+                   tables=_tables(summary, judged, index, looks) if has_numbers else [], notes=notes,
+                   failures=_failures(df, looks), plots=figs, plot_notes=plot_notes, n_rows=len(df), n_ok=len(ok),
                    pairs=fleet_lines(df, meta) if not ok.empty else [], index=index,
                    command=facts.command_line(meta.get("command")), planned=planned,
                    planned_columns=planned_columns,
-                   findings=_sentences(fnd.findings(summary, df, judged), index) if has_numbers else [],
-                   heatmap=heatmap)
+                   findings=_sentences(fnd.findings(summary, df, judged, looks), index) if has_numbers else [],
+                   heatmap=heatmap, looks=looks)
     for s in SECTIONS:
         if s.build is not None:
             view.sections[s.name] = s.build(view)
@@ -248,6 +252,7 @@ def _comparisons(runs: list[RunView]) -> list[dict[str, Any]]:
     out = []
     base = runs[0]
     for other in runs[1:]:
+        looks = base.looks.merged(other.looks)
         cmp = stats.compare_runs(base.df, other.df)
         rows = []
         for r in cmp.to_dict("records"):
@@ -259,8 +264,8 @@ def _comparisons(runs: list[RunView]) -> list[dict[str, Any]]:
                          "delta": "—" if not math.isfinite(r["delta_pct"]) else f"{r['delta_pct']:+.1f} %",
                          "p": "—" if r["p"] is None or not math.isfinite(r["p"]) else f"{r['p']:.3g}",
                          "n": f"{r['n_a']}/{r['n_b']}", "mark": mark,
-                         "color": style.mode_color(str(r["mode"]))})
-        fig = plots.comparison_bars(cmp, base.run_id, other.run_id) if rows else None
+                         "color": style.mode_color(str(r["mode"]), looks)})
+        fig = plots.comparison_bars(cmp, base.run_id, other.run_id, looks) if rows else None
         out.append({"a": base.run_id, "b": other.run_id, "rows": rows, "plot": fig,
                     "n_sig": sum(1 for r in rows if r["mark"]),
                     "n_worse": sum(1 for r in rows if r["mark"] == "worse")})
@@ -287,15 +292,20 @@ def render_html(run_dirs: Sequence[pathlib.Path | str]) -> str:
     return _env().get_template("report.html.j2").render(
         title=title, runs=runs, sections=SECTIONS, nd_title=ND_TITLE,
         comparisons=_comparisons(runs) if len(runs) > 1 else [],
-        mode_colors={m: style.mode_color(m) for m in _modes_shown(runs)},
+        mode_colors={m: style.mode_color(m, _looks(runs)) for m in _modes_shown(runs)},
         generated=_dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         version=_version())
+
+
+def _looks(runs: Sequence[RunView]) -> Looks:
+    """The runs' looks merged (the first run's word on a mode wins: it is the reference)."""
+    return runs[0].looks.merged(*(r.looks for r in runs[1:])) if runs else Looks()
 
 
 def _modes_shown(runs: Sequence[RunView]) -> list[str]:
     """The modes the runs measured, in table order: the legend's entries."""
     shown = {str(m) for r in runs if "mode" in r.df for m in r.df["mode"].dropna().unique()}
-    return sorted(shown, key=stats.mode_rank)
+    return sorted(shown, key=_looks(runs).rank)
 
 
 def _version() -> str:

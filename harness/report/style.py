@@ -12,11 +12,11 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_rgb
 from matplotlib.figure import Figure
 
-from harness.core import looks
+from harness.core.looks import Looks
 
 # Each mode's colour is its own (declared by the mode: Okabe–Ito and Tol, colour-blind
-# safe), the same in every plot and table; harness/core/looks.py derives one for a mode
-# nobody described.
+# safe), the same in every plot and table of a run: the run's looks (harness/core/looks.py,
+# passed in), which derive one for a mode nobody described.
 HATCHES = ["", "//", "..", "xx", "\\\\", "oo"]
 
 INK, MUTED, GRID = "#1f2328", "#656d76", "#e6e8eb"
@@ -42,7 +42,7 @@ RC = {
 DPI = 144
 
 
-def mode_color(mode: str) -> str:
+def mode_color(mode: str, looks: Looks) -> str:
     return looks.colour(mode)
 
 

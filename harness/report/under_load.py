@@ -16,7 +16,9 @@ import pandas as pd
 
 from harness.analysis import stats
 from harness.analysis.summary import LOAD_TESTS, SWEEP_TESTS
+from harness.core.looks import Looks
 from harness.report.breadth import _grid, _in_panel, _legend, _panels
+from harness.report.plots import _looks
 from harness.report.style import Plot, mode_color, styled, to_uri
 
 PERCENTILES = [("p50", "P50"), ("p90", "P90"), ("p99", "P99"), ("p999", "P99.9")]
@@ -33,9 +35,10 @@ def _log_axis(ax: Any, which: str = "y") -> None:
 
 
 @styled
-def latency_under_load(df: pd.DataFrame) -> Plot | None:
+def latency_under_load(df: pd.DataFrame, looks: Looks | None = None) -> Plot | None:
     """P50 … P99.9 of the probe per mode, idle (dashed) and beside the working load (solid),
     one panel per (underlay MTU, placement): the median over repeats of each percentile."""
+    looks = _looks(df, looks)
     metrics = [f"lat_{ph}_{p}_us" for ph, _ in PHASES for p, _ in PERCENTILES]
     s = stats.summarize(df, metrics)
     s = s[s["test"].isin(LOAD_TESTS)]
@@ -50,14 +53,14 @@ def latency_under_load(df: pd.DataFrame) -> Plot | None:
             by = dict(zip(g["metric"], g["median"]))
             for phase, ls in PHASES:
                 ys = [by.get(f"lat_{phase}_{q}_us", np.nan) for q, _ in PERCENTILES]
-                line, = ax.plot(x, ys, color=mode_color(mode), marker="o", ms=3, lw=1.5, ls=ls)
+                line, = ax.plot(x, ys, color=mode_color(mode, looks), marker="o", ms=3, lw=1.5, ls=ls)
                 if phase == "loaded":
                     seen.setdefault(f"{mode} (×{stats.key_value(streams)} each way)", line)
         _log_axis(ax)
         ax.set_xticks(x, [name for _, name in PERCENTILES])
         ax.set_ylabel("round trip (µs)")
         ax.set_title(f"MTU {stats.key_value(p['underlay_mtu'])} · {p['placement']}", fontsize=10)
-    _legend(fig, seen, "Latency idle and under load")
+    _legend(fig, seen, "Latency idle and under load", looks)
     return Plot("Latency idle and under load", to_uri(fig),
                 "iperf 2 bounceback: a 16 KiB request every millisecond answered at once, idle (dashed) and "
                 "beside N TCP streams each way on the same path (solid); each percentile's median over "
@@ -83,9 +86,10 @@ def sweep_points(df: pd.DataFrame, test: str) -> pd.DataFrame:
 
 
 @styled
-def sweep_lines(df: pd.DataFrame) -> Plot | None:
+def sweep_lines(df: pd.DataFrame, looks: Looks | None = None) -> Plot | None:
     """Received against sent load per mode on log axes, a panel per (sweep size, underlay MTU,
     placement), each mode's knee marked on its line."""
+    looks = _looks(df, looks)
     data = [(t, sweep_points(df, t.name)) for t in SWEEP_TESTS]
     panels = [(t, p, d) for t, d in data if not d.empty for p in _panels(d)][:6]
     if not panels:
@@ -95,14 +99,14 @@ def sweep_lines(df: pd.DataFrame) -> Plot | None:
     for ax, (t, p, d) in zip(axes, panels):
         for (mode, _overlay), g in _in_panel(d, p).groupby(["mode", "overlay_mtu"], sort=False):
             g = g.sort_values("step")
-            line, = ax.plot(g["sent_bps"] / 1e6, g["received_bps"] / 1e6, color=mode_color(mode),
+            line, = ax.plot(g["sent_bps"] / 1e6, g["received_bps"] / 1e6, color=mode_color(mode, looks),
                             marker="o", ms=3, lw=1.5)
             seen.setdefault(mode, line)
             knee = g["knee_bps"].iloc[0]
             if knee == knee and knee > 0:
                 at = g.iloc[(g["sent_bps"] - knee).abs().argmin()]
                 ax.plot([at["sent_bps"] / 1e6], [at["received_bps"] / 1e6], marker="*", ms=12,
-                        color=mode_color(mode), markeredgecolor="black", markeredgewidth=0.6, ls="none")
+                        color=mode_color(mode, looks), markeredgecolor="black", markeredgewidth=0.6, ls="none")
         lo = max(1e-3, float(np.nanmin(d["sent_bps"])) / 1e6 / 2)
         hi = float(np.nanmax(d["sent_bps"])) / 1e6 * 2
         ax.plot([lo, hi], [lo, hi], color="0.6", lw=0.8, ls=":")
@@ -111,7 +115,7 @@ def sweep_lines(df: pd.DataFrame) -> Plot | None:
         ax.set_xlabel("sent (Mbit/s)")
         ax.set_ylabel("received (Mbit/s)")
         ax.set_title(f"{t.payload} B · MTU {stats.key_value(p['underlay_mtu'])} · {p['placement']}", fontsize=10)
-    _legend(fig, seen, "UDP offered against received load")
+    _legend(fig, seen, "UDP offered against received load", looks)
     return Plot("UDP offered against received load", to_uri(fig),
                 "iperf3 UDP at stepped offered loads, one sender, one payload size per panel: what the "
                 "sender sent against what the receiver got, medians over repeats, log scales; the dotted "
@@ -120,8 +124,9 @@ def sweep_lines(df: pd.DataFrame) -> Plot | None:
                 alt="offered against received UDP load per mode with the knee marked")
 
 
-def figures(summary: pd.DataFrame, df: pd.DataFrame) -> list[Plot]:
+def figures(summary: pd.DataFrame, df: pd.DataFrame, looks: Looks | None = None) -> list[Plot]:
     """The figures of this module that the run has data for (`summary` unused: kept so the
-    report calls every figure module alike)."""
-    out = [latency_under_load(df), sweep_lines(df)]
+    report calls every figure module alike), modes as `looks` show them (default: the run's)."""
+    looks = _looks(df, looks)
+    out = [latency_under_load(df, looks), sweep_lines(df, looks)]
     return [p for p in out if p is not None]

@@ -161,6 +161,14 @@ def host_pairs(sc: scen.Scenario, tb) -> list[tuple[str, str]] | None:
     return None if chosen == [(names[0], names[1])] else chosen
 
 
+def _recorded_looks(sc: scen.Scenario) -> dict:
+    """run.json's `modes`: how the run's modes look, from the scenario's registry."""
+    for m in sc.modes:
+        sc.mode(m)                      # an unknown mode is the registry's error, named
+    recorded = sc.known.looks().recordable()
+    return {n: recorded[n] for n in sc.modes}
+
+
 def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, cases: list[scen.Case]) -> results.RunStore:
     local = LocalHost()
     try:
@@ -179,7 +187,8 @@ def _create_store(results_dir: str, run_id: str, sc: scen.Scenario, tb, cases: l
         "sleeve_source": sleeve_hash,
         "cases_planned": len(cases),
         # how each mode looks in tables and plots, so readers need none of the modes' code
-        "modes": {n: {"order": sc.mode(n).order, "colour": sc.mode(n).colour} for n in sc.modes},
+        # (the scenario's registry's looks, harness/core/looks.py)
+        "modes": _recorded_looks(sc),
         # every configuration the run will measure (mode, underlay and overlay MTU, placement,
         # test, streams, pair), in run order: what a judgement of a run stopped early counts
         "configs_planned": list(dict.fromkeys(c.config for c in cases)),

@@ -15,7 +15,6 @@ import sys
 import pytest
 
 from harness import modes
-from harness.analysis import stats
 from harness.modes.commands import CommandMode
 from harness.report import style
 from harness.testbeds import preflight
@@ -60,8 +59,9 @@ def test_every_bundled_mode_declares_what_the_report_and_preflight_read():
     orders = [m.order for m in bundled.values()]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
     assert len({m.colour for m in bundled.values()}) == len(bundled)
-    assert [style.mode_color(n) for n in bundled] == [m.colour for m in bundled.values()]
-    ranked = sorted(reversed(list(bundled)), key=stats.mode_rank)
+    looks = modes.standard().looks()
+    assert [style.mode_color(n, looks) for n in bundled] == [m.colour for m in bundled.values()]
+    ranked = sorted(reversed(list(bundled)), key=looks.rank)
     assert ranked == list(bundled)
 
 
@@ -120,8 +120,8 @@ def test_a_scenario_read_defines_its_modes_for_itself_alone(tmp_path):
 
 
 def test_reading_results_imports_no_mode():
-    """analysis, gates and report read a mode's place and colour from core/looks.py (filled
-    from run.json), never from the modes' code: importing them loads no mode module."""
+    """analysis, gates and report read a mode's place and colour from the run's looks
+    (core/looks.py, from run.json), never from the modes' code: importing them loads no mode module."""
     code = ("import sys, harness.analysis.summary, harness.analysis.tablefmt, harness.report.render, "
             "harness.gates.baseline, harness.gates.compare, harness.gates.trend, harness.export\n"
             "print(sorted(m for m in sys.modules if m.startswith('harness.modes') or m.startswith('harness.run')))")
