@@ -79,8 +79,9 @@ def test_every_metric_of_the_new_tests_is_in_the_table_and_each_test_has_a_headl
 
 
 def test_the_report_marks_the_sender_bound_cells(tmp_path):
+    from harness.core.looks import Looks
     from harness.report.render import _tables
-    tables = _tables(summary.summary_table(frame()), {}, 1)
+    tables = _tables(summary.summary_table(frame()), {}, 1, Looks())
     cells = {(row["r"]["mode"], c["key"]): c for t in tables for row in t["rows"] for c in row["cells"]}
     assert cells[("native", "udp_pps64")]["sb"] and cells[("native", "udp_pps64_pct")]["sb"]
     assert not cells[("sleeve", "udp_pps64")]["sb"] and not cells[("native", "ndr64")]["sb"]
