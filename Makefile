@@ -139,6 +139,7 @@ test: setup-test docs
 	.venv/bin/lint-imports --no-cache
 	@if [ -f overlay/sleeve/Makefile ]; then FLOOD_CASES=crypto $(MAKE) -s -C overlay/sleeve test asan netns && \
 	  $(MAKE) -s -C overlay/sleeve test BUILD=build/awslc AWSLC=$(AWSLC_DIR); fi
+	$(MAKE) -s -C overlay/blast test asan
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(MAKE) -s images && $(PY) -m pytest -q --durations=20 tests

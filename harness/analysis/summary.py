@@ -48,7 +48,9 @@ from harness.core.looks import Looks
 from harness.core.metrics import CPU_PER_GBIT
 from harness.tools import TOOLS
 from harness.tools.base import PER_STREAM_METRIC
+from harness.tools.blast import BlastPps
 from harness.tools.iperf3 import Iperf3Pps
+from harness.tools.ndr import BlastSearch
 from harness.tools.sweep import Iperf3Sweep
 
 TCP_LAT_TESTS = ("qperf.tcp_lat",)
@@ -58,6 +60,11 @@ PING_TESTS = ("ping.flood",)
 TAIL_TESTS = ("sockperf.pingpong", "sockperf.pingpong_tcp")     # UDP, TCP: a column each
 # The packet-rate tests (a fixed UDP payload each), smallest payload first.
 PPS_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, Iperf3Pps)), key=lambda t: t.payload))
+# blast's packet rates and rate searches (tools/blast.py, tools/ndr.py), smallest payload first
+BLAST_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastPps)), key=lambda t: t.payload))
+SEARCH_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastSearch)),
+                            key=lambda t: (t.payload, t.kind)))
+BOUND = "_sender_bound"               # a rate column's field + this: the share of repeats the sender set
 LOAD_TESTS = ("load.bounceback",)
 CRR_TESTS = ("iperf.crr",)
 PROBE_TESTS = ("irtt.udp",)
@@ -94,6 +101,7 @@ class Column:
     parts: tuple[tuple[str, str], ...] = ()
     shown_when_positive: bool = False  # shown only when some row is above 0 (ping loss)
     by_streams: bool = False          # matched on the row's stream count (per-stream figures)
+    hidden: bool = False              # data only (exports), never a column of the text table
 
     @property
     def fields(self) -> list[str]:
@@ -120,6 +128,21 @@ def valued(key: str, label: str, *, metric: str, **kw) -> Column:
     """A value column whose unit and scale are the metric table's: "TCP BW (Gbit/s)"."""
     m = metrics.of(metric)
     return Column(key, f"{label} ({m.unit})" if m.unit else label, metric=metric, scale=m.scale, **kw)
+
+
+def _rate_columns(t) -> tuple[Column, ...]:
+    """A blast test's rate (udp_ppsN, ndrN, pdrN), its % of native, and (hidden) the share of
+    its repeats whose sender set the rate, which marks the rate's cells (tablefmt's SENDER_MARK)."""
+    kind = t.kind if isinstance(t, BlastSearch) else "udp_pps"
+    key, metric = f"{kind}{t.payload}", "pps" if kind == "udp_pps" else f"{kind}_pps"
+    label = {"udp_pps": "UDP Mpps", "ndr": "NDR Mpps", "pdr": "PDR Mpps"}[kind]
+    field = f"{kind.replace('pps', 'mpps') if kind == 'udp_pps' else kind + '_mpps'}_{t.payload}"
+    what = f"{t.payload}-byte " + ("blast packet rate" if kind == "udp_pps" else kind.upper())
+    return (Column(key, f"{label} {t.payload} B", field=field, tests=(t.name,), metric=metric,
+                   scale=metrics.of(metric).scale, ranged=True, text_range=False, what=what),
+            Column(f"{key}_pct", f"{label.split()[0]} {t.payload} B %", kind="pct", field=f"{field}_pct", of=key),
+            Column(f"{key}_bound", f"{label.split()[0]} {t.payload} B sender-bound", field=field + BOUND,
+                   tests=(t.name,), metric="sender_bound", hidden=True))
 
 
 COLUMNS: list[Column] = [
@@ -165,6 +188,7 @@ COLUMNS: list[Column] = [
                what=f"{t.payload}-byte packet rate"),
         Column(f"pps{t.payload}_pct", f"pps {t.payload} B %", kind="pct", field=f"pps_{t.payload}_pct",
                of=f"pps{t.payload}"))),
+    *(c for t in BLAST_TESTS + SEARCH_TESTS for c in _rate_columns(t)),
     valued("load_p99", "Loaded P99", field="lat_loaded_p99_us", tests=LOAD_TESTS, metric="lat_loaded_p99_us",
            ranged=True, text_range=False, compact=True, what="P99 latency under load"),
     valued("added_p99", "Added P99", field="lat_added_p99_us", tests=LOAD_TESTS, metric="lat_added_p99_us",

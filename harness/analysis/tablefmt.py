@@ -16,6 +16,8 @@ import pandas as pd
 
 from harness.analysis.stats import has_pairs, join_unique, key_value
 from harness.analysis.summary import (
+    BOUND,
+    BY_KEY,
     COLUMNS,
     SUMMARY_COLUMNS,
     Column,
@@ -28,7 +30,7 @@ from harness.core import metrics
 from harness.core.errors import HarnessError
 from harness.results import FIELDS
 
-TABLE_HEADERS = [(c.key, c.title) for c in COLUMNS]
+TABLE_HEADERS = [(c.key, c.title) for c in COLUMNS if not c.hidden]
 # % of native columns: True where above 100 is better (throughput), False for latencies.
 PCT_CELLS = {c.key: pct_higher_is_better(c) for c in COLUMNS if c.kind == "pct"}
 TEXT_CELLS = {"mode", "datapath", "placement"}
@@ -115,6 +117,8 @@ def table_columns(summary: pd.DataFrame, show_streams: bool | None = None) -> li
             keep = bool(pd.to_numeric(summary["failed"], errors="coerce").fillna(0).astype(int).any())
         elif col.kind == "config":
             keep = True
+        elif col.hidden:
+            keep = False
         else:
             keep = _has_cell_data(summary, col)
         if keep:
@@ -146,9 +150,26 @@ ND_NOTE = (f"{ND_MARK}: not distinguishable from native in this run: the repeats
            "native's (or a side has a single repeat).")
 
 
+SENDER_MARK = "†"
+SENDER_NOTE = (f"{SENDER_MARK}: sender-bound: in some repeats the generator (blast), not the path, set "
+               "the rate (it fell short of the rate asked, or nothing was lost while it used a whole CPU); "
+               "a path's rate is then at least the figure, and a % of such a native figure at most the ratio.")
+
+
 def mark(r: dict[str, Any], col: Column) -> str:
-    """"≈ " before a judged cell whose repeats are not distinct from native's (analysis/native.py)."""
-    return f"{ND_MARK} " if col.judged and r.get(col.distinct_field) is False else ""
+    """"≈ " before a judged cell whose repeats are not distinct from native's (analysis/native.py);
+    "† " before a rate (and its % of native) that the sender set in some repeat."""
+    nd = f"{ND_MARK} " if col.judged and r.get(col.distinct_field) is False else ""
+    return sender_mark(r, col) + nd
+
+
+def sender_mark(r: dict[str, Any], col: Column) -> str:
+    rate = BY_KEY.get(col.of) if col.kind == "pct" else col
+    bound = r.get(f"{rate.field}{BOUND}") if rate is not None and rate.field else None
+    try:
+        return f"{SENDER_MARK} " if bound is not None and float(bound) > 0 else ""
+    except (TypeError, ValueError):
+        return ""
 
 
 def table_cells(summary: pd.DataFrame, all_ranges: bool = True, marks: bool = True) -> list[dict[str, str]]:
@@ -234,8 +255,11 @@ def format_table(df: pd.DataFrame) -> str:
     if answers:
         text += "\n\n" + "\n".join(answers)
     footer = table_notes(shown)
-    if any(mark(r, col) for r in summary.to_dict("records") for col in COLUMNS if col.judged):
+    records = summary.to_dict("records")
+    if any(ND_MARK in mark(r, col) for r in records for col in COLUMNS if col.judged):
         footer.append(ND_NOTE)
+    if any(sender_mark(r, col) for r in records for col in COLUMNS if col.key in shown):
+        footer.append(SENDER_NOTE)
     if "tcp" in shown and any(c["tcp"].endswith("*") for c in table_cells(summary)):
         footer.append("* TCP BW from qperf.tcp_bw: this config has no iperf3.tcp result.")
     if notes:

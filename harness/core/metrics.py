@@ -10,8 +10,9 @@ one way (half a round trip, as qperf and sockperf report it) or a whole round tr
 irtt, iperf 2's bounceback); `latency_us` is one-way from qperf and sockperf and a round trip
 from ping, so its trip is the test's (`trip`).
 
-Families with a phase or step prefix (`lat_idle_p99_us`, `step03_loss_pct`) are entries of
-their own where a surface shows them, and otherwise resolve to their base metric (`get`).
+Families with a phase, step or trial prefix (`lat_idle_p99_us`, `step03_loss_pct`,
+`trial02_sent_pps`) are entries of their own where a surface shows them, and otherwise
+resolve to their base metric (`get`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ _SWEEPS = ("iperf3.udp_sweep64", "iperf3.udp_sweep1400")
 EVERY_TEST = "*"                     # a metric the runner records around any test (its CPU meter)
 _SOCKPERF = ("sockperf.pingpong", "sockperf.pingpong_tcp")
 _ANY = (EVERY_TEST,)
+_BLAST = ("udp.pps64", "udp.pps1400")            # blast's packet rates (tools/blast.py)
+_NDR, _PDR = ("udp.ndr64",), ("udp.pdr64",)      # blast's rate searches (tools/ndr.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +51,9 @@ class Metric:
     # band. Under load (load.bounceback, iperf.crr, the UDP sweeps, irtt) each band sits at about
     # twice (on a log scale) the largest move of an A/A pair of runs; a knee moves a whole sweep
     # step at a time (×3.16 between the default steps); irtt is judged on its median, as its P99
-    # moved 86 % between A/A runs (BENCHMARKS.md, "Under load").
+    # moved 86 % between A/A runs (BENCHMARKS.md, "Under load"). The rate searches' NDR and PDR
+    # band (0.15) is a first guess, not yet measured on A/A runs: the packet rate's 10 % plus
+    # the search's precision (2 %) and a validation's step.
     band: float | None = None
     ab_band: float | None = None  # the A/B gate's (compare's) band where it differs from `band`
     trip: str | None = None       # latencies: ONE_WAY, ROUND_TRIP, or None when the test decides
@@ -98,10 +103,11 @@ def _table() -> list[Metric]:
         _m("stream_throughput_bps", "per-stream throughput", ("iperf3.tcp", "iperf3.udp"), True, **_BPS_G),
         _m("fairness_jain", "Jain's fairness index", ("iperf3.tcp", "iperf3.udp"), True, unit="", scale=1.0),
         _m("retransmits", "TCP retransmits", ("iperf3.tcp",), unit="", scale=1.0),
-        _m("pps", "packet rate", _PPS, True, unit="Mpps", scale=1e-6, band=0.10),
+        _m("pps", "packet rate", _PPS + _BLAST, True, unit="Mpps", scale=1e-6, band=0.10),
         _m("jitter_ms", "jitter", ("iperf3.udp",) + _PPS + _SWEEPS, unit="ms", scale=1.0, base_unit="seconds",
            base_scale=1e-3),
-        _m("loss_pct", "loss", ("iperf3.udp", "qperf.udp_bw", "ping.flood") + _PPS + _SWEEPS, **_PCT),
+        _m("loss_pct", "loss", ("iperf3.udp", "qperf.udp_bw", "ping.flood") + _PPS + _SWEEPS + _BLAST + _NDR
+           + _PDR, **_PCT),
         _m("latency_us", "latency", ("qperf.tcp_lat", "qperf.udp_lat", "ping.flood") + _SOCKPERF,
            band=0.15, **_US),
         _m("latency_min_us", "minimum latency", ("ping.flood",) + _SOCKPERF, **_US),
@@ -130,6 +136,22 @@ def _table() -> list[Metric]:
         _m("offered_bps", "offered load", _SWEEPS, True, **_BPS_M),
         _m("sent_bps", "sent load", _SWEEPS, True, **_BPS_M),
         _m("received_bps", "received load", _SWEEPS, True, **_BPS_M),
+        # blast: the sender's side of a packet rate, and the rate searches (trials as trialNN_…)
+        _m("sent_pps", "sent packet rate", _BLAST + _NDR + _PDR, True, unit="Mpps", scale=1e-6),
+        _m("offered_pps", "offered packet rate (0: the sender unpaced)", _NDR + _PDR, True, unit="Mpps",
+           scale=1e-6),
+        _m("socket_drops", "datagrams the receiving sockets dropped (SO_RXQ_OVFL)", _BLAST, unit="",
+           scale=1.0),
+        _m("sender_cpu_pct", "the sender's CPU (% of one CPU)", _BLAST, **_PCT),
+        _m("sender_bound", "the sender, not the path, set the rate (1/0)", _BLAST + _NDR + _PDR, unit="",
+           scale=1.0),
+        _m("ndr_pps", "non-drop rate (NDR)", _NDR, True, unit="Mpps", scale=1e-6, band=0.15),
+        _m("ndr_bps", "non-drop rate (NDR), UDP payload", _NDR, True, **_BPS_M),
+        _m("pdr_pps", "partial-drop rate (PDR)", _PDR, True, unit="Mpps", scale=1e-6, band=0.15),
+        _m("pdr_bps", "partial-drop rate (PDR), UDP payload", _PDR, True, **_BPS_M),
+        _m("trials", "trials of the rate search", _NDR + _PDR, unit="", scale=1.0),
+        _m("validated", "the search's last trial confirmed its rate (1/0)", _NDR + _PDR, True, unit="",
+           scale=1.0),
         # irtt: isochronous UDP round trips
         _m("rtt_us", "round trip", ("irtt.udp",), trip=ROUND_TRIP, **_US),
         _m("rtt_min_us", "minimum round trip", ("irtt.udp",), trip=ROUND_TRIP, **_US),
@@ -151,21 +173,22 @@ def _table() -> list[Metric]:
 
 
 METRICS: dict[str, Metric] = {m.name: m for m in _table()}
-_STEP = re.compile(r"^step\d+_(.+)$")
+_STEP = re.compile(r"^(step|trial)(\d+)_(.+)$")
 
 
 def known(name: str) -> bool:
-    """Whether the table has `name`, itself or as a step of a sweep."""
+    """Whether the table has `name`, itself or as a step of a sweep or a trial of a search."""
     return get(name) is not None
 
 
 def get(name: str) -> Metric | None:
-    """The table's entry for `name` (a sweep step's resolves to its base metric); None if unknown."""
+    """The table's entry for `name` (a sweep step's or search trial's resolves to its base
+    metric); None if unknown."""
     m = METRICS.get(name)
     if m is None and (step := _STEP.match(name)):
-        base = METRICS.get(step[1])
+        base = METRICS.get(step[3])
         if base is not None:
-            m = dataclasses.replace(base, name=name, title=f"{base.title}, step {name[4:6]}", band=None)
+            m = dataclasses.replace(base, name=name, title=f"{base.title}, {step[1]} {step[2]}", band=None)
     return m
 
 
@@ -203,7 +226,7 @@ def ab_bands() -> dict[str, float]:
 def trip(name: str, test: str | None) -> str | None:
     """ONE_WAY or ROUND_TRIP for a latency metric measured by `test`; None for any other metric."""
     m = get(name)
-    base = step[1] if (step := _STEP.match(name)) else name
+    base = step[3] if (step := _STEP.match(name)) else name
     if m is None or m.base_unit != "seconds" or base in ("jitter_ms", "ipdv_us"):
         return None
     if m.trip:

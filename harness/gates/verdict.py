@@ -24,7 +24,9 @@ from typing import Any, Protocol
 from harness.analysis.stats import CONFIG_KEY, key_value
 from harness.core import metrics
 from harness.tools import TOOLS
+from harness.tools.blast import BlastPps
 from harness.tools.iperf3 import Iperf3Pps
+from harness.tools.ndr import BlastSearch
 from harness.tools.sweep import Iperf3Sweep
 
 CASE_FIELDS = CONFIG_KEY + ["metric"]
@@ -48,7 +50,9 @@ HEADLINE = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "i
             "sockperf.pingpong_tcp": "latency_p99_us",
             **{t.name: "pps" for t in TOOLS.values() if isinstance(t, Iperf3Pps)},
             "load.bounceback": "lat_loaded_p99_us", "iperf.crr": "conn_per_s", "irtt.udp": "rtt_p50_us",
-            **{t.name: "knee_bps" for t in TOOLS.values() if isinstance(t, Iperf3Sweep)}}
+            **{t.name: "knee_bps" for t in TOOLS.values() if isinstance(t, Iperf3Sweep)},
+            **{t.name: "pps" for t in TOOLS.values() if isinstance(t, BlastPps)},
+            **{t.name: f"{t.kind}_pps" for t in TOOLS.values() if isinstance(t, BlastSearch)}}
 
 
 def headline_rows(frame: Any) -> Any:

@@ -110,7 +110,8 @@ def _row_cells(r: dict[str, Any], c: dict[str, str], columns: list[tuple[str, st
     rid = tuple(stats.key_value(r[k]) for k in fnd.ROW_ID)
     for key, title in columns:
         cell: dict[str, Any] = {"key": key, "cls": _CELL_CLASS.get(key, "num"), "text": c[key], "range": "",
-                                "meter": None, "meter_title": "", "pill": key == "failed", "id": "", "nd": False}
+                                "meter": None, "meter_title": "", "pill": key == "failed", "id": "", "nd": False,
+                                "sb": key in summ.BY_KEY and bool(tablefmt.sender_mark(r, summ.BY_KEY[key]))}
         if key in _MARKED:
             cell["id"] = cell_id(index, rid, key)
         if key in _VERDICT_FIELD:
@@ -152,7 +153,8 @@ def _tables(summary: pd.DataFrame, judged: dict[tuple, fnd.Judgement], index: in
                        "pct_titles": " and ".join([", ".join(pcts[:-1]), pcts[-1]] if len(pcts) > 1 else pcts),
                        "ping_rtt": "ping_rtt" in keys,
                        "qperf_marked": "tcp" in keys and any(row["c"]["tcp"].endswith("*") for row in rows),
-                       "nd_marked": any(cell["nd"] for row in rows for cell in row["cells"])})
+                       "nd_marked": any(cell["nd"] for row in rows for cell in row["cells"]),
+                       "sb_marked": any(cell["sb"] for row in rows for cell in row["cells"])})
     return tables
 
 

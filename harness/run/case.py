@@ -9,7 +9,8 @@ host never collide. The steps, for every set:
   2. start every client at once, each waited for within its own deadline (a hang is
      stopped at the tool's hard timeout); a tool that runs in phases (a probe idle, then
      under load; the steps of a sweep) runs phase after phase against its one server,
-     phase k of every case at once;
+     phase k of every case at once; an adaptive one (a rate search) names its next phase
+     from the outputs of all its phases so far;
   3. keep what each tool printed (raw/), note a data path daemon that died under the set
      (every case of the set fails with why), the deployment's counters;
   4. parse each case alone into its rows; a tool's failure is a failed row with its reason
@@ -109,8 +110,9 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
                 client, server = endpoints(tb, dp, case.placement, case.src, case.dst)
                 base, data = PORTS.get(tool.binary, (None, None))
                 spec = TestSpec(server_addr=server.addr, duration=sc.duration, streams=case.streams,
-                                overlay_mtu=dp.overlay_mtu, port=None if base is None else base + 2 * i,
-                                data_port=None if data is None else data + 2 * i, rates=sweep_rates(sc))
+                                overlay_mtu=dp.overlay_mtu, port=None if base is None else base + tool.port_stride * i,
+                                data_port=None if data is None else data + 2 * i, rates=sweep_rates(sc),
+                                search=(sc.search_pdr_loss_pct, sc.search_precision_pct))
                 phases = _phases(tool, spec)
                 argv = tool.server_argv(spec)
                 srv = server.host.start(argv) if argv else None
@@ -125,13 +127,14 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
                 save(store, f"{raw_name(cases[s.index])}.server", s.server.stop())
                 fail(s.index, why)
                 started.remove(s)
-        if len(cases) == 1 and started and len(started[0].phases) == 1:
+        if len(cases) == 1 and started and len(started[0].phases) == 1 and not started[0].tool.adaptive:
             meter = tb.meter
             begun = meter.begin(started[0].client.host, started[0].server_host)
             sleeve_a = daemon_seconds(tb, dp)
         t0 = time.monotonic()
         first_client = None
-        for k in range(max((len(s.phases) for s in started), default=0)):
+        k = 0
+        while any(k < len(s.phases) for s in started):
             # phase k of every case at once, each waited for within its own timeout
             going = []
             for s in started:
@@ -154,7 +157,13 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
                 except TimeoutError:
                     out = dataclasses.replace(proc.stop(), returncode=None)
                 s.outs.append((ph, out))
+                if s.tool.adaptive and rows[s.index] is None:   # its next phase from all so far
+                    nxt = s.tool.next_phase(s.spec, [PhaseOutput(p.name, o.stdout, o.stderr, o.returncode)
+                                                     for p, o in s.outs])
+                    if nxt is not None:
+                        s.phases.append(nxt)
             running.clear()
+            k += 1
         wall = time.monotonic() - t0
         cpu_samples: list[Sample] = []
         if meter is not None and first_client is not None:
@@ -199,7 +208,8 @@ def _parse(rec: Recorder, case: Case, dp: Datapath, s: _Started, srv_out: Comple
         out = s.outs[0][1]
         res = s.tool.parse(out.stdout, out.stderr, out.returncode)
     else:
-        res = s.tool.parse_phases([PhaseOutput(ph.name, o.stdout, o.stderr, o.returncode) for ph, o in s.outs])
+        outs = [PhaseOutput(ph.name, o.stdout, o.stderr, o.returncode) for ph, o in s.outs]
+        res = s.tool.parse_adaptive(s.spec, outs) if s.tool.adaptive else s.tool.parse_phases(outs)
     if not res.ok:
         reason = res.error or "tool failed"
         if srv_out is not None and srv_out.returncode not in (0, None, -15) and srv_out.stderr.strip():

@@ -7,6 +7,7 @@
     [underlay]  rate
     [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts, lab_cpus, host_cpus
     [sweep]     from, to, steps: the offered loads of the UDP sweeps (iperf3.udp_sweepN)
+    [search]    pdr_loss_pct, precision_pct: the rate searches' (udp.pdrN's loss; both's precision)
 
 Every key is checked before anything runs (the tables of harness/run/scenario_tables.py);
 an error names the file and the key. Modes defined by commands, in the scenario's own [modes.X]
@@ -32,7 +33,7 @@ from harness.modes import Mode, Registry, standard
 from harness.run import mode_tables
 from harness.run.scenario_tables import _KNOWN, TABLES, TESTS  # noqa: F401 (TABLES, TESTS: read as scenario.X)
 from harness.tools import TOOLS
-from harness.tools import sweep as sweep_mod
+from harness.tools import search as search_mod, sweep as sweep_mod
 from harness.tools.common import IPV4_UDP_HEADERS
 
 log = logging.getLogger(__name__)
@@ -79,6 +80,8 @@ class Scenario:
     sweep_from: str = sweep_mod.DEFAULT_FROM
     sweep_to: str = sweep_mod.DEFAULT_TO
     sweep_steps: int = sweep_mod.DEFAULT_STEPS
+    search_pdr_loss_pct: float = 100 * search_mod.DEFAULT_PDR_LOSS     # [search] (tools/search.py)
+    search_precision_pct: float = 100 * search_mod.DEFAULT_PRECISION
     source: str = "<defaults>"
     # the modes this scenario may name (None: the standard ones): made from the standard
     # modes, mode_defs and a caller's additions; never written out

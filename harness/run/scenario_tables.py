@@ -14,7 +14,7 @@ from harness.modes import Registry, standard
 from harness.testbeds import cpusets, registry
 from harness.testbeds.containers.base import KINDS
 from harness.tools import TOOLS
-from harness.tools import sweep as sweep_mod
+from harness.tools import search as search_mod, sweep as sweep_mod
 
 TESTS = tuple(TOOLS)            # the registries' names, as the schema's choices
 MAX_LAB_HOSTS = 8               # the lab's hosts share this machine's CPUs
@@ -35,6 +35,19 @@ def _rate(v: str) -> str:
     except HarnessError as e:
         raise ValueError(str(e)) from e
     return v
+
+
+def _search(key: str):
+    """A [search] percentage, checked as the search's Settings check it."""
+    def rule(v):
+        try:
+            search_mod.Settings(**{key: float(v) / 100})
+        except HarnessError as e:
+            lo, hi = ((0, 100 * search_mod.MAX_LOSS) if key == "loss" else (100 * search_mod.MIN_PRECISION, 100))
+            raise ValueError(f"{v:g} % is outside {lo:g}..{hi:g} %" if key == "loss" else
+                             f"{v:g} % is under {lo:g} % (or not under {hi:g} %)") from e
+        return float(v)
+    return rule
 
 
 def _overlay_mtus(v):
@@ -86,6 +99,10 @@ TABLES: dict[str, dict[str, schema.Field]] = {
         "from": F(str, _rate, "sweep_from"),
         "to": F(str, _rate, "sweep_to"),
         "steps": F(int, schema.int_range(sweep_mod.MIN_STEPS, sweep_mod.MAX_STEPS), "sweep_steps"),
+    },
+    "search": {
+        "pdr_loss_pct": F((int, float), _search("loss"), "search_pdr_loss_pct"),
+        "precision_pct": F((int, float), _search("precision"), "search_precision_pct"),
     },
 }
 

@@ -54,7 +54,8 @@ fi
 def needed_binaries(sc, base: list[str] = BASE_BINARIES, without: tuple[str, ...] = ()) -> list[str]:
     """The commands every host needs for `sc`: `base`, its tests' tools, its modes' binaries."""
     need = list(base)
-    for b in [tools.get(t).binary for t in sc.tests] + [b for m in sc.modes for b in sc.mode(m).binaries]:
+    tool_bins = [b for t in sc.tests for b in (tools.get(t).builds or (tools.get(t).binary,))]
+    for b in tool_bins + [b for m in sc.modes for b in sc.mode(m).binaries]:
         if b not in need and b not in without:
             need.append(b)
     return need
@@ -150,4 +151,8 @@ def host_problems(host: Host, name: str, sc, without: tuple[str, ...] = (), cpus
         problems.append(f"{name}: {', '.join(missing)} not found: {install_hint(missing)}")
     if not done.ok and not problems:
         problems.append(f"{name}: the checks did not run ({(done.stderr.strip() or 'no output')[-200:]})")
+    built_here = [t for t in sc.tests if tools.get(t).builds]
+    if built_here:      # blast: built on this machine and run by its path there, which the lab's hosts share
+        problems.append(f"{name}: {', '.join(built_here)} run blast, which only the lab (this machine's "
+                        f"namespaces) runs so far: leave these tests out on remote hosts")
     return problems

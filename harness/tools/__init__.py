@@ -1,13 +1,16 @@
 """The measurement tools by test name (TOOLS: iperf3.tcp, iperf3.udp, the iperf3 packet-rate tests,
-qperf's bandwidth and latency, sockperf's ping-pong, ping.flood)."""
+qperf's bandwidth and latency, sockperf's ping-pong, ping.flood;
+blast's packet rates udp.ppsN and rate searches udp.ndrN, udp.pdrN)."""
 
 from __future__ import annotations
 
 from harness.core.errors import HarnessError
 from harness.core.samples import Sample
 from harness.tools.base import TestSpec, Tool, ToolResult
+from harness.tools.blast import BlastPps
 from harness.tools.iperf2 import IperfCrr, LoadBounceback
 from harness.tools.irtt import IrttUdp
+from harness.tools.ndr import BlastSearch
 from harness.tools.iperf3 import Iperf3Pps, Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood
 from harness.tools.qperf import Qperf
@@ -36,6 +39,10 @@ TOOLS: dict[str, Tool] = {
         Iperf3Sweep(64),
         Iperf3Sweep(1400),
         IrttUdp(),
+        BlastPps(64),
+        BlastPps(1400),
+        BlastSearch("ndr", 64),
+        BlastSearch("pdr", 64),
     )
 }
 

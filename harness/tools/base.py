@@ -43,6 +43,8 @@ class TestSpec:
     # A stepped test's offered loads in bits/s, lowest first (the UDP sweeps); () is the
     # tool's own default steps.
     rates: tuple[float, ...] = ()
+    # A rate search's (PDR loss %, precision %) ([search]); () is the tool's own defaults.
+    search: tuple[float, float] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +84,11 @@ class Tool(abc.ABC):
     # poll while it runs, so no mode's latency includes, or is spared, waking a halted CPU
     latency: bool = False
     max_streams: int = 128    # the most streams a case of it may ask for
+    # Built from the project's source on this machine (blast) rather than installed: what the
+    # build needs on PATH, which preflight asks for instead of `binary`.
+    builds: tuple[str, ...] = ()
+    port_stride: int = 2      # ports apart the servers of a set's cases are (a server's ports)
+    adaptive: bool = False    # chooses its phases as it goes (next_phase)
 
     def server_argv(self, spec: TestSpec) -> list[str] | None:
         """The server command, run on the far endpoint before the client; None if none."""
@@ -103,6 +110,17 @@ class Tool(abc.ABC):
         """A case run in phases against one server (Phase), or None: one client command,
         `client_argv`, parsed by `parse`."""
         return None
+
+    def next_phase(self, spec: TestSpec, outputs: list[PhaseOutput]) -> Phase | None:
+        """An adaptive tool's next phase, chosen from what every phase so far printed (a search
+        whose next rate depends on the last trial's loss); None: no more. `phases` gives the
+        first ones; the runner asks after each phase."""
+        return None
+
+    def parse_adaptive(self, spec: TestSpec, outputs: list[PhaseOutput]) -> ToolResult:
+        """Pure: an adaptive tool's phases → the case's samples; `spec` as next_phase had it
+        (the choices it made depend on it)."""
+        return self.parse_phases(outputs)
 
     def parse_phases(self, outputs: list[PhaseOutput]) -> ToolResult:
         """Pure: every phase's output, in order, → the case's samples (a tool with phases

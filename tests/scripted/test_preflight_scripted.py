@@ -141,3 +141,12 @@ def test_a_host_without_sockperf_is_one_line_with_its_package():
     assert preflight.host_problems(h, "h1", sc("native", tests=("sockperf.pingpong", "iperf3.pps64"))) == [
         "h1: sockperf not found: apt-get install -y sockperf"]
     h.assert_all_used()
+
+
+def test_blast_tests_on_a_remote_host_are_one_line_saying_the_lab_only():
+    h = ScriptedHost("h0")
+    h.expect(lambda argv: argv[0] == "env" and "TOOLS=ip tc ss bridge ethtool ping sysctl nft make gcc" in argv)
+    assert preflight.host_problems(h, "h0", sc("native", tests=("udp.pps64", "udp.ndr64"))) == [
+        "h0: udp.pps64, udp.ndr64 run blast, which only the lab (this machine's namespaces) runs so far: "
+        "leave these tests out on remote hosts"]
+    h.assert_all_used()

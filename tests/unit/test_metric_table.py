@@ -51,6 +51,9 @@ SINGLE = {
     "sockperf_refused": ["sockperf.pingpong_tcp"],
     "iperf2_crr": ["iperf.crr"], "iperf2_crr_refused": ["iperf.crr"],
     "irtt_ok": ["irtt.udp"], "irtt_noserver": ["irtt.udp"], "irtt_killed": ["irtt.udp"],
+    "blast_pps64": ["udp.pps64"], "blast_paced": ["udp.pps64"], "blast_pps1400": ["udp.pps1400"],
+    "blast_killed": ["udp.pps64"], "blast_norecv": ["udp.pps64"], "blast_badsize": ["udp.pps64"],
+    "blast_toobig": ["udp.pps1400"],
 }
 PHASED = [
     ("load.bounceback", [("idle", "iperf2_bb_idle"), ("loaded", "iperf2_bb_congest")]),
@@ -60,10 +63,12 @@ PHASED = [
     *((t, [("step01", "iperf3_sweep64_100M"), ("step02", "iperf3_sweep1400_5G")])
       for t in ("iperf3.udp_sweep64", "iperf3.udp_sweep1400")),
     ("iperf3.udp_sweep64", [("step01", "iperf3_sweep64_100M"), ("step02", "iperf3_sweep_refused")]),
+    # a search whose unpaced trial lost nothing, then its validation (tests/data/capture_blast.sh)
+    *((t, [("trial01", "blast_pps64"), ("trial02", "blast_paced")]) for t in ("udp.ndr64", "udp.pdr64")),
 ]
 # The tool's captures that are not a whole result of one test: iperf3 3.1.3's UDP output (a
-# version check of its own, test_tools_iperf3.py).
-NOT_A_RESULT = {"iperf3_udp_3.1.3"}
+# version check of its own, test_tools_iperf3.py), blast's receiver lines (test_tools_blast.py).
+NOT_A_RESULT = {"iperf3_udp_3.1.3", "blast_recv", "blast_recv_idle"}     # blast's receiver: no test parses it
 # The MTU doctor's probes (tests/data/capture_mtu.sh): no run's metrics, read by tests/unit/test_tools_mtu.py
 MTU_PROBES = {"ping_df_ok", "ping_df_fragneeded", "ping_df_local", "ping_df_local_dev", "ping_df_blackhole", "nstat_frag"}
 
@@ -208,7 +213,7 @@ def test_gate_bands_are_the_table_s_and_unchanged():
     # the values the gate held before the table took them over
     assert metrics.bands() == {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25,
                                "lat_loaded_p99_us": 1.00, "conn_per_s": 0.40, "knee_bps": 0.50,
-                               "rtt_p50_us": 0.60}
+                               "rtt_p50_us": 0.60, "ndr_pps": 0.15, "pdr_pps": 0.15}
 
 
 def test_directions():

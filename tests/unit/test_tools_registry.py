@@ -10,7 +10,8 @@ from harness.tools.base import Tool
 
 NAMES = ["iperf3.tcp", "iperf3.udp", "iperf3.pps64", "iperf3.pps256", "iperf3.pps1400", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
          "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp", "ping.flood", "load.bounceback",
-         "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp"]
+         "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp", "udp.pps64", "udp.pps1400",
+         "udp.ndr64", "udp.pdr64"]
 
 
 def test_registry_holds_the_design_names():
@@ -18,7 +19,8 @@ def test_registry_holds_the_design_names():
     for name, tool in tools.TOOLS.items():
         assert isinstance(tool, Tool)
         assert tool.name == name
-        assert tool.binary == ("iperf" if name.startswith("load.") else name.split(".")[0])
+        assert tool.binary == ("iperf" if name.startswith("load.") else "blast" if name.startswith("udp.")
+                               else name.split(".")[0])
 
 
 def test_get_known_and_unknown():
