@@ -504,7 +504,10 @@ def test_a_test_whose_tool_the_image_lacks_is_refused_before_anything_is_made(ap
 def test_the_image_recipe_holds_every_tool_a_cluster_test_needs():
     from harness import tools
     from harness.testbeds.kubernetes import specs
-    assert {t.binary for t in tools.TOOLS.values()} <= specs.IMAGE_TOOLS
+    # a tool the project builds itself (blast) is not in the image yet: a cluster run refuses its tests
+    packaged = {t.binary for t in tools.TOOLS.values() if not t.builds}
+    assert packaged <= specs.IMAGE_TOOLS
+    assert not {t.binary for t in tools.TOOLS.values() if t.builds} & specs.IMAGE_TOOLS
     recipe = (pathlib.Path(__file__).resolve().parents[2] / "images" / "rootfs.packages").read_text().split()
     assert {"iperf3", "qperf", "sockperf", "iputils-ping", "iperf", "irtt"} <= set(recipe)
 
