@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import logging
 import os
 import pathlib
@@ -27,6 +26,7 @@ import tempfile
 
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.core.paths import PACKAGE, PROJECT
+from harness.core.sourcetree import SourceTree
 
 log = logging.getLogger(__name__)
 
@@ -36,23 +36,9 @@ BUILD_TIMEOUT = 120
 
 
 @dataclasses.dataclass(frozen=True)
-class Source:
+class Source(SourceTree):
     """blast's source tree: a directory with a Makefile and src/ (no hosts: the summary's
     columns reach this module through the tools, and analysis may not reach hosts)."""
-
-    path: pathlib.Path
-
-    def files(self) -> list[pathlib.Path]:
-        src = sorted(p for p in (self.path / "src").rglob("*") if p.is_file() and p.suffix in (".c", ".h"))
-        return [self.path / "Makefile", *src]
-
-    @functools.cached_property
-    def hash(self) -> str:
-        h = hashlib.sha256()
-        for f in self.files():
-            h.update(str(f.relative_to(self.path)).encode() + b"\0")
-            h.update(f.read_bytes() + b"\0")
-        return h.hexdigest()[:16]
 
     def copy_to(self, dest: str) -> None:
         for f in self.files():

@@ -20,8 +20,6 @@ names another such directory. Remote hosts build with their own OpenSSL.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import hashlib
 import io
 import logging
 import os
@@ -34,6 +32,7 @@ import tempfile
 
 from harness.core.errors import HarnessError, UnsupportedError
 from harness.core.paths import PACKAGE, PROJECT
+from harness.core.sourcetree import SourceTree
 from harness.hosts.base import Host
 
 log = logging.getLogger(__name__)
@@ -55,27 +54,14 @@ def _shipped_dir() -> pathlib.Path:
 
 
 @dataclasses.dataclass(frozen=True)
-class Source:
+class Source(SourceTree):
     """A sleeve source tree: a directory with a Makefile and src/."""
 
-    path: pathlib.Path
     label: str = "shipped"
 
     @classmethod
     def shipped(cls) -> "Source":
         return cls(_shipped_dir())
-
-    def files(self) -> list[pathlib.Path]:
-        src = sorted(p for p in (self.path / "src").rglob("*") if p.is_file() and p.suffix in (".c", ".h"))
-        return [self.path / "Makefile", *src]
-
-    @functools.cached_property
-    def hash(self) -> str:
-        h = hashlib.sha256()
-        for f in self.files():
-            h.update(str(f.relative_to(self.path)).encode() + b"\0")
-            h.update(f.read_bytes() + b"\0")
-        return h.hexdigest()[:16]
 
     def tarball(self) -> bytes:
         buf = io.BytesIO()
