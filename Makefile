@@ -142,7 +142,7 @@ test: setup-test docs
 	$(MAKE) -s -C overlay/blast test asan
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
-	$(MAKE) -s images && $(PY) -m pytest -q --durations=20 tests
+	$(MAKE) -s images && $(PY) -m pytest -q --durations=20 -m "not unsoaked" tests
 
 # Prove tests that depend on timing or measurement: TESTS (pytest arguments) run N times in
 # a row beside one CPU hog per CPU, with dockerd and the images up as for make test; prints
