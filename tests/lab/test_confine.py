@@ -195,6 +195,7 @@ def test_a_testbed_over_ssh_forwards_nothing_from_the_overlay_to_another_network
 # An orchestrator killed once its testbed is built: the tables stay on the hosts.
 KILLED = """
 import os, signal, sys
+from harness.bed import Options
 from harness.testbeds import registry as backends
 from harness.run import scenario as S
 sc = S.build({"matrix": {"modes": ["fastdp"]}, "testbed": {"backend": "ssh", "inventory": sys.argv[1]}})
