@@ -158,20 +158,30 @@ def _mtu(v) -> int | None:
 
 
 # ------------------------------------------------------------------ one recogniser per CNI
-def cilium(objects: dict) -> Fingerprint | None:
-    ds = _daemonset(objects, r"^cilium$") or _daemonset_by_image(objects, "/cilium:")
-    cm = _configmap(objects, "cilium-config")
+def _agent(objects: dict, cni: str, pattern: str, image: str, configmap: str,
+           dataplane: str) -> tuple[Fingerprint, dict | None] | None:
+    """A CNI known by its agent's DaemonSet (by name, else by image) and its ConfigMap: the
+    fingerprint begun from what was seen, and the ConfigMap (None: not read); None: neither."""
+    ds = _daemonset(objects, pattern) or _daemonset_by_image(objects, image)
+    cm = _configmap(objects, configmap)
     if ds is None and cm is None:
         return None
-    fp = Fingerprint("cilium", dataplane="ebpf")
+    fp = Fingerprint(cni, dataplane=dataplane)
     if ds is not None:
-        fp.version = _version_of(ds, "cilium")
+        fp.version = _version_of(ds, cni)
         fp.seen.append(f"daemonset {_ns(ds)}/{_name(ds)}")
+    fp.seen.append(f"configmap {_ns(cm)}/{configmap}" if cm is not None else f"configmap {configmap}: not read")
+    return fp, cm
+
+
+def cilium(objects: dict) -> Fingerprint | None:
+    found = _agent(objects, "cilium", r"^cilium$", "/cilium:", "cilium-config", "ebpf")
+    if found is None:
+        return None
+    fp, cm = found
     if cm is None:
-        fp.seen.append("configmap cilium-config: not read")
         return fp
     data = cm.get("data") or {}
-    fp.seen.append(f"configmap {_ns(cm)}/cilium-config")
     routing, proto = data.get("routing-mode", ""), data.get("tunnel-protocol", "")
     if not routing and data.get("tunnel"):           # before 1.14: tunnel: vxlan|geneve|disabled
         old = data["tunnel"]
@@ -262,18 +272,12 @@ FLANNEL_BACKENDS = {"vxlan": ("vxlan", "tunnel", "none"), "host-gw": ("none", "n
 
 
 def flannel(objects: dict) -> Fingerprint | None:
-    ds = _daemonset(objects, r"flannel") or _daemonset_by_image(objects, "flannel:")
-    cm = _configmap(objects, "kube-flannel-cfg")
-    if ds is None and cm is None:
+    found = _agent(objects, "flannel", r"flannel", "flannel:", "kube-flannel-cfg", "iptables")
+    if found is None:
         return None
-    fp = Fingerprint("flannel", dataplane="iptables")
-    if ds is not None:
-        fp.version = _version_of(ds, "flannel")
-        fp.seen.append(f"daemonset {_ns(ds)}/{_name(ds)}")
+    fp, cm = found
     if cm is None:
-        fp.seen.append("configmap kube-flannel-cfg: not read")
         return fp
-    fp.seen.append(f"configmap {_ns(cm)}/kube-flannel-cfg")
     data = cm.get("data") or {}
     try:
         net = json.loads(data.get("net-conf.json") or "{}")
