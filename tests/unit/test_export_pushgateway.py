@@ -10,7 +10,6 @@ machine binds ports at that rate.
 
 from __future__ import annotations
 
-import json
 import pathlib
 import shutil
 import socket
@@ -22,6 +21,7 @@ import urllib.request
 import pytest
 
 from harness.export import export
+from test_export_formats import copy_run
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "runs" / "quick"
 GATEWAY = shutil.which("prometheus-pushgateway")
@@ -75,17 +75,6 @@ def _push(gateway: str, run_id: str, body: str) -> None:
         assert r.status == 200
 
 
-def _copy_run(src: pathlib.Path, root: pathlib.Path, run_id: str) -> pathlib.Path:
-    """The run `src` again under another run id (run.json and every measurement line)."""
-    dst = root / run_id
-    dst.mkdir(parents=True)
-    meta = json.loads((src / "run.json").read_text())
-    (dst / "run.json").write_text(json.dumps({**meta, "run_id": run_id}))
-    lines = [json.loads(x) for x in (src / "measurements.jsonl").read_text().splitlines() if x.strip()]
-    (dst / "measurements.jsonl").write_text("".join(json.dumps({**x, "run_id": run_id}) + "\n" for x in lines))
-    return dst
-
-
 @pytest.mark.skipif(GATEWAY is None, reason="apt-get install -y prometheus-pushgateway")
 def test_the_prometheus_export_is_pushed_and_read_back_whole(gateway):
     body = export(DATA, "prometheus")
@@ -109,7 +98,7 @@ def test_two_runs_pushed_are_both_read_back_each_under_its_run(gateway, tmp_path
     hands both back whole."""
     other_id = "20261129T090000Z-0b0b"
     bodies = {"20261128T001508Z-855b": export(DATA, "prometheus"),
-              other_id: export(_copy_run(DATA, tmp_path, other_id), "prometheus")}
+              other_id: export(copy_run(DATA, tmp_path, other_id), "prometheus")}
     sent = {run_id: _samples(body, keep_run=True) for run_id, body in bodies.items()}
     assert all(dict(labels)["run"] == run_id for run_id, s in sent.items() for _, labels in s)
     assert set(sent[other_id]).isdisjoint(sent["20261128T001508Z-855b"])
