@@ -159,13 +159,14 @@ def _mtu(v) -> int | None:
 
 # ------------------------------------------------------------------ one recogniser per CNI
 def _agent(objects: dict, cni: str, pattern: str, image: str, configmap: str,
-           dataplane: str) -> tuple[Fingerprint, dict | None] | None:
+           dataplane: str) -> tuple[Fingerprint | None, dict | None]:
     """A CNI known by its agent's DaemonSet (by name, else by image) and its ConfigMap: the
-    fingerprint begun from what was seen, and the ConfigMap (None: not read); None: neither."""
+    fingerprint begun from what was seen, and the ConfigMap (None: not read); (None, None):
+    neither is there."""
     ds = _daemonset(objects, pattern) or _daemonset_by_image(objects, image)
     cm = _configmap(objects, configmap)
     if ds is None and cm is None:
-        return None
+        return None, None
     fp = Fingerprint(cni, dataplane=dataplane)
     if ds is not None:
         fp.version = _version_of(ds, cni)
@@ -175,11 +176,8 @@ def _agent(objects: dict, cni: str, pattern: str, image: str, configmap: str,
 
 
 def cilium(objects: dict) -> Fingerprint | None:
-    found = _agent(objects, "cilium", r"^cilium$", "/cilium:", "cilium-config", "ebpf")
-    if found is None:
-        return None
-    fp, cm = found
-    if cm is None:
+    fp, cm = _agent(objects, "cilium", r"^cilium$", "/cilium:", "cilium-config", "ebpf")
+    if cm is None:              # not there (None), or its ConfigMap not read
         return fp
     data = cm.get("data") or {}
     routing, proto = data.get("routing-mode", ""), data.get("tunnel-protocol", "")
@@ -272,11 +270,8 @@ FLANNEL_BACKENDS = {"vxlan": ("vxlan", "tunnel", "none"), "host-gw": ("none", "n
 
 
 def flannel(objects: dict) -> Fingerprint | None:
-    found = _agent(objects, "flannel", r"flannel", "flannel:", "kube-flannel-cfg", "iptables")
-    if found is None:
-        return None
-    fp, cm = found
-    if cm is None:
+    fp, cm = _agent(objects, "flannel", r"flannel", "flannel:", "kube-flannel-cfg", "iptables")
+    if cm is None:              # not there (None), or its ConfigMap not read
         return fp
     data = cm.get("data") or {}
     try:
