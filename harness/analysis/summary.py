@@ -65,7 +65,8 @@ BLAST_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastPps)
 SEARCH_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastSearch)),
                             key=lambda t: (t.payload, t.kind)))
 BOUND = "_sender_bound"               # a rate column's field + this: the share of repeats the sender set
-LOAD_TESTS = ("load.bounceback",)
+LOAD_TESTS = ("load.irtt",)            # latency under load: irtt's round trips, to the ns
+BOUNCEBACK_TESTS = ("load.bounceback",)  # iperf 2's bounceback: its percentiles are 100 µs bin edges
 CRR_TESTS = ("iperf.crr",)
 PROBE_TESTS = ("irtt.udp",)
 # The UDP sweeps (a payload size each), smallest first: a knee column each.
@@ -189,11 +190,18 @@ COLUMNS: list[Column] = [
         Column(f"pps{t.payload}_pct", f"pps {t.payload} B %", kind="pct", field=f"pps_{t.payload}_pct",
                of=f"pps{t.payload}"))),
     *(c for t in BLAST_TESTS + SEARCH_TESTS for c in _rate_columns(t)),
-    valued("load_p99", "Loaded P99", field="lat_loaded_p99_us", tests=LOAD_TESTS, metric="lat_loaded_p99_us",
+    valued("rtt_load_p99", "Loaded P99", field="rtt_loaded_p99_us", tests=LOAD_TESTS, metric="rtt_loaded_p99_us",
            ranged=True, text_range=False, compact=True, what="P99 latency under load"),
-    valued("added_p99", "Added P99", field="lat_added_p99_us", tests=LOAD_TESTS, metric="lat_added_p99_us",
+    valued("rtt_added_p99", "Added P99", field="rtt_added_p99_us", tests=LOAD_TESTS, metric="rtt_added_p99_us",
            ranged=True, text_range=False, compact=True),
-    valued("load_bw", "Load", field="load_gbps", tests=LOAD_TESTS, metric="load_throughput_bps",
+    valued("rtt_load_bw", "Load", field="rtt_load_gbps", tests=LOAD_TESTS, metric="load_throughput_bps",
+           ranged=True, text_range=False),
+    valued("load_p99", "BB loaded P99", field="lat_loaded_p99_us", tests=BOUNCEBACK_TESTS,
+           metric="lat_loaded_p99_us", ranged=True, text_range=False, compact=True,
+           what="bounceback P99 latency under load"),
+    valued("added_p99", "BB added P99", field="lat_added_p99_us", tests=BOUNCEBACK_TESTS, metric="lat_added_p99_us",
+           ranged=True, text_range=False, compact=True),
+    valued("load_bw", "BB load", field="load_gbps", tests=BOUNCEBACK_TESTS, metric="load_throughput_bps",
            ranged=True, text_range=False),
     valued("probe_p99", "UDP RTT P99", field="rtt_p99_us", tests=PROBE_TESTS, metric="rtt_p99_us", ranged=True,
            text_range=False, compact=True, what="UDP round-trip P99"),

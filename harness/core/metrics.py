@@ -25,7 +25,7 @@ ONE_WAY, ROUND_TRIP = "one-way", "round-trip"
 CPU_PER_GBIT = "cpu_s_per_gbit"     # derived (analysis/stats.cpu_per_gbit), not emitted by a tool
 
 # Tests whose latency figures are round trips; every other latency is one way.
-ROUND_TRIP_TESTS = frozenset({"ping.flood", "irtt.udp", "load.bounceback", "iperf.crr"})
+ROUND_TRIP_TESTS = frozenset({"ping.flood", "irtt.udp", "load.bounceback", "load.irtt", "iperf.crr"})
 
 _PPS = ("iperf3.pps64", "iperf3.pps256", "iperf3.pps1400")
 _SWEEPS = ("iperf3.udp_sweep64", "iperf3.udp_sweep1400")
@@ -125,7 +125,7 @@ def _table() -> list[Metric]:
            band=0.40),
         _m("conn_failed", "failed connections", ("iperf.crr",), unit="", scale=1.0),
         _m("connect_us", "connect time", ("iperf.crr",), trip=ROUND_TRIP, **_US),
-        _m("load_throughput_bps", "the working load's throughput", ("load.bounceback",), True, **_BPS_G),
+        _m("load_throughput_bps", "the working load's throughput", ("load.bounceback", "load.irtt"), True, **_BPS_G),
         *(_m(f"lat_{phase}{stat}_us", f"{title} round trip {what}", ("load.bounceback",), trip=ROUND_TRIP, **_US)
           for phase, what in (("idle", "idle"), ("loaded", "under load"))
           for stat, title in (("", "mean"), ("_min", "minimum"), ("_max", "maximum"))),
@@ -157,7 +157,11 @@ def _table() -> list[Metric]:
         _m("rtt_min_us", "minimum round trip", ("irtt.udp",), trip=ROUND_TRIP, **_US),
         _m("rtt_max_us", "maximum round trip", ("irtt.udp",), trip=ROUND_TRIP, **_US),
         _m("ipdv_us", "inter-packet delay variation", ("irtt.udp",), **_US),
-        _m("probe_loss_pct", "probe loss", ("irtt.udp",), **_PCT),
+        _m("probe_loss_pct", "probe loss", ("irtt.udp", "load.irtt"), **_PCT),
+        # load.irtt: irtt's probe idle and beside a working load (round trips)
+        *(_m(f"rtt_{phase}{stat}_us", f"{title} round trip {what}", ("load.irtt",), trip=ROUND_TRIP, **_US)
+          for phase, what in (("idle", "idle"), ("loaded", "under load"))
+          for stat, title in (("", "mean"), ("_min", "minimum"), ("_max", "maximum"))),
     ]
     bands = {"latency_p99_us": 0.25, "lat_loaded_p99_us": 1.00, "rtt_p50_us": 0.60}
     for p, label in _PERCENTILES.items():
@@ -169,6 +173,8 @@ def _table() -> list[Metric]:
         for phase, what in (("idle", "idle"), ("loaded", "under load"), ("added", "added by the load")):
             t.append(_m(f"lat_{phase}_{p}_us", f"{label} round trip {what}", ("load.bounceback",),
                         trip=ROUND_TRIP, band=bands.get(f"lat_{phase}_{p}_us"), **_US))
+            t.append(_m(f"rtt_{phase}_{p}_us", f"{label} round trip {what}", ("load.irtt",),
+                        trip=ROUND_TRIP, band=bands.get(f"rtt_{phase}_{p}_us"), **_US))
     return t
 
 

@@ -1,8 +1,8 @@
 """The report's figures under load: latency idle and beside a working load, and the UDP
 sweeps' offered against received load with each mode's knee marked.
 
-Drawn only where the run measured them (load.bounceback, iperf3.udp_sweepN); `figures`
-returns nothing otherwise, as the table leaves those columns out.
+Drawn only where the run measured them (load.irtt, else load.bounceback; iperf3.udp_sweepN);
+`figures` returns nothing otherwise, as the table leaves those columns out.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from harness.analysis import stats
-from harness.analysis.summary import LOAD_TESTS, SWEEP_TESTS
+from harness.analysis.summary import BOUNCEBACK_TESTS, LOAD_TESTS, SWEEP_TESTS
 from harness.core.looks import Looks
 from harness.report.breadth import _grid, _in_panel, _legend, _panels
 from harness.report.plots import _looks
@@ -24,6 +24,14 @@ from harness.report.style import Plot, mode_color, styled, to_uri
 PERCENTILES = [("p50", "P50"), ("p90", "P90"), ("p99", "P99"), ("p999", "P99.9")]
 PHASES = [("idle", "--"), ("loaded", "-")]
 _STEP = re.compile(r"^step(\d+)_(sent_bps|received_bps|loss_pct)$")
+# The probes latency under load is drawn from, finest first: (tests, metric prefix, what the caption says)
+PROBES = [(LOAD_TESTS, "rtt", "irtt: a 60-byte UDP probe every millisecond, each round trip timed to the "
+                              "nanosecond, idle (dashed) and beside N TCP streams each way on the same path "
+                              "(solid, iperf 2); each percentile's median over repeats, log scale."),
+          (BOUNCEBACK_TESTS, "lat", "iperf 2 bounceback: a 16 KiB request every millisecond answered at once, "
+                                    "idle (dashed) and beside N TCP streams each way on the same path (solid); "
+                                    "each percentile's median over repeats, read off iperf's 100 µs histogram "
+                                    "bins (upper edges), log scale.")]
 
 
 def _log_axis(ax: Any, which: str = "y") -> None:
@@ -39,10 +47,13 @@ def latency_under_load(df: pd.DataFrame, looks: Looks | None = None) -> Plot | N
     """P50 … P99.9 of the probe per mode, idle (dashed) and beside the working load (solid),
     one panel per (underlay MTU, placement): the median over repeats of each percentile."""
     looks = _looks(df, looks)
-    metrics = [f"lat_{ph}_{p}_us" for ph, _ in PHASES for p, _ in PERCENTILES]
-    s = stats.summarize(df, metrics)
-    s = s[s["test"].isin(LOAD_TESTS)]
-    if s.empty:
+    for tests, prefix, caption in PROBES:
+        metrics = [f"{prefix}_{ph}_{p}_us" for ph, _ in PHASES for p, _ in PERCENTILES]
+        s = stats.summarize(df, metrics)
+        s = s[s["test"].isin(tests)]
+        if not s.empty:
+            break
+    else:
         return None
     panels = _panels(s)
     fig, axes = _grid(len(panels), 3.4)
@@ -52,7 +63,7 @@ def latency_under_load(df: pd.DataFrame, looks: Looks | None = None) -> Plot | N
         for (mode, _overlay, streams), g in _in_panel(s, p).groupby(["mode", "overlay_mtu", "streams"], sort=False):
             by = dict(zip(g["metric"], g["median"]))
             for phase, ls in PHASES:
-                ys = [by.get(f"lat_{phase}_{q}_us", np.nan) for q, _ in PERCENTILES]
+                ys = [by.get(f"{prefix}_{phase}_{q}_us", np.nan) for q, _ in PERCENTILES]
                 line, = ax.plot(x, ys, color=mode_color(mode, looks), marker="o", ms=3, lw=1.5, ls=ls)
                 if phase == "loaded":
                     seen.setdefault(f"{mode} (×{stats.key_value(streams)} each way)", line)
@@ -62,10 +73,7 @@ def latency_under_load(df: pd.DataFrame, looks: Looks | None = None) -> Plot | N
         ax.set_title(f"MTU {stats.key_value(p['underlay_mtu'])} · {p['placement']}", fontsize=10)
     _legend(fig, seen, "Latency idle and under load", looks)
     return Plot("Latency idle and under load", to_uri(fig),
-                "iperf 2 bounceback: a 16 KiB request every millisecond answered at once, idle (dashed) and "
-                "beside N TCP streams each way on the same path (solid); each percentile's median over "
-                "repeats, read off iperf's 100 µs histogram bins (upper edges), log scale. The gap between "
-                "a mode's two lines is what the load added. Lower is better.",
+                caption + " The gap between a mode's two lines is what the load added. Lower is better.",
                 alt="idle and loaded latency percentiles per mode")
 
 

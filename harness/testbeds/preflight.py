@@ -54,7 +54,7 @@ fi
 def needed_binaries(sc, base: list[str] = BASE_BINARIES, without: tuple[str, ...] = ()) -> list[str]:
     """The commands every host needs for `sc`: `base`, its tests' tools, its modes' binaries."""
     need = list(base)
-    tool_bins = [b for t in sc.tests for b in (tools.get(t).builds or (tools.get(t).binary,))]
+    tool_bins = [b for t in map(tools.get, sc.tests) for b in (t.builds or (t.binary,)) + t.also_needs]
     for b in tool_bins + [b for m in sc.modes for b in sc.mode(m).binaries]:
         if b not in need and b not in without:
             need.append(b)

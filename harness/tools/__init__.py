@@ -1,5 +1,6 @@
 """The measurement tools by test name (TOOLS: iperf3.tcp, iperf3.udp, the iperf3 packet-rate tests,
-qperf's bandwidth and latency, sockperf's ping-pong, ping.flood;
+qperf's bandwidth and latency, sockperf's ping-pong, ping.flood; latency under load (iperf 2's
+bounceback, irtt beside iperf 2's load);
 blast's packet rates udp.ppsN and rate searches udp.ndrN, udp.pdrN)."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from harness.tools.base import TestSpec, Tool, ToolResult
 from harness.tools.blast import BlastPps
 from harness.tools.iperf2 import IperfCrr, LoadBounceback
 from harness.tools.irtt import IrttUdp
+from harness.tools.load_irtt import LoadIrtt
 from harness.tools.ndr import BlastSearch
 from harness.tools.iperf3 import Iperf3Pps, Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood
@@ -35,6 +37,7 @@ TOOLS: dict[str, Tool] = {
         SockperfPingPong("tcp"),
         PingFlood(),
         LoadBounceback(),
+        LoadIrtt(),
         IperfCrr(),
         Iperf3Sweep(64),
         Iperf3Sweep(1400),

@@ -73,6 +73,7 @@ class Tool(abc.ABC):
 
     name: str                 # "iperf3.tcp", "qperf.tcp_lat", "ping.flood", ...
     binary: str               # what must be installed: "iperf3", "qperf", "ping"
+    also_needs: tuple[str, ...] = ()   # other commands it runs (load.irtt's working load: iperf)
     package: str              # the Debian package that installs it
     version_argv: tuple[str, ...]   # prints the version, which
     version_re: str                 # picks out (group 1)

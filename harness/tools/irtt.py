@@ -29,7 +29,7 @@ from harness.tools.common import exit_reason, failed, whole_seconds
 
 DEFAULT_PORT = 2112
 INTERVAL = "1ms"
-PERCENTILES = {"rtt_p50_us": 50.0, "rtt_p90_us": 90.0, "rtt_p99_us": 99.0, "rtt_p999_us": 99.9}
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 
 
 def nearest_rank(sorted_values: list[float], pct: float) -> float:
@@ -60,27 +60,39 @@ class IrttUdp(Tool):
         return whole_seconds(spec.duration) + 20
 
     def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
-        if returncode != 0:
-            error = next((ln.strip() for ln in stderr.splitlines() if ln.startswith("Error")), stderr)
-            return failed(exit_reason("irtt", returncode, error))
-        try:
-            doc = json.loads(stdout)
-            stats = doc["stats"]
-            rtts = sorted(float(rt["delay"]["rtt"]) / 1000 for rt in doc["round_trips"]
-                          if rt.get("lost") == "false" and "rtt" in rt.get("delay", {}))
-            sent, loss = int(stats["packets_sent"]), float(stats["packet_loss_percent"])
-        except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
-            return failed(f"irtt printed no results ({type(e).__name__}: {e})")
-        if sent == 0 or not rtts:
-            return failed(f"irtt: no round trip came back ({sent} sent)",
-                          [Sample("probe_loss_pct", 100.0, "pct")] if sent else [])
-        rtt = stats["rtt"]
-        samples = [Sample("rtt_us", float(rtt["mean"]) / 1000, "us"),
-                   Sample("rtt_min_us", float(rtt["min"]) / 1000, "us"),
-                   Sample("rtt_max_us", float(rtt["max"]) / 1000, "us")]
-        samples += [Sample(m, nearest_rank(rtts, p), "us") for m, p in PERCENTILES.items()]
-        ipdv = stats.get("ipdv_round_trip") or {}
-        if ipdv.get("n"):
-            samples.append(Sample("ipdv_us", float(ipdv["mean"]) / 1000, "us"))
-        samples.append(Sample("probe_loss_pct", loss, "pct"))
+        got, why = round_trips(stdout, stderr, returncode)
+        if why:
+            return failed(why, [Sample("probe_loss_pct", 100.0, "pct")] if got.get("sent") else [])
+        samples = [Sample("rtt_us", got["mean"], "us"), Sample("rtt_min_us", got["min"], "us"),
+                   Sample("rtt_max_us", got["max"], "us")]
+        samples += [Sample(f"rtt_{p}_us", got[p], "us") for p in PERCENTILES]
+        if "ipdv" in got:
+            samples.append(Sample("ipdv_us", got["ipdv"], "us"))
+        samples.append(Sample("probe_loss_pct", got["loss"], "pct"))
         return ToolResult(samples=samples, ok=True)
+
+
+def round_trips(stdout: str, stderr: str, returncode: int | None) -> tuple[dict[str, float], str | None]:
+    """One irtt client's JSON → ({"mean", "min", "max", "p50" … "p999", "loss", "sent"[, "ipdv"]}
+    in µs, None), or (what it could read, why it failed)."""
+    if returncode != 0:
+        error = next((ln.strip() for ln in stderr.splitlines() if ln.startswith("Error")), stderr)
+        return {}, exit_reason("irtt", returncode, error)
+    try:
+        doc = json.loads(stdout)
+        stats = doc["stats"]
+        rtts = sorted(float(rt["delay"]["rtt"]) / 1000 for rt in doc["round_trips"]
+                      if rt.get("lost") == "false" and "rtt" in rt.get("delay", {}))
+        sent, loss = int(stats["packets_sent"]), float(stats["packet_loss_percent"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        return {}, f"irtt printed no results ({type(e).__name__}: {e})"
+    if sent == 0 or not rtts:
+        return {"sent": sent}, f"irtt: no round trip came back ({sent} sent)"
+    rtt = stats["rtt"]
+    got = {"mean": float(rtt["mean"]) / 1000, "min": float(rtt["min"]) / 1000, "max": float(rtt["max"]) / 1000,
+           "loss": loss, "sent": sent}
+    got.update({p: nearest_rank(rtts, pct) for p, pct in PERCENTILES.items()})
+    ipdv = stats.get("ipdv_round_trip") or {}
+    if ipdv.get("n"):
+        got["ipdv"] = float(ipdv["mean"]) / 1000
+    return got, None

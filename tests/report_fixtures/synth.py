@@ -33,6 +33,8 @@ EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", 
 # blast's tests draw no noise, so the rest of a run keeps the numbers it had before them
 BLAST_TESTS = ["udp.pps64", "udp.pps1400", "udp.ndr64", "udp.pdr64"]
 EVERY_TEST += BLAST_TESTS
+# load.irtt draws no noise either (the same reason): its round trips follow the mode's latency
+EVERY_TEST += ["load.irtt"]
 # Packets per second at 64 B, roughly: per-packet cost, not bytes, limits the userspace sleeve.
 PPS = {"native": 1.1e6, "fastdp": 0.75e6, "auto": 0.74e6, "sleeve": 0.3e6, "sleeve-l3": 0.32e6,
        "sleeve-crypto": 0.22e6, "sleeve-basic": 0.12e6}
@@ -122,6 +124,9 @@ def make_records(*, modes: Iterable[str] = ALL_MODES, underlay_mtus: Iterable[in
                         gbps, lat = _profile(mode, u)
                         gbps *= scale.get(mode, 1.0)
                         lat *= lat_scale.get(mode, 1.0)
+                        if test == "load.irtt":              # no noise: the rng's draws stay as they were
+                            out += _irtt_load_rows(ctx, gbps, lat)
+                            continue
                         if streams > 1:
                             gbps *= streams ** 0.5
                         out += _test_rows(ctx, test, noisy(gbps), noisy(lat), rng)
@@ -207,6 +212,20 @@ def _test_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random
     if test in ("load.bounceback", "iperf.crr") or test.startswith("iperf3.udp_sweep"):
         return _load_rows(ctx, test, gbps, lat, rng)
     raise ValueError(test)
+
+
+def _irtt_load_rows(ctx: dict, gbps: float, lat: float) -> list[dict]:
+    """load.irtt: round trips idle and beside the load, real values (no bins), no noise."""
+    sleeve = ctx["datapath"] == "sleeve"
+    rows = []
+    for p, k in (("p50", 1.0), ("p90", 1.4), ("p99", 2.5), ("p999", 6.0)):
+        idle, loaded = 2 * lat * k, 2 * lat * k * (30 if sleeve else 4)
+        rows += [_row(ctx, f"rtt_idle_{p}_us", idle, "us"), _row(ctx, f"rtt_loaded_{p}_us", loaded, "us"),
+                 _row(ctx, f"rtt_added_{p}_us", loaded - idle, "us")]
+    for phase, k in (("idle", 1.0), ("loaded", 30 if sleeve else 4)):
+        rows += [_row(ctx, f"rtt_{phase}_us", 2.2 * lat * k, "us"), _row(ctx, f"rtt_{phase}_min_us", 1.5 * lat, "us"),
+                 _row(ctx, f"rtt_{phase}_max_us", 20 * lat * k, "us")]
+    return rows + [_row(ctx, "load_throughput_bps", gbps * 0.3e9, "bps"), _row(ctx, "probe_loss_pct", 0.0, "pct")]
 
 
 def _load_rows(ctx: dict, test: str, gbps: float, lat: float, rng: random.Random) -> list[dict]:

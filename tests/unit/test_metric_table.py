@@ -60,6 +60,9 @@ PHASED = [
     ("load.bounceback", [("idle", "iperf2_bbp_idle"), ("loaded", "iperf2_bbp_congest1")]),
     ("load.bounceback", [("idle", "iperf2_lab_idle"), ("loaded", "iperf2_lab_loaded_16k")]),
     ("load.bounceback", [("idle", "iperf2_bb_refused"), ("loaded", "iperf2_bb_killed")]),
+    ("load.irtt", [("idle", "load_irtt_idle"), ("loaded", "load_irtt_loaded")]),
+    ("load.irtt", [("idle", "load_irtt_idle"), ("loaded", "load_irtt_noload")]),
+    ("load.irtt", [("idle", "load_irtt_killed"), ("loaded", "load_irtt_killed")]),
     *((t, [("step01", "iperf3_sweep64_100M"), ("step02", "iperf3_sweep1400_5G")])
       for t in ("iperf3.udp_sweep64", "iperf3.udp_sweep1400")),
     ("iperf3.udp_sweep64", [("step01", "iperf3_sweep64_100M"), ("step02", "iperf3_sweep_refused")]),

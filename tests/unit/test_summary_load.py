@@ -58,7 +58,7 @@ def test_text_table_shows_the_new_columns_only_where_measured():
     for key in ("load_p99", "added_p99", "load_bw", "crr", "crr_pct", "connect_p99", "knee64"):
         assert key in shown, key
     assert "knee1400" not in shown and "conn_failed" not in shown    # unmeasured; no failure to show
-    assert "Loaded P99" in tablefmt.format_table(frame())
+    assert "BB loaded P99" in tablefmt.format_table(frame())
 
 
 def test_each_new_test_has_one_headline_with_a_tolerance_and_a_direction():

@@ -1,0 +1,136 @@
+"""load.irtt: latency under a working load, every round trip timestamped to the nanosecond.
+
+irtt (tools/irtt.py) sends one 60-byte UDP probe a millisecond and reports each round trip
+in nanoseconds, so its percentiles are the round trips themselves, not the upper edges of
+iperf 2's 100 µs bounceback bins (tools/iperf2.py, load.bounceback). The case runs in two
+phases against one server:
+
+- `idle`: the probe alone for the case's duration;
+- `loaded`: the same probe beside iperf 2's working load, N TCP streams each way
+  (`iperf -c … --full-duplex -P N -l 16K`, as flent's RRUL loads both directions), started
+  first and running a second longer than the probe so that every probe meets it.
+
+The server is one process group: iperf 2's server (`iperf -s`, bounded by `-t`) started in
+the background, waited for until it listens (its own pid on the port, as `ss -p` shows: not
+whatever else may hold it), then irtt's server exec'd in the shell's place. So the case routine's wait for irtt's UDP port also means iperf's TCP one is ready,
+and stopping the server's group stops both. The loaded phase's shell prints iperf's report,
+then one line `=== irtt exit R iperf exit W`, then irtt's JSON (held until iperf is done so
+the two never interleave).
+
+Figures (µs, round trips): `rtt_idle_us` / `rtt_loaded_us` (means), their `_min`, `_max`,
+`_p50`, `_p90`, `_p99` and `_p999` (nearest rank over every probe that came back),
+`rtt_added_pNN_us` (loaded minus idle), `load_throughput_bps` (the working load's both
+directions, iperf's [FDn] lines) and `probe_loss_pct` (the loaded phase's probes lost).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from harness.core.errors import HarnessError
+from harness.core.samples import Sample
+from harness.tools import irtt
+from harness.tools.base import Phase, PhaseOutput, TestSpec, Tool, ToolResult
+from harness.tools.common import failed, whole_seconds
+from harness.tools.iperf2 import MAX_LOAD_STREAMS, PROBE_BYTES, load_rate, problem
+
+MARK = re.compile(r"^=== irtt exit (\d+) iperf exit (\d+)$", re.MULTILINE)
+LOAD_LEAD_S = 1          # the working load runs this much longer than the probe
+READY_POLL_S = 0.05      # the server's shell asks `ss` this often whether iperf listens
+
+
+def load_port(spec: TestSpec) -> int:
+    """iperf 2's port: the one after irtt's (the case's ports are two apart)."""
+    return (spec.port or irtt.DEFAULT_PORT) + 1
+
+
+class LoadIrtt(Tool):
+    name = "load.irtt"
+    binary = "irtt"
+    package = "irtt"
+    also_needs = ("iperf",)       # the working load
+    version_argv = irtt.IrttUdp.version_argv
+    version_re = irtt.IrttUdp.version_re
+    listen = "udp"
+    latency = True
+    parallel = True
+    max_streams = MAX_LOAD_STREAMS
+
+    def server_argv(self, spec: TestSpec) -> list[str]:
+        port, addr = load_port(spec), spec.bind_addr or spec.server_addr
+        bound = int(self.timeout(spec)) + 10
+        script = (f"iperf -s -p {port} -t {bound} >/dev/null & p=$!; "
+                  f"until ss -Hltnp 'sport = :{port}' | grep -q \"pid=$p,\"; do "
+                  f"kill -0 $p 2>/dev/null || {{ echo 'iperf -s exited before listening' >&2; exit 1; }}; "
+                  f"sleep {READY_POLL_S}; done; "
+                  f"exec {shlex.join(irtt.IrttUdp().server_argv(spec))}")
+        return ["sh", "-c", script]
+
+    def _probe(self, spec: TestSpec) -> list[str]:
+        return irtt.IrttUdp().client_argv(spec)
+
+    def phases(self, spec: TestSpec) -> list[Phase]:
+        if not 1 <= spec.streams <= self.max_streams:
+            raise HarnessError(f"{self.name}: {spec.streams} working-load streams; 1 to {self.max_streams} each way")
+        seconds = whole_seconds(spec.duration)
+        load = ["iperf", "-c", spec.server_addr, "-p", str(load_port(spec)), "--full-duplex", "-P", str(spec.streams),
+                "-l", PROBE_BYTES, "-t", str(seconds + LOAD_LEAD_S), "-e"]
+        script = (f"{shlex.join(load)} & p=$!; j=$({shlex.join(self._probe(spec))}); r=$?; wait $p; w=$?; "
+                  f"echo \"=== irtt exit $r iperf exit $w\"; printf '%s\\n' \"$j\"")
+        limit = seconds + 20     # irtt's open timeouts to nowhere, or the wait for its last replies
+        return [Phase("idle", self._probe(spec), limit),
+                Phase("loaded", ["sh", "-c", script], limit + LOAD_LEAD_S)]
+
+    def client_argv(self, spec: TestSpec) -> list[str]:
+        raise HarnessError(f"{self.name} runs in phases (idle, then loaded) against one server: "
+                           f"its commands are phases(), not one client command")
+
+    def timeout(self, spec: TestSpec) -> float:
+        return sum(p.timeout for p in self.phases(spec))
+
+    def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
+        raise HarnessError(f"{self.name} runs in phases: parse_phases reads them")
+
+    def parse_phases(self, outputs: list[PhaseOutput]) -> ToolResult:
+        if [o.name for o in outputs] != ["idle", "loaded"]:
+            return failed(f"{self.name}: expected phases idle and loaded, got "
+                          f"{', '.join(o.name for o in outputs) or 'none'}")
+        idle_out, loaded_out = outputs
+        idle, why = irtt.round_trips(idle_out.stdout, idle_out.stderr, idle_out.returncode)
+        if why:
+            return failed(f"idle: {why}")
+        loaded, load_bps, why = split_loaded(loaded_out)
+        if why:
+            return failed(f"loaded: {why}")
+        samples = phase_samples("idle", idle) + phase_samples("loaded", loaded)
+        samples += [Sample(f"rtt_added_{p}_us", loaded[p] - idle[p], "us") for p in irtt.PERCENTILES]
+        samples += [Sample("load_throughput_bps", load_bps, "bps"), Sample("probe_loss_pct", loaded["loss"], "pct")]
+        return ToolResult(samples=samples, ok=True)
+
+
+def split_loaded(o: PhaseOutput) -> tuple[dict[str, float], float, str | None]:
+    """The loaded phase's output → (irtt's figures, the load's bits/s, None), or why not."""
+    if o.returncode is None:
+        return {}, 0.0, f"killed at its timeout{': ' + o.stderr.strip()[-200:] if o.stderr.strip() else ''}"
+    mark = MARK.search(o.stdout)
+    if mark is None:
+        return {}, 0.0, f"the probe's shell printed no result line (exit {o.returncode}): {o.stderr.strip()[-200:]}"
+    iperf_out, json_out = o.stdout[:mark.start()], o.stdout[mark.end():]
+    got, why = irtt.round_trips(json_out, o.stderr, int(mark.group(1)))
+    if why:
+        return {}, 0.0, why
+    why = problem(iperf_out, o.stderr, int(mark.group(2)))
+    if why:
+        return {}, 0.0, f"the working load: {why}"
+    bps = load_rate(iperf_out)
+    if bps is None:
+        return {}, 0.0, "iperf printed no working-load totals ([FD] lines)"
+    return got, bps, None
+
+
+def phase_samples(phase: str, got: dict[str, float]) -> list[Sample]:
+    """`rtt_{phase}_us` (the mean), `_min_us`, `_max_us` and `_p50_us` … `_p999_us`."""
+    out = [Sample(f"rtt_{phase}_us", got["mean"], "us"), Sample(f"rtt_{phase}_min_us", got["min"], "us"),
+           Sample(f"rtt_{phase}_max_us", got["max"], "us")]
+    return out + [Sample(f"rtt_{phase}_{p}_us", got[p], "us") for p in irtt.PERCENTILES]
