@@ -29,8 +29,12 @@ from harness.hosts.scripted import command_matches
 RUNNING = PodStatus("Running", "10.244.0.5", "192.0.2.1")
 
 
-def node(name: str, ready: bool = True, schedulable: bool = True, address: str = "") -> Node:
-    return Node(name, ready, schedulable, address or f"192.0.2.{ord(name[-1]) % 200 + 1}")
+def node(name: str, ready: bool = True, schedulable: bool = True, address: str = "", zone: str = "",
+         labels: dict | None = None) -> Node:
+    """A node as list_nodes gives it; `zone`: its topology.kubernetes.io/zone label."""
+    labels = {**(labels or {}), **({"topology.kubernetes.io/zone": zone} if zone else {})}
+    return Node(name, ready, schedulable, address or f"192.0.2.{ord(name[-1]) % 200 + 1}",
+                labels=tuple(sorted(labels.items())))
 
 
 @dataclasses.dataclass
