@@ -94,6 +94,10 @@ class FakeApi:
         """A started command: runs until a kill comes (then returns), or exits at once."""
         self._execs.append(Exec("start", pod, match, (returncode, stdout, stderr, runs), 1))
 
+    def calls_of(self, method: str) -> list:
+        """The last argument of every call of `method`, in order (the bodies of create_*)."""
+        return [c[-1] for c in self.calls if c[0] == method]
+
     def assert_clean(self) -> None:
         left = [f"{e.kind} {e.pod}: {e.match}" for e in self._execs if e.times is not None and e.used < e.times]
         assert not self.errors, "unexpected calls:\n" + "\n".join(self.errors)
