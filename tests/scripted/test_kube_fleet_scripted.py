@@ -151,8 +151,8 @@ def test_same_node_pins_both_pods_of_the_pair_to_one_node(api, tmp_path):
 
 def test_same_node_with_a_host_end_is_refused_before_the_api_is_reached(monkeypatch, tmp_path):
     monkeypatch.setattr(kube, "connect", lambda opts: pytest.fail("the API was reached"))
-    with pytest.raises(HarnessError, match=r"^--same-node: mode native's placement host-host has a host end, which "
-                                           r"on one node is its loopback; --modes cni "):
+    with pytest.raises(HarnessError, match=r"^--same-node: mode native's placement host-host has a host end; on one "
+                                           r"node the run makes pod-network pods only: --modes cni "):
         _run(tmp_path, modes=("native", "cni"), placements=("host-host", "container-container"), same_node=True)
 
 

@@ -12,8 +12,8 @@ made beforehand only what the run made. What the run needs is decided in plan.py
 
 With --same-node the two sides are two pod-network pods on the one node picked (each the
 side's host, named `<node>/c0` and `<node>/c1` from the start, so the pairs name them):
-the pod network's node-local path. No hostNetwork pod is made there: two ends in a node's
-own network would meet on its loopback, so placements with a host end are refused. The
+the pod network's node-local path. No hostNetwork pod is made there, and placements with a
+host end are refused (plan.refuse_same_node says why). The
 tools' server ports are their own, or from --port-base (Testbed.tool_ports), in the pods
 and the Services alike; run.json records each side's node and zone.
 

@@ -82,25 +82,29 @@ def node_plan(opts: Options, wanted: tuple[str, ...] = ()) -> NodePlan:
 
 
 def refuse_same_node(sc) -> None:
-    """--same-node: one line for the first case with a host end. Two ends in one node's own
-    network meet on its loopback, and a hostNetwork pod and a pod of that node measure no
-    datapath of the pod network's either; what runs is pod to pod (and to its Service)."""
+    """--same-node: one line for the first case with a host end. Both sides on one node are
+    pod-network pods only: two ends in the node's own network (host-host) would meet on its
+    loopback, and the node to a pod of its own (host-container) is no path between pods."""
+    for m, p in _chosen_by_mode(sc):
+        if HOST in (PLACEMENTS[p].client, PLACEMENTS[p].server):
+            raise HarnessError(f"--same-node: mode {m}'s placement {p} has a host end; on one node the run makes "
+                               f"pod-network pods only: --modes cni --placements container-container,"
+                               f"container-service")
+
+
+def _chosen_by_mode(sc) -> list[tuple[str, str]]:
+    """(mode, placement) of every placement a mode of `sc` measures, as the scenario's
+    expand picks them: those asked for that the mode has, else all the mode's."""
+    out: list[tuple[str, str]] = []
     for m in sc.modes:
         own = sc.mode(m).placements
-        for p in [p for p in sc.placements if p in own] or list(own):
-            if p in PLACEMENTS and HOST in (PLACEMENTS[p].client, PLACEMENTS[p].server):
-                raise HarnessError(f"--same-node: mode {m}'s placement {p} has a host end, which on one node is its "
-                                   f"loopback; --modes cni --placements container-container,container-service")
+        out += [(m, p) for p in ([p for p in sc.placements if p in own] or list(own)) if p in PLACEMENTS]
+    return out
 
 
 def _chosen(sc) -> list[str]:
-    """Every placement a mode of `sc` measures, as the scenario's expand picks them: those
-    asked for that the mode has, else all the mode's."""
-    out: list[str] = []
-    for m in sc.modes:
-        own = sc.mode(m).placements
-        out += [p for p in ([p for p in sc.placements if p in own] or list(own)) if p in PLACEMENTS]
-    return out
+    """Every placement a mode of `sc` measures (_chosen_by_mode)."""
+    return [p for _m, p in _chosen_by_mode(sc)]
 
 
 def needs_service(sc) -> bool:
