@@ -179,6 +179,40 @@ def test_port_base_moves_the_host_network_pods_ports_too(api, tmp_path):
     api.assert_clean()
 
 
+def test_a_mesh_across_zones_serves_each_pair_on_its_own_moved_port_through_the_services(api, tmp_path):
+    """Three pairs at once: two servers in one pod (c2, for node-a→node-d and node-c→node-d),
+    each on the port its place in the set gives it, and every one of them a port the
+    Services carry. A layout that gave a tool fewer ports than the pairs at once would
+    hand the third pair the next tool's port; a Service sized for one pair would not
+    carry it."""
+    _incidental(api, ["node-a", "node-c", "node-d"], port=30000)
+    for i in range(3):
+        api.allow_exec(f"c{i}", re.compile(r"ss -Hltn 'sport = :3000[024]'"), stdout="LISTEN 0 5 *:30000 *:*\n")
+    for server in ("c1", "c2", "c2"):
+        api.expect_start(server, re.compile(r"iperf3 -s -1 -p 3000[024]"))
+    for client in ("c0", "c0", "c1"):
+        api.expect_start(client, re.compile(r"iperf3 -c 10\.96\.0\.1[23] -p 3000[024] .*"), returncode=0,
+                         stdout=IPERF, runs=False)
+    matrix = {"modes": ["cni"], "placements": ["container-service"], "tests": ["iperf3.tcp"], "repeats": 1,
+              "duration": 1, "schedule": "mesh"}
+    store = session.run(overrides={"matrix": matrix, "testbed": {"backend": "kubernetes"}},
+                        results_dir=str(tmp_path / "results"), quiet=True,
+                        options=Options(across_zones=True, node_count=3, port_base=30000))
+    rows = [r for r in _rows(store) if r["metric"] == "throughput_bps"]
+    assert len(rows) == 3 and all(r["ok"] for r in rows), [r["error"] for r in rows]
+    served = [a[a.index("iperf3"):] for a in (c[3] for c in api.calls if c[0] == "exec") if "iperf3" in a]
+    ports = sorted(int(a[a.index("-p") + 1]) for a in served if a[1] == "-s")
+    assert ports == [30000, 30002, 30004]                       # a port per place in the set, none shared
+    services = api.calls_of("create_service")
+    assert len(services) == 3
+    for svc in services:
+        carried = {p["port"] for p in svc["spec"]["ports"]}
+        assert set(ports) <= carried and {30006, 30007, 30008, 30009, 30010, 30011} <= carried     # qperf's block
+        assert max(carried) == 30000 + 10 * 3 - 2                   # irtt's last: 30024 + 2 × 2
+    assert store.read_meta()["testbed"]["tool_ports"]["qperf"] == [30006, 30007]
+    api.assert_clean()
+
+
 # ------------------------------------------------------------------ the command line
 @pytest.mark.parametrize("argv, line", [
     (["--port-base", "80"], "--port-base 80: below 1024 (the pods run as non-root); give one from 1024 to 65526"),
