@@ -78,6 +78,10 @@ class Options:
     pod_ready_timeout: float | None = None      # seconds for every pod to run (None: the default)
     older_than: float | None = None     # down: another machine's leftovers older than this (seconds)
     pull_secrets: tuple[str, ...] = ()  # image pull secrets the pods carry (copied into a fresh namespace)
+    node_selector: tuple[str, ...] = ()     # KEY=VALUE node labels every candidate node has
+    across_zones: bool = False      # every pair's nodes in different zones (topology.kubernetes.io/zone)
+    same_node: bool = False         # both ends of every pair on one node (the CNI's node-local path)
+    port_base: int | None = None    # the tools' server ports from here (None: their fixed ports)
 
 
 class CpuMeter(abc.ABC):
@@ -109,6 +113,9 @@ class Testbed(abc.ABC):
     # An etcd the flannel modes use instead of starting their own (an SSH inventory's).
     etcd_endpoints: str | None = None
     flannel_network: str | None = None   # the flannel modes' network (None: their default)
+    # The tools' server (port, data port) by binary where the testbed moves them (a cluster's
+    # --port-base); None, or a binary not named: harness/run/procs.py's fixed ports.
+    tool_ports: dict[str, tuple[int, int | None]] | None = None
 
     # ---------------------------------------------------------------- life cycle
     def preflight(self, sc) -> None:

@@ -29,8 +29,12 @@ from harness.hosts.scripted import command_matches
 RUNNING = PodStatus("Running", "10.244.0.5", "192.0.2.1")
 
 
-def node(name: str, ready: bool = True, schedulable: bool = True, address: str = "") -> Node:
-    return Node(name, ready, schedulable, address or f"192.0.2.{ord(name[-1]) % 200 + 1}")
+def node(name: str, ready: bool = True, schedulable: bool = True, address: str = "", zone: str = "",
+         labels: dict | None = None) -> Node:
+    """A node as list_nodes gives it; `zone`: its topology.kubernetes.io/zone label."""
+    labels = {**(labels or {}), **({"topology.kubernetes.io/zone": zone} if zone else {})}
+    return Node(name, ready, schedulable, address or f"192.0.2.{ord(name[-1]) % 200 + 1}",
+                labels=tuple(sorted(labels.items())))
 
 
 @dataclasses.dataclass
@@ -89,6 +93,10 @@ class FakeApi:
     def expect_start(self, pod, match, returncode=143, stdout="", stderr="", runs=True) -> None:
         """A started command: runs until a kill comes (then returns), or exits at once."""
         self._execs.append(Exec("start", pod, match, (returncode, stdout, stderr, runs), 1))
+
+    def calls_of(self, method: str) -> list:
+        """The last argument of every call of `method`, in order (the bodies of create_*)."""
+        return [c[-1] for c in self.calls if c[0] == method]
 
     def assert_clean(self) -> None:
         left = [f"{e.kind} {e.pod}: {e.match}" for e in self._execs if e.times is not None and e.used < e.times]

@@ -115,11 +115,33 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
                        help="how long every pod has to run, image pulls included, before the run stops "
                             "(default: 300)")
         p.add_argument("--nodes", type=csv(str), metavar="A,B[,..]",
-                       help="the nodes to measure between (default: the first Ready, schedulable ones by name; "
-                            "--hosts N of them)")
+                       help="the nodes to measure between, or all (default: the first Ready, schedulable ones by "
+                            "name; --hosts N of them)")
+        p.add_argument("--node-selector", action="append", metavar="KEY=VALUE",
+                       help="only nodes with this label are candidates; repeatable, all must match; not with "
+                            "nodes named (--nodes all takes every match) (default: every node)")
+        p.add_argument("--across-zones", action="store_true",
+                       help="one node per zone (label topology.kubernetes.io/zone), so every pair crosses zones; "
+                            "refused where the candidates span fewer than two (default: off, zones not looked at)")
+        p.add_argument("--same-node", action="store_true",
+                       help="both pods of the pair on one node (the first candidate, or --nodes NAME): the pod "
+                            "network's node-local path; host ends refused, so --modes cni (default: off, the pair "
+                            "on two nodes)")
+        p.add_argument("--port-base", type=port_base, metavar="N",
+                       help="the tools' server ports, in the pods and their Services, from N up: 10 per pair "
+                            "measured at once (default: the tools' own, 5201 iperf3, 19765-19766 qperf, 11111 "
+                            "sockperf, 5001 iperf, 2112 irtt)")
         p.add_argument("--image", metavar="REF",
                        help="the tools image the pods run (default: overlaybench/tools:bookworm; "
                             "images/build.sh tools-archive writes it as an archive to push or load)")
+
+
+def port_base(text: str) -> int:
+    """--port-base: a whole number (its range is checked with the pairs measured at once)."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: not a port number") from None
 
 
 def duration(text: str) -> float:
@@ -134,16 +156,22 @@ def backend_of(a: argparse.Namespace) -> str | None:
     """--backend, or the one an --inventory or a --kubeconfig implies (registry.implied)."""
     b = a.backend or registry.implied(getattr(a, "inventory", None), getattr(a, "kubeconfig", None))
     for other in BACKENDS.values():             # a backend's own flags, given with another backend
-        given = [f for f in other.flags if getattr(a, f, None)]
+        given = [f for f in other.flags if _given(a, f)]
         if given and b not in (None, other.name):
-            raise HarnessError(f"--{given[0]} is the {other.name} backend's; this is --backend {b}")
+            raise HarnessError(f"--{given[0].replace('_', '-')} is the {other.name} backend's; this is --backend {b}")
     return b
+
+
+def _given(a: argparse.Namespace, flag: str) -> bool:
+    """Whether a flag was given (a number 0 is given; an unset switch is False)."""
+    v = getattr(a, flag, None)
+    return v is not None and v is not False and v != []
 
 
 def _foreign_flags(a: argparse.Namespace) -> None:
     """No backend named or implied: a backend's own flag is refused unless the scenario file
     names that backend (so `--pod-cpu 1` never runs quietly on the lab)."""
-    given = [(other.name, f) for other in BACKENDS.values() for f in other.flags if getattr(a, f, None)]
+    given = [(other.name, f) for other in BACKENDS.values() for f in other.flags if _given(a, f)]
     if not given:
         return
     from harness.run.scenario import Scenario, load      # not for `--help`
@@ -196,7 +224,10 @@ def options(a: argparse.Namespace):
                    pod_memory=getattr(a, "pod_memory", None), tolerate=tuple(getattr(a, "tolerate", None) or ()),
                    pod_ready_timeout=getattr(a, "pod_ready_timeout", None),
                    pull_secrets=tuple(getattr(a, "image_pull_secret", None) or ()),
-                   older_than=getattr(a, "older_than", None))
+                   older_than=getattr(a, "older_than", None),
+                   node_selector=tuple(getattr(a, "node_selector", None) or ()),
+                   across_zones=getattr(a, "across_zones", False), same_node=getattr(a, "same_node", False),
+                   port_base=getattr(a, "port_base", None))
 
 
 def settings(a: argparse.Namespace):

@@ -51,7 +51,8 @@ BACKENDS: dict[str, Backend] = {b.name: b for b in (
                                                          "hostNetwork; cni: the pod network as found)",
             modes_for="harness.testbeds.kubernetes.plan:modes_for",
             flags=("kubeconfig", "context", "nodes", "image", "namespace", "pod_cpu", "pod_memory", "tolerate",
-                   "pod_ready_timeout", "image_pull_secret", "older_than"), picks_hosts=True),
+                   "pod_ready_timeout", "image_pull_secret", "older_than", "node_selector", "across_zones",
+                   "same_node", "port_base"), picks_hosts=True),
 )}
 
 

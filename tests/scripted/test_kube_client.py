@@ -15,7 +15,7 @@ from harness.hosts.kube.api import ApiError
 from harness.testbeds.kubernetes import specs
 
 NODES = {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": [
-    {"metadata": {"name": "node-a"}, "spec": {},
+    {"metadata": {"name": "node-a", "labels": {"topology.kubernetes.io/zone": "z1", "pool": "perf"}}, "spec": {},
      "status": {"conditions": [{"type": "Ready", "status": "True"}],
                 "addresses": [{"type": "Hostname", "address": "node-a"},
                               {"type": "InternalIP", "address": "192.0.2.1"}]}},
@@ -146,6 +146,9 @@ def test_version_and_nodes(api):
     assert api.server_version() == "v1.34.4"
     assert [(n.name, n.ready, n.schedulable, n.address) for n in api.list_nodes()] == [
         ("node-a", True, True, "192.0.2.1"), ("node-b", True, False, ""), ("node-c", False, False, "")]
+    a, b, _c = api.list_nodes()
+    assert a.labels == (("pool", "perf"), ("topology.kubernetes.io/zone", "z1")) and a.label("pool") == "perf"
+    assert b.labels == () and b.label("topology.kubernetes.io/zone") is None
 
 
 def test_access_review_asks_for_the_verb_resource_and_namespace(api):

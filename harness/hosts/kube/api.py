@@ -81,6 +81,10 @@ class Node:
     address: str             # its InternalIP ("" where it has none)
     taints: tuple[tuple[str, str, str], ...] = ()     # (key, value, effect) of NoSchedule/NoExecute ones
     cordoned: bool = False
+    labels: tuple[tuple[str, str], ...] = ()     # its labels (key, value), sorted: --node-selector, zones
+
+    def label(self, key: str) -> str | None:
+        return next((v for k, v in self.labels if k == key), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,7 +211,8 @@ class KubeApi:
                            if t.effect in ("NoSchedule", "NoExecute"))
             addrs = {a.type: a.address for a in (n.status.addresses or [])}
             out.append(Node(n.metadata.name, conds.get("Ready") == "True", not n.spec.unschedulable and not taints,
-                            addrs.get("InternalIP", ""), taints, bool(n.spec.unschedulable)))
+                            addrs.get("InternalIP", ""), taints, bool(n.spec.unschedulable),
+                            tuple(sorted((n.metadata.labels or {}).items()))))
         return out
 
     def allowed(self, verb: str, resource: str, namespace: str = "", group: str = "", subresource: str = "") -> bool:

@@ -1,7 +1,8 @@
 """The kubernetes backend: an existing cluster's nodes measured through pods.
 
-    open_testbed(scenario, options)   the modes checked (native and cni only), the API
-                                      reached, the nodes picked: nothing made yet
+    open_testbed(scenario, options)   the modes and the node plan checked (native and cni
+                                      only; selector, zones, one node), the API reached,
+                                      the nodes picked: nothing made yet
     remove_leftovers(options, …)      `overlaybench down --kubeconfig`: the run namespaces
                                       whose owner is gone
 
@@ -20,7 +21,7 @@ from harness.hosts.kube import api as api_mod
 from harness.hosts.local import owner_alive
 from harness.testbeds.kubernetes import nodes as nodes_mod, specs
 from harness.testbeds.kubernetes.backend import KubeTestbed
-from harness.testbeds.kubernetes.plan import pod_settings, refuse_modes
+from harness.testbeds.kubernetes.plan import node_plan, pod_settings, refuse_modes, refuse_same_node, tool_ports
 
 log = logging.getLogger(__name__)
 
@@ -33,11 +34,16 @@ def connect(opts: Options):
 def open_testbed(sc, opts: Options) -> KubeTestbed:
     refuse_modes(sc)                    # before the API is even reached
     settings = pod_settings(opts)       # and bad flags
+    wanted = tuple(opts.nodes) or tuple(sc.pair)    # --nodes, else the scenario's [testbed] pair
+    plan = node_plan(opts, wanted)
+    if plan.same_node:
+        refuse_same_node(sc)
+    if opts.port_base is not None:
+        tool_ports(opts, 1)             # a base out of range, before the API is reached
     api = connect(opts)
     version = api.server_version()
-    # --nodes, else the scenario's [testbed] pair (node names, or "all")
-    picked = nodes_mod.pick(api.list_nodes(), tuple(opts.nodes) or tuple(sc.pair), opts.node_count,
-                            settings.tolerations)
+    picked = nodes_mod.pick(api.list_nodes(), wanted, opts.node_count, settings.tolerations, plan.selector,
+                            plan.across_zones, plan.same_node)
     return KubeTestbed(api, picked, opts, server=version, settings=settings)
 
 

@@ -10,6 +10,13 @@ made at once and awaited against one deadline by build, and deleted by teardown 
 success, failure and Ctrl-C alike: the session's `finally`): the namespace, or in one
 made beforehand only what the run made. What the run needs is decided in plan.py.
 
+With --same-node the two sides are two pod-network pods on the one node picked (each the
+side's host, named `<node>/c0` and `<node>/c1` from the start, so the pairs name them):
+the pod network's node-local path. No hostNetwork pod is made there, and placements with a
+host end are refused (plan.refuse_same_node says why). The
+tools' server ports are their own, or from --port-base (Testbed.tool_ports), in the pods
+and the Services alike; run.json records each side's node and zone.
+
 Nothing on a node is changed: the underlay's MTU is the node's (read from its hostNetwork
 pod; a scenario naming another is refused), and no rate cap can be set. Only `native` and
 `cni` run here: a mode that deploys an overlay onto hosts is refused before anything is
@@ -35,10 +42,11 @@ from harness.hosts.kube.pod import READY_POLL, READY_TIMEOUT, STUCK, PodHost
 from harness.hosts.local import owned_tempdir, pidns_of
 from harness.testbeds import cpusets, facts as facts_mod
 from harness.testbeds.cpu import PerHostMeter
-from harness.testbeds.kubernetes import found, psa, specs
+from harness.testbeds.kubernetes import found, nodes as nodes_mod, psa, specs
+from harness.testbeds.kubernetes.nodes import ZONE
 from harness.testbeds.kubernetes.plan import (at_once, needs_host_network, needs_raw_sockets, needs_service,
-                                              permissions, pod_settings, refuse_modes, refuse_tools,
-                                              secret_permissions)
+                                              permissions, pod_settings, refuse_modes, refuse_same_node,
+                                              refuse_tools, secret_permissions, tool_ports)
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +84,18 @@ class KubeTestbed(Testbed):
         self._artifacts: pathlib.Path | None = None     # made when first asked for: nothing ships here
         self._sleep = sleep or time.sleep
         kw = {} if sleep is None else {"sleep": sleep}
+        self.same_node = opts.same_node      # both sides' pods on the one node picked: no host end
+        self.side_nodes = [nodes[0]] * 2 if self.same_node else list(nodes)
         self.sides = tuple(
             Side(index=i, host=PodHost(api, self.namespace, f"h{i}", n.name, node=n.name, **kw),
                  underlay_dev="", underlay_ip=n.address, overlay_ip=n.address, bridge="",
                  container=PodHost(api, self.namespace, f"c{i}", f"{n.name}/c{i}", node=n.name, **kw),
                  container_dev="eth0", workdir="/tmp", prefix=self.prefix)
-            for i, n in enumerate(nodes))
+            for i, n in enumerate(self.side_nodes))
+        if self.same_node:                  # each side its pod-network pod, named apart from the start
+            self.host_network = False
+            for s in self.sides:
+                s.host = s.container
 
     @property
     def artifact_dir(self) -> pathlib.Path:
@@ -95,15 +109,16 @@ class KubeTestbed(Testbed):
         if sc.rate:
             raise HarnessError("--rate: the kubernetes backend sets nothing on a node (no rate cap)")
         refuse_tools(sc, self.image)
+        if self.same_node:
+            refuse_same_node(sc)
         self.service = needs_service(sc)
         self.host_network, self.raw_sockets = needs_host_network(sc), needs_raw_sockets(sc)
         self.level = psa.level_of(self.host_network, self.raw_sockets)
-        if self.service:
-            self._sets = at_once(sc, [s.name for s in self.sides])
-            specs.service_ports(self._sets)              # a collision: one line, before anything is made
-        if not self.host_network:                       # each side's one pod: its pod-network pod
-            for s in self.sides:
-                s.host = s.container
+        self._sets = at_once(sc, [s.name for s in self.sides])
+        self.tool_ports = tool_ports(self.opts, self._sets)     # a collision: one line, before anything is made
+        if not self.host_network:                       # each side's one pod: its pod-network pod, under
+            for s in self.sides:                        # the side's name (the pairs name the sides)
+                s.container.name, s.host = s.host.name, s.container
         missing = [f"{verb} {resource}{'/' + sub if sub else ''}" + (f" ({group})" if group else "")
                    for verb, resource, ns, group, sub in permissions(sc, self.namespace, self.fresh)
                    + secret_permissions(self.pods.pull_secrets, self.api.current_namespace, self.namespace, self.fresh)
@@ -197,7 +212,7 @@ class KubeTestbed(Testbed):
             if err is not None:
                 raise self._denied(err) from err
             if self.service:
-                ports = specs.service_ports(self._sets)
+                ports = specs.service_ports(self._sets, self.opts.port_base)
                 for s in self.sides:
                     body = specs.service(f"s{s.index}", s.container.pod, ports, labels=self.labels)
                     s.service_ip = self.api.create_service(self.namespace, body)
@@ -328,11 +343,15 @@ class KubeTestbed(Testbed):
                 "server_version": self.server_version, "image": self.image, "underlay_mtu": self.underlay_mtu,
                 "context": self.opts.kube_context, "service": self.service,
                 "cpus": cpusets.unpinned(len(self.sides)).facts(),     # pods, as the kubelet places them
-                "hosts": {f"h{s.index}": {"name": s.name, "node_ip": s.underlay_ip, "underlay_dev": s.underlay_dev,
+                "nodes": {"selector": dict(nodes_mod.selector(self.opts.node_selector)),
+                          "across_zones": self.opts.across_zones, "same_node": self.same_node},
+                "tool_ports": self.tool_ports,          # None: the tools' fixed ports
+                "hosts": {f"h{s.index}": {"name": s.name, "node": n.name, "zone": n.label(ZONE),
+                                          "node_ip": s.underlay_ip, "underlay_dev": s.underlay_dev,
                                           "nic_mtu": self._node_mtu.get(s.index), "pod_ip": s.container_ip,
                                           "service_ip": s.service_ip or None,
                                           "broken": s.host.broken or s.container.broken}
-                          for s in self.sides}}
+                          for s, n in zip(self.sides, self.side_nodes)}}
 
     def host_facts(self) -> dict:
         return {f"h{s.index}": facts_mod.host_facts(s.host, s.underlay_dev or "lo") if s.host.broken is None

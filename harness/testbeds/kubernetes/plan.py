@@ -1,19 +1,22 @@
 """What a run on a cluster needs, decided from its scenario and flags before anything is made:
-the modes it may measure, whether it has a host end (hostNetwork pods) or a service end
-(Services), whether it pings (NET_RAW), how many pairs it measures at once (the Services'
-ports), the rights it asks the API about, the pods' shared settings and the tools the image
-must hold. Pure but for the tool table: nothing here reaches the API.
+the modes it may measure, which nodes are candidates and how the pairs sit on them (the node
+plan: --node-selector, --across-zones, --same-node), whether it has a host end (hostNetwork
+pods) or a service end (Services), whether it pings (NET_RAW), how many pairs it measures
+at once and on which ports (--port-base), the rights it asks the API about, the pods'
+shared settings and the tools the image must hold. Pure but for the tool table: nothing
+here reaches the API.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from harness.bed import Options
 from harness.core import pairs as pairs_mod
 from harness.core.errors import HarnessError
 from harness.core.placements import HOST, PLACEMENTS
-from harness.testbeds.kubernetes import specs
+from harness.testbeds.kubernetes import nodes as nodes_mod, specs
 
 log = logging.getLogger(__name__)
 
@@ -47,14 +50,61 @@ def modes_for(sc, path: str | None) -> list[str] | None:
     return list(MODE_KINDS)
 
 
-def _chosen(sc) -> list[str]:
-    """Every placement a mode of `sc` measures, as the scenario's expand picks them: those
-    asked for that the mode has, else all the mode's."""
-    out: list[str] = []
+@dataclasses.dataclass(frozen=True)
+class NodePlan:
+    """Which nodes are candidates (every label of `selector`) and how a pair's ends sit on
+    them: on nodes of different zones (`across_zones`), or both on one node (`same_node`)."""
+
+    selector: tuple[tuple[str, str], ...] = ()
+    across_zones: bool = False
+    same_node: bool = False
+
+
+def node_plan(opts: Options, wanted: tuple[str, ...] = ()) -> NodePlan:
+    """The node plan from the options and the nodes named (--nodes, else the scenario's
+    [testbed] pair); HarnessError, one line, on bad input or flags that contradict. A
+    selector with nodes named is refused: the names already say which nodes (`all` with a
+    selector is every node that matches)."""
+    sel = nodes_mod.selector(opts.node_selector)
+    named = tuple(wanted) not in ((), ("all",))
+    if sel and named:
+        raise HarnessError(f"--node-selector with the nodes named ({','.join(wanted)}): name the nodes or select "
+                           f"them, not both (--nodes all --node-selector KEY=VALUE takes every node that matches)")
+    if opts.same_node:
+        if opts.across_zones:
+            raise HarnessError("--same-node and --across-zones: both ends on one node cannot be in two zones")
+        if opts.node_count != 2:
+            raise HarnessError(f"--hosts {opts.node_count} with --same-node: both ends of the pair are on one node")
+        if tuple(wanted) == ("all",):
+            raise HarnessError("--nodes all with --same-node: both ends of the pair are on one node; name it, "
+                               "or let the first Ready, schedulable one be taken")
+    return NodePlan(sel, opts.across_zones, opts.same_node)
+
+
+def refuse_same_node(sc) -> None:
+    """--same-node: one line for the first case with a host end. Both sides on one node are
+    pod-network pods only: two ends in the node's own network (host-host) would meet on its
+    loopback, and the node to a pod of its own (host-container) is no path between pods."""
+    for m, p in _chosen_by_mode(sc):
+        if HOST in (PLACEMENTS[p].client, PLACEMENTS[p].server):
+            raise HarnessError(f"--same-node: mode {m}'s placement {p} has a host end; on one node the run makes "
+                               f"pod-network pods only: --modes cni --placements container-container,"
+                               f"container-service")
+
+
+def _chosen_by_mode(sc) -> list[tuple[str, str]]:
+    """(mode, placement) of every placement a mode of `sc` measures, as the scenario's
+    expand picks them: those asked for that the mode has, else all the mode's."""
+    out: list[tuple[str, str]] = []
     for m in sc.modes:
         own = sc.mode(m).placements
-        out += [p for p in ([p for p in sc.placements if p in own] or list(own)) if p in PLACEMENTS]
+        out += [(m, p) for p in ([p for p in sc.placements if p in own] or list(own)) if p in PLACEMENTS]
     return out
+
+
+def _chosen(sc) -> list[str]:
+    """Every placement a mode of `sc` measures (_chosen_by_mode)."""
+    return [p for _m, p in _chosen_by_mode(sc)]
 
 
 def needs_service(sc) -> bool:
@@ -83,6 +133,13 @@ def at_once(sc, names: list[str]) -> int:
     if sc.schedule == "rounds":
         return max(len(r) for r in pairs_mod.rounds(chosen, names))
     return 1
+
+
+def tool_ports(opts: Options, sets: int) -> dict[str, tuple[int, int | None]] | None:
+    """The tools' server ports for `sets` pairs at once where --port-base moves them (None:
+    their fixed ones), checked like the fixed ones: one line where they meet or do not fit."""
+    specs.service_ports(sets, opts.port_base)
+    return None if opts.port_base is None else specs.tool_ports(sets, opts.port_base)
 
 
 def permissions(sc, namespace: str, fresh: bool = True) -> list[tuple[str, str, str, str, str]]:

@@ -148,24 +148,48 @@ def secret_copy(secret: dict, labels: dict) -> dict:
             "metadata": {"name": meta.get("name"), "labels": dict(labels)}, "data": dict(secret.get("data") or {})}
 
 
-# the tools' servers' ports (harness/run/procs.py: iperf3, qperf and its data, sockperf,
-# iperf 2, irtt), each for the pairs of a set measured at once (their port + 2 × place)
-SERVER_PORTS = (5201, 19765, 19766, 11111, 5001, 2112)
-PORT_TOOLS = {5201: "iperf3", 19765: "qperf", 19766: "qperf's data", 11111: "sockperf", 5001: "iperf",
-              2112: "irtt"}
+# the tools' servers' (control port, data port) by binary, as harness/run/procs.py has them
+# (iperf3, qperf and its data, sockperf, iperf 2, irtt), each for the pairs of a set measured
+# at once (their port + 2 × place); --port-base lays the same tools out in this order from
+# its base, a block of 2 × (pairs at once) ports each
+TOOL_PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None), "iperf": (5001, None),
+              "irtt": (2112, None)}
+LOWEST_BASE = 1024          # the pod-network pods run as non-root: no privileged port
 
 
-def service_ports(sets: int) -> list[int]:
-    """Every server port of `sets` pairs measured at once; HarnessError, one line, where two
-    tools' ports would meet (a set too large for the fixed ports)."""
-    owner: dict[int, int] = {}
-    for base in SERVER_PORTS:
-        for k in range(sets):
-            p = base + 2 * k
-            if p in owner or p > 65535:
-                what = f"meet {PORT_TOOLS[owner[p]]}'s from {owner[p]}" if p in owner else "pass 65535"
-                raise HarnessError(f"{sets} pairs at once: {PORT_TOOLS[base]}'s ports {base}.."
-                                   f"{base + 2 * (sets - 1)} {what} (harness/run/procs.py's fixed ports); "
-                                   f"measure fewer pairs at once")
-            owner[p] = base
+def tool_ports(sets: int, base: int | None = None) -> dict[str, tuple[int, int | None]]:
+    """Each tool's (port, data port) for `sets` pairs at once: the fixed ones (None), or from
+    `base` (--port-base) a block of 2 × `sets` ports per tool: iperf3 from base, qperf's
+    control and data ports interleaved in the next, then sockperf, iperf, irtt; the whole
+    range base .. base + 10 × sets − 1. HarnessError, one line, where it does not fit."""
+    if base is None:
+        return dict(TOOL_PORTS)
+    last = base + 2 * sets * len(TOOL_PORTS) - 1
+    if base < LOWEST_BASE or last > 65535:
+        why = (f"below {LOWEST_BASE} (the pods run as non-root)" if base < LOWEST_BASE else
+               f"{sets} pair{'s' * (sets != 1)} at once need{'s' * (sets == 1)} ports {base}..{last}, past 65535")
+        raise HarnessError(f"--port-base {base}: {why}; give one from {LOWEST_BASE} to "
+                           f"{65536 - 2 * sets * len(TOOL_PORTS)}")
+    return {tool: (base + 2 * sets * k, None if data is None else base + 2 * sets * k + 1)
+            for k, (tool, (_port, data)) in enumerate(TOOL_PORTS.items())}
+
+
+def service_ports(sets: int, base: int | None = None) -> list[int]:
+    """Every server port of `sets` pairs measured at once (tool_ports); HarnessError, one
+    line, where two tools' ports would meet (a set too large for the fixed ports) or the
+    range does not fit."""
+    owner: dict[int, tuple[str, int]] = {}
+    for tool, (port, data) in tool_ports(sets, base).items():
+        for first, what in ((port, tool), (data, f"{tool}'s data")):
+            if first is None:
+                continue
+            for k in range(sets):
+                p = first + 2 * k
+                if p in owner or p > 65535:
+                    meet = f"meet {owner[p][0]}'s from {owner[p][1]}" if p in owner else "pass 65535"
+                    fixed = "harness/run/procs.py's fixed ports" if base is None else f"--port-base {base}"
+                    raise HarnessError(f"{sets} pairs at once: {what}'s ports {first}..{first + 2 * (sets - 1)} "
+                                       f"{meet} ({fixed}); measure fewer pairs at once"
+                                       + ("" if base is not None else ", or give --port-base"))
+                owner[p] = (what, first)
     return sorted(owner)

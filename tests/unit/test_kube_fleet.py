@@ -1,0 +1,163 @@
+"""The kubernetes backend on a fleet, its pure parts: which nodes are candidates
+(--node-selector), one node per zone (--across-zones), one node for both ends
+(--same-node), the tools' ports from --port-base, and the flags that contradict.
+Each test names what a defect would break."""
+
+import itertools
+
+import pytest
+
+from harness.bed import Options
+from harness.core.errors import HarnessError
+from harness.run.scenario import Scenario
+from harness.testbeds.kubernetes import nodes, plan, specs
+from scripted_kube import node
+
+ZONED = [node("a", zone="z1"), node("b", zone="z1"), node("c", zone="z2"), node("d", zone="z3"),
+         node("e")]                                         # e: no zone label
+
+
+# ------------------------------------------------------------------ --node-selector
+def test_selector_parses_keys_with_prefixes_and_refuses_what_is_no_label():
+    assert nodes.selector(["node.kubernetes.io/instance-type=m6i.large", "pool=perf"]) == (
+        ("node.kubernetes.io/instance-type", "m6i.large"), ("pool", "perf"))
+    assert nodes.selector(["pool=perf", "pool=perf"]) == (("pool", "perf"),)      # said twice: once
+    assert nodes.selector(["gpu="]) == (("gpu", ""),)                            # a label's value may be empty
+    for bad in ("pool", "=perf", "po ol=perf", "pool=per f", "-pool=x", "a/b/c=x"):
+        with pytest.raises(HarnessError, match=rf"^--node-selector {bad}: not KEY=VALUE of a node label"):
+            nodes.selector([bad])
+    with pytest.raises(HarnessError, match=r"^--node-selector pool=perf and pool=web: no node has both$"):
+        nodes.selector(["pool=perf", "pool=web"])
+
+
+def test_the_selector_filters_the_candidates_and_every_label_must_match():
+    have = [node("a", labels={"pool": "web"}), node("b", labels={"pool": "perf", "nic": "100g"}),
+            node("c", labels={"pool": "perf"}), node("d", labels={"pool": "perf", "nic": "100g"})]
+    # without the selector the first two by name are a and b; with it, a (pool=web) is out
+    assert [n.name for n in nodes.pick(have, sel=(("pool", "perf"),))] == ["b", "c"]
+    both = (("pool", "perf"), ("nic", "100g"))
+    assert [n.name for n in nodes.pick(have, sel=both)] == ["b", "d"]           # c lacks nic=100g
+    assert [n.name for n in nodes.pick(have, ("all",), sel=(("pool", "perf"),))] == ["b", "c", "d"]
+    with pytest.raises(HarnessError) as e:
+        nodes.pick(have, count=3, sel=both)
+    assert str(e.value) == ("the cluster has 2 Ready, schedulable nodes matching --node-selector pool=perf,"
+                            "nic=100g (b, d); the run needs 3")
+
+
+# ------------------------------------------------------------------ --across-zones
+def _zones(picked):
+    return [nodes.zone(n) for n in picked]
+
+
+def test_across_zones_takes_one_node_per_zone_so_every_pair_crosses():
+    two = nodes.pick(ZONED, across_zones=True)
+    assert [n.name for n in two] == ["a", "c"] and _zones(two) == ["z1", "z2"]     # by name alone: a, b (z1, z1)
+    three = nodes.pick(ZONED, count=3, across_zones=True)
+    assert _zones(three) == ["z1", "z2", "z3"]
+    assert all(nodes.zone(x) != nodes.zone(y) for x, y in itertools.combinations(three, 2))
+    assert _zones(nodes.pick(ZONED, ("all",), across_zones=True)) == ["z1", "z2", "z3"]   # all: every zone once
+
+
+def test_across_zones_refuses_one_zone_naming_the_zones_seen():
+    with pytest.raises(HarnessError) as e:
+        nodes.pick([node("a", zone="z1"), node("b", zone="z1"), node("e")], across_zones=True)
+    assert str(e.value) == ("--across-zones: the Ready, schedulable nodes span 1 zone (z1) and 1 node without a "
+                            "topology.kubernetes.io/zone label; a pair across zones needs two")
+    with pytest.raises(HarnessError, match=r"span 0 zones \(none\) and 2 nodes without"):
+        nodes.pick([node("a"), node("b")], across_zones=True)
+    # an unready node's zone does not count
+    with pytest.raises(HarnessError, match=r"matching --node-selector pool=x span 1 zone \(z1\);"):
+        nodes.pick([node("a", zone="z1", labels={"pool": "x"}), node("b", zone="z2", ready=False, labels={"pool": "x"}),
+                    node("c", zone="z2")], sel=(("pool", "x"),), across_zones=True)
+    with pytest.raises(HarnessError) as e:
+        nodes.pick(ZONED, count=4, across_zones=True)
+    assert str(e.value) == ("--across-zones --hosts 4: one node per zone, and the Ready, schedulable nodes span "
+                            "3 zones (z1, z2, z3) and 1 node without a topology.kubernetes.io/zone label; "
+                            "--hosts 3 at most")
+
+
+def test_across_zones_checks_nodes_named():
+    assert _zones(nodes.pick(ZONED, ("c", "a"), across_zones=True)) == ["z2", "z1"]
+    with pytest.raises(HarnessError, match=r"^--across-zones: nodes a and b are both in zone z1; name nodes"):
+        nodes.pick(ZONED, ("a", "c", "b"), across_zones=True)
+    with pytest.raises(HarnessError, match=r"^--across-zones: node e has no topology.kubernetes.io/zone label$"):
+        nodes.pick(ZONED, ("a", "e"), across_zones=True)
+
+
+# ------------------------------------------------------------------ --same-node
+def test_same_node_takes_one_node_the_first_candidate_or_the_one_named():
+    assert [n.name for n in nodes.pick([node("b"), node("a", ready=False), node("c")], same_node=True)] == ["b"]
+    assert [n.name for n in nodes.pick([node("a"), node("b")], ("b",), same_node=True)] == ["b"]
+    with pytest.raises(HarnessError, match=r"^--nodes a,b: --same-node puts both pods on one node: name one$"):
+        nodes.pick([node("a"), node("b")], ("a", "b"), same_node=True)
+    with pytest.raises(HarnessError, match=r"^--same-node: no Ready, schedulable node matching --node-selector p=q"):
+        nodes.pick([node("a")], sel=(("p", "q"),), same_node=True)
+    with pytest.raises(HarnessError, match=r"^--nodes a: name two or more"):      # one name needs --same-node
+        nodes.pick([node("a"), node("b")], ("a",))
+
+
+# ------------------------------------------------------------------ the node plan
+@pytest.mark.parametrize("opts, wanted, line", [
+    ({"node_selector": ("pool=perf",)}, ("a", "b"),
+     "--node-selector with the nodes named (a,b): name the nodes or select them, not both (--nodes all "
+     "--node-selector KEY=VALUE takes every node that matches)"),
+    ({"same_node": True, "across_zones": True}, (), "--same-node and --across-zones: both ends on one node cannot "
+                                                    "be in two zones"),
+    ({"same_node": True, "node_count": 3}, (), "--hosts 3 with --same-node: both ends of the pair are on one node"),
+    ({"same_node": True}, ("all",), "--nodes all with --same-node: both ends of the pair are on one node; name it, "
+                                    "or let the first Ready, schedulable one be taken"),
+])
+def test_flags_that_contradict_are_one_line(opts, wanted, line):
+    with pytest.raises(HarnessError) as e:
+        plan.node_plan(Options(**opts), wanted)
+    assert str(e.value) == line
+
+
+def test_node_plan_of_flags_that_agree():
+    p = plan.node_plan(Options(node_selector=("pool=perf",), across_zones=True), ("all",))
+    assert p == plan.NodePlan((("pool", "perf"),), True, False)
+    assert plan.node_plan(Options(same_node=True), ("a",)) == plan.NodePlan((), False, True)
+
+
+def test_same_node_refuses_every_host_end_and_keeps_pod_to_pod():
+    with pytest.raises(HarnessError, match=r"^--same-node: mode native's placement host-host has a host end"):
+        plan.refuse_same_node(Scenario(modes=("native", "cni")))
+    with pytest.raises(HarnessError, match=r"^--same-node: mode cni's placement host-container has a host end"):
+        plan.refuse_same_node(Scenario(modes=("cni",), placements=("host-container", "container-container")))
+    plan.refuse_same_node(Scenario(modes=("cni",), placements=("container-container", "container-service")))
+    plan.refuse_same_node(Scenario(modes=("cni",)))             # the default placements: container-container
+
+
+# ------------------------------------------------------------------ --port-base
+def test_port_base_lays_every_tool_out_from_the_base():
+    assert specs.tool_ports(1) == specs.TOOL_PORTS                 # no base: the tools' fixed ports
+    assert specs.tool_ports(1, 30000) == {"iperf3": (30000, None), "qperf": (30002, 30003),
+                                          "sockperf": (30004, None), "iperf": (30006, None), "irtt": (30008, None)}
+    assert specs.service_ports(1, 30000) == [30000, 30002, 30003, 30004, 30006, 30008]
+    assert plan.tool_ports(Options(), 4) is None
+    # the pairs of a set: port + 2 × place (harness/run/case.py) stay inside each tool's block
+    for sets in (1, 2, 5, 33):
+        used = [p + 2 * k for port, data in specs.tool_ports(sets, 20000).values() for p in (port, data)
+                if p is not None for k in range(sets)]
+        assert len(used) == len(set(used)) and min(used) == 20000 and max(used) <= 20000 + 10 * sets - 1
+        assert sorted(used) == specs.service_ports(sets, 20000)
+
+
+@pytest.mark.parametrize("sets, base, line", [
+    (1, 80, "--port-base 80: below 1024 (the pods run as non-root); give one from 1024 to 65526"),
+    (1, 65530, "--port-base 65530: 1 pair at once needs ports 65530..65539, past 65535; give one from 1024 to 65526"),
+    (10, 65500, "--port-base 65500: 10 pairs at once need ports 65500..65599, past 65535; give one from 1024 to "
+                "65436"),
+])
+def test_a_port_base_that_does_not_fit_is_one_line(sets, base, line):
+    with pytest.raises(HarnessError) as e:
+        plan.tool_ports(Options(port_base=base), sets)
+    assert str(e.value) == line
+    specs.tool_ports(sets, int(line.rsplit(" ", 1)[1]))            # the largest base it names fits
+
+
+def test_fixed_ports_still_refuse_a_set_too_large_and_name_the_way_out():
+    with pytest.raises(HarnessError, match=r"meet iperf3's from 5201 \(harness/run/procs.py's fixed ports\); "
+                                           r"measure fewer pairs at once, or give --port-base$"):
+        plan.tool_ports(Options(), 3000)
+    assert plan.tool_ports(Options(port_base=1024), 3000)["irtt"] == (1024 + 8 * 3000, None)
