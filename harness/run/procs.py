@@ -17,7 +17,7 @@ from harness.run.scenario import Case
 # Fixed ports: reproducible, and what a firewall rule would name (the tools' own defaults;
 # sockperf's documented example port).
 PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None), "iperf": (5001, None),
-         "irtt": (2112, None), "blast": (9000, None)}
+         "irtt": (2112, 2113), "blast": (9000, None)}
 # Deadlines catch a hang, never judge speed: a server listens within milliseconds, and 30 s
 # holds on a machine whose CPUs something else keeps busy.
 SERVER_READY_TIMEOUT = 30.0

@@ -41,8 +41,8 @@ READY_POLL_S = 0.05      # the server's shell asks `ss` this often whether iperf
 
 
 def load_port(spec: TestSpec) -> int:
-    """iperf 2's port: the one after irtt's (the case's ports are two apart)."""
-    return (spec.port or irtt.DEFAULT_PORT) + 1
+    """iperf 2's port: irtt's data port (harness/run/procs.py: the one after irtt's own)."""
+    return spec.data_port or (spec.port or irtt.DEFAULT_PORT) + 1
 
 
 class LoadIrtt(Tool):

@@ -1,4 +1,4 @@
-"""Under load, for real: latency beside a working load (load.bounceback), the connection
+"""Under load, for real: latency beside a working load (load.irtt, load.bounceback), the connection
 rate (iperf.crr), the UDP sweeps and their knees (iperf3.udp_sweep64/1400) and the
 isochronous UDP probe (irtt.udp), run by the harness on the lab and over SSH, then read
 back by show (table, CSV, JSON), the report, baseline and the gate.
@@ -31,7 +31,7 @@ from test_testbed_ssh import ob, ssh_lab  # noqa: F401  (ssh_lab: the fixture, a
 
 pytestmark = [needs_root(), pytest.mark.lab]
 
-TESTS = ["load.bounceback", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp"]
+TESTS = ["load.irtt", "load.bounceback", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp"]
 # Two offered loads per sweep (the fewest a sweep takes), far below any mode's capacity:
 # the sweep's mechanics, not its knee, are what this file checks.
 SWEEP = (10e6, 100e6)
@@ -51,6 +51,7 @@ to = "100mbit"
 steps = 2
 """
 LAT = [f"lat_{ph}_{p}_us" for ph in ("idle", "loaded", "added") for p in PERCENTILES]
+RTT = [f"rtt_{ph}_{p}_us" for ph in ("idle", "loaded", "added") for p in PERCENTILES]
 CONFIGS = (("native", "host-host"), ("sleeve", "host-host"), ("sleeve", "container-container"))
 
 
@@ -81,6 +82,14 @@ def _check_records(run: pathlib.Path) -> None:
             assert 0 < bb[f"lat_{ph}_p50_us"] <= bb[f"lat_{ph}_p99_us"] <= bb[f"lat_{ph}_p999_us"], (mode, pl, bb)
             assert 0 < one("load.bounceback", f"lat_{ph}_min_us") <= one("load.bounceback", f"lat_{ph}_max_us")
         assert one("load.bounceback", "load_throughput_bps") > 0
+        fine = {m: one("load.irtt", m) for m in RTT}
+        for p in PERCENTILES:
+            assert fine[f"rtt_added_{p}_us"] == fine[f"rtt_loaded_{p}_us"] - fine[f"rtt_idle_{p}_us"]
+        for ph in ("idle", "loaded"):
+            assert 0 < one("load.irtt", f"rtt_{ph}_min_us") <= fine[f"rtt_{ph}_p50_us"] <= fine[f"rtt_{ph}_p99_us"] \
+                <= fine[f"rtt_{ph}_p999_us"] <= one("load.irtt", f"rtt_{ph}_max_us"), (mode, pl, fine)
+            assert fine[f"rtt_{ph}_p99_us"] % 100 != 0 or fine[f"rtt_{ph}_p50_us"] % 100 != 0   # no bin edges
+        assert one("load.irtt", "load_throughput_bps") > 0 and 0 <= one("load.irtt", "probe_loss_pct") <= 100
         assert one("iperf.crr", "conn_per_s") > 0
         assert 0 < one("iperf.crr", "connect_p50_us") <= one("iperf.crr", "connect_p99_us")
         assert one("iperf.crr", "conn_failed") >= 0               # counted, whatever it is
@@ -99,9 +108,10 @@ def _check_records(run: pathlib.Path) -> None:
 
 
 # show's columns of the new tests, by title (table, CSV) and JSON field
-TITLES = ("Loaded P99 (µs)", "Added P99 (µs)", "Load (Gbit/s)", "UDP RTT P99 (µs)", "UDP RTT P99 %",
+TITLES = ("Loaded P99 (µs)", "Added P99 (µs)", "Load (Gbit/s)", "BB loaded P99 (µs)", "UDP RTT P99 (µs)", "UDP RTT P99 %",
           "CRR conn/s", "CRR %", "Connect P99 (µs)", "Knee 64 B (Mbit/s)", "Knee 1400 B (Mbit/s)")
-FIELDS = ("lat_loaded_p99_us", "lat_added_p99_us", "load_gbps", "rtt_p99_us", "conn_per_s",
+FIELDS = ("rtt_loaded_p99_us", "rtt_added_p99_us", "rtt_load_gbps", "lat_loaded_p99_us", "lat_added_p99_us",
+          "load_gbps", "rtt_p99_us", "conn_per_s",
           "connect_p99_us", "knee_64_mbps", "knee_1400_mbps")
 
 
@@ -120,7 +130,7 @@ def _check_carried(run: pathlib.Path, tmp: pathlib.Path, env=None) -> None:
     assert {(r["mode"], r["placement"]) for r in rows} == set(CONFIGS)
     for r in rows:
         assert all(r[f] is not None for f in FIELDS), r
-        assert r["lat_loaded_p99_us"] > 0 and r["conn_per_s"] > 0 and r["rtt_p99_us"] > 0
+        assert r["rtt_loaded_p99_us"] > 0 and r["lat_loaded_p99_us"] > 0 and r["conn_per_s"] > 0 and r["rtt_p99_us"] > 0
     native = next(r for r in rows if r["mode"] == "native")
     assert native["crr_pct"] == 100.0 and all(r["crr_pct"] > 0 for r in rows)
 
@@ -139,7 +149,7 @@ def _check_carried(run: pathlib.Path, tmp: pathlib.Path, env=None) -> None:
     gate = ob("gate", str(run), "--baseline", str(base), "--format", "json", env=env)
     assert gate.returncode == 0, gate.stdout + gate.stderr
     judged = {(c["test"], c["metric"]) for c in json.loads(gate.stdout)["cases"]}
-    assert {("load.bounceback", "lat_loaded_p99_us"), ("iperf.crr", "conn_per_s"), ("irtt.udp", "rtt_p50_us"),
+    assert {("load.irtt", "rtt_loaded_p99_us"), ("load.bounceback", "lat_loaded_p99_us"), ("iperf.crr", "conn_per_s"), ("irtt.udp", "rtt_p50_us"),
             ("iperf3.udp_sweep64", "knee_bps"), ("iperf3.udp_sweep1400", "knee_bps")} <= judged, judged
 
 

@@ -132,8 +132,8 @@ def test_same_node_refuses_every_host_end_and_keeps_pod_to_pod():
 def test_port_base_lays_every_tool_out_from_the_base():
     assert specs.tool_ports(1) == specs.TOOL_PORTS                 # no base: the tools' fixed ports
     assert specs.tool_ports(1, 30000) == {"iperf3": (30000, None), "qperf": (30002, 30003),
-                                          "sockperf": (30004, None), "iperf": (30006, None), "irtt": (30008, None)}
-    assert specs.service_ports(1, 30000) == [30000, 30002, 30003, 30004, 30006, 30008]
+                                          "sockperf": (30004, None), "iperf": (30006, None), "irtt": (30008, 30009)}
+    assert specs.service_ports(1, 30000) == [30000, 30002, 30003, 30004, 30006, 30008, 30009]
     assert plan.tool_ports(Options(), 4) is None
     # the pairs of a set: port + 2 × place (harness/run/case.py) stay inside each tool's block
     for sets in (1, 2, 5, 33):
@@ -160,4 +160,4 @@ def test_fixed_ports_still_refuse_a_set_too_large_and_name_the_way_out():
     with pytest.raises(HarnessError, match=r"meet iperf3's from 5201 \(harness/run/procs.py's fixed ports\); "
                                            r"measure fewer pairs at once, or give --port-base$"):
         plan.tool_ports(Options(), 3000)
-    assert plan.tool_ports(Options(port_base=1024), 3000)["irtt"] == (1024 + 8 * 3000, None)
+    assert plan.tool_ports(Options(port_base=1024), 3000)["irtt"] == (1024 + 8 * 3000, 1024 + 8 * 3000 + 1)

@@ -102,11 +102,11 @@ def test_service_selects_the_pod_on_every_server_port():
     svc = specs.service("s1", "c1", specs.service_ports(2))
     assert svc["spec"]["type"] == "ClusterIP" and svc["spec"]["selector"] == {"overlaybench/side": "c1"}
     ports = {(p["protocol"], p["port"]) for p in svc["spec"]["ports"]}
-    for base in (5201, 19765, 19766, 11111, 5001, 2112):     # iperf3, qperf (+data), sockperf, iperf 2, irtt
+    for base in (5201, 19765, 19766, 11111, 5001, 2112, 2113):   # iperf3, qperf (+data), sockperf, iperf 2, irtt (+data)
         for k in (0, 1):
             assert {("TCP", base + 2 * k), ("UDP", base + 2 * k)} <= ports
     assert len({p["name"] for p in svc["spec"]["ports"]}) == len(svc["spec"]["ports"])
-    assert len(specs.service_ports(1)) == 6                  # one pair at once: one port per server
+    assert len(specs.service_ports(1)) == 7                  # one pair at once: one port per server
 
 
 @pytest.mark.parametrize("sets, needle", [(3000, "3000 pairs at once: sockperf's ports 11111..17109 meet iperf3's from 5201")])

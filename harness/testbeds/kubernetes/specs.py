@@ -149,11 +149,11 @@ def secret_copy(secret: dict, labels: dict) -> dict:
 
 
 # the tools' servers' (control port, data port) by binary, as harness/run/procs.py has them
-# (iperf3, qperf and its data, sockperf, iperf 2, irtt), each for the pairs of a set measured
-# at once (their port + 2 × place); --port-base lays the same tools out in this order from
-# its base, a block of 2 × (pairs at once) ports each
+# (iperf3, qperf and its data, sockperf, iperf 2, irtt and its data: load.irtt's working load),
+# each for the pairs of a set measured at once (their port + 2 × place); --port-base lays the
+# same tools out in this order from its base, a block of 2 × (pairs at once) ports each
 TOOL_PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None), "iperf": (5001, None),
-              "irtt": (2112, None)}
+              "irtt": (2112, 2113)}
 LOWEST_BASE = 1024          # the pod-network pods run as non-root: no privileged port
 
 
