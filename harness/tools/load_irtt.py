@@ -10,12 +10,16 @@ phases against one server:
   (`iperf -c … --full-duplex -P N -l 16K`, as flent's RRUL loads both directions), started
   first and running a second longer than the probe so that every probe meets it.
 
-The server is one process group: iperf 2's server (`iperf -s`, bounded by `-t`) started in
-the background, waited for until it listens (its own pid on the port, as `ss -p` shows: not
-whatever else may hold it), then irtt's server exec'd in the shell's place. So the case routine's wait for irtt's UDP port also means iperf's TCP one is ready,
-and stopping the server's group stops both. The loaded phase's shell prints iperf's report,
-then one line `=== irtt exit R iperf exit W`, then irtt's JSON (held until iperf is done so
-the two never interleave).
+The server is one shell leading one process group: iperf 2's server (`iperf -s`, bounded by
+`-t`) started in the background and waited for until it listens (its own pid on the port,
+as `ss -p` shows: not whatever else may hold it), then irtt's server beside it. So the case
+routine's wait for irtt's UDP port also means iperf's TCP one is ready. Stopping the group
+(SIGTERM) ends the shell only once both servers are gone: iperf 2 takes over a second to
+leave on SIGTERM, holding its port, so the shell kills it outright and waits for it, and the
+next case's server on the same port never finds it taken.
+
+The loaded phase's shell prints iperf's report, then one line `=== irtt exit R iperf exit
+W`, then irtt's JSON (held until iperf is done so the two never interleave).
 
 Figures (µs, round trips): `rtt_idle_us` / `rtt_loaded_us` (means), their `_min`, `_max`,
 `_p50`, `_p90`, `_p99` and `_p999` (nearest rank over every probe that came back),
@@ -64,7 +68,9 @@ class LoadIrtt(Tool):
                   f"until ss -Hltnp 'sport = :{port}' | grep -q \"pid=$p,\"; do "
                   f"kill -0 $p 2>/dev/null || {{ echo 'iperf -s exited before listening' >&2; exit 1; }}; "
                   f"sleep {READY_POLL_S}; done; "
-                  f"exec {shlex.join(irtt.IrttUdp().server_argv(spec))}")
+                  f"{shlex.join(irtt.IrttUdp().server_argv(spec))} & q=$!; "
+                  f"trap 'kill -KILL $p $q 2>/dev/null; wait $p $q; exit 143' TERM INT; "
+                  f"wait $q; r=$?; kill -KILL $p 2>/dev/null; wait $p; exit $r")
         return ["sh", "-c", script]
 
     def _probe(self, spec: TestSpec) -> list[str]:
