@@ -164,3 +164,31 @@ def test_stored_paths_are_the_record_s_judged_paths():
     assert mtu_section.stored_paths({"mtu_check": rec}) == rec["paths"]
     assert mtu_section.stored_paths({}) is None
     assert mtu_section.headline(rec["paths"]) == "4 of 6 paths not ok."
+
+
+def test_run_mtu_check_hands_its_verdicts_to_run_json(tmp_path, monkeypatch, capsys):
+    """`run --mtu-check` gives the check's record to session.run as run.json's `mtu_check`
+    (the doctor and the run faked: no testbed here; session.run writes `meta` into run.json
+    as the directory is made), and the report of that run shows it."""
+    from harness.cli import mtu as cli_mtu
+    from harness.results import RunStore
+    from harness.run import session
+
+    record = mtu_check()
+    seen = {}
+
+    def fake_run(**kw):
+        seen.update(kw)
+        return RunStore.open(make_run(tmp_path / "results", meta=kw["meta"], modes=["native", "fastdp"],
+                                      underlay_mtus=[1500], tests=["iperf3.tcp"]))
+
+    monkeypatch.setattr(cli_mtu, "check", lambda a: record)
+    monkeypatch.setattr(session, "run", fake_run)
+    assert main(["run", "--mtu-check", "--modes", "native,fastdp", "-q"]) == 0
+    assert seen["meta"] == {"mtu_check": record}
+    (run_dir,) = (tmp_path / "results").iterdir()
+    assert "4 of 6 paths not ok." in section(render_html([run_dir]))
+    capsys.readouterr()
+    monkeypatch.setattr(session, "run", lambda **kw: seen.update(kw) or RunStore.open(run_dir))
+    assert main(["run", "--modes", "native,fastdp", "-q"]) == 0
+    assert seen["meta"] is None                                 # without the check: nothing added
