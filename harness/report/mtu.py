@@ -13,7 +13,9 @@ from typing import Any, Callable
 
 from harness.analysis import findings as fnd, mtu as verdicts
 from harness.core.looks import Looks
-from harness.report import style
+
+CellId = Callable[[int, tuple, str], str]          # render.cell_id: (run index, row id, column) → HTML id
+Colour = Callable[[str, Looks], str]               # style.mode_color: handed in, so `show` loads no matplotlib
 
 OK = verdicts.OK
 ALL_OK = "each path MTU is the underlay's minus the mode's encapsulation, and the ends' devices agree"
@@ -68,7 +70,7 @@ def _cost(p: dict[str, Any]) -> dict[str, str]:
     return {"text": "—", "sub": "", "title": ""}
 
 
-def row(p: dict[str, Any], index: int, looks: Looks, cell_id: Callable[[int, tuple, str], str]) -> dict[str, Any]:
+def row(p: dict[str, Any], index: int, looks: Looks, cell_id: CellId, colour: Colour) -> dict[str, Any]:
     """One path as the template's row; its verdict cell's id is the one a finding links to."""
     ok = p["verdict"] == OK
     mss = p.get("tcp_mss")
@@ -77,7 +79,7 @@ def row(p: dict[str, Any], index: int, looks: Looks, cell_id: Callable[[int, tup
         frags = verdicts.fragments(p)
     return {
         "id": cell_id(index, fnd.mtu_path_id(p), fnd.MTU_VERDICT), "ok": ok, "verdict": p["verdict"],
-        "mode": p.get("mode"), "color": style.mode_color(str(p.get("mode")), looks),
+        "mode": p.get("mode"), "color": colour(str(p.get("mode")), looks),
         "placement": p.get("placement"), "path": f"{p.get('src')} → {p.get('dst')}",
         "underlay": _num(p.get("underlay_mtu")), "overlay": _num(p.get("overlay_mtu")),
         "found": _num(p.get("path_mtu")), "expected": _num(p.get("expected_mtu")),
@@ -90,11 +92,11 @@ def row(p: dict[str, Any], index: int, looks: Looks, cell_id: Callable[[int, tup
     }
 
 
-def section(view: Any, cell_id: Callable[[int, tuple, str], str]) -> dict[str, Any] | None:
-    """The MTU section of a run's page (render.Section's builder, `cell_id` handed in by
-    render): None for a run made without the check."""
+def section(view: Any, cell_id: CellId, colour: Colour) -> dict[str, Any] | None:
+    """The MTU section of a run's page (render.Section's builder, with render's `cell_id`
+    and style's `mode_color`): None for a run made without the check."""
     paths = stored_paths(view.meta)
     if paths is None:
         return None
-    return {"rows": [row(p, view.index, view.looks, cell_id) for p in paths], "n": len(paths),
+    return {"rows": [row(p, view.index, view.looks, cell_id, colour) for p in paths], "n": len(paths),
             "n_bad": not_ok(paths), "headline": headline(paths)}

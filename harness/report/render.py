@@ -78,7 +78,7 @@ class Section:
 # A run's page, in reading order: the answer first, the facts last.
 SECTIONS = [
     Section("findings", "Findings"),
-    Section("mtu", "MTU", build=lambda view: mtu.section(view, cell_id)),     # a run made with --mtu-check
+    Section("mtu", "MTU", build=lambda view: mtu.section(view, cell_id, style.mode_color)),   # with --mtu-check
     Section("plots", "Plots"),
     Section("tables", "Tables"),
     Section("failed", "Failed cases"),
