@@ -82,7 +82,7 @@ def row(p: dict[str, Any], index: int, looks: Looks, cell_id: CellId, colour: Co
         "mode": p.get("mode"), "color": colour(str(p.get("mode")), looks),
         "placement": p.get("placement"), "path": f"{p.get('src')} → {p.get('dst')}",
         "underlay": _num(p.get("underlay_mtu")), "overlay": _num(p.get("overlay_mtu")),
-        "found": _num(p.get("path_mtu")), "expected": _num(p.get("expected_mtu")),
+        "found": _num(p.get("path_mtu")), "expected": _num(p.get("expected_mtu")), "udp": _num(p.get("udp_path_mtu")),
         "mismatch": p.get("path_mtu") != p.get("expected_mtu"),
         "devices": f"{_num(p.get('src_dev_mtu'))} / {_num(p.get('dst_dev_mtu'))}",
         "tcp": _num(p.get("tcp_mtu")), "mss": "" if mss is None else f"MSS {mss}",
@@ -99,4 +99,5 @@ def section(view: Any, cell_id: CellId, colour: Colour) -> dict[str, Any] | None
     if paths is None:
         return None
     return {"rows": [row(p, view.index, view.looks, cell_id, colour) for p in paths], "n": len(paths),
-            "n_bad": not_ok(paths), "headline": headline(paths)}
+            "n_bad": not_ok(paths), "headline": headline(paths),
+            "udp": any("udp_path_mtu" in p for p in paths)}      # a check that probed with UDP too

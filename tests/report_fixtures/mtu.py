@@ -39,9 +39,18 @@ def _path(mode: str, datapath: str, overhead: int, placement: str, src: str, dst
     return row
 
 
-def raw_paths(faults: bool = True) -> list[dict[str, Any]]:
+def raw_paths(faults: bool = True, udp: bool = False) -> list[dict[str, Any]]:
     """The doctor's rows: native ok both ways, and with `faults` fastdp too big and the
-    sleeve a black hole; without, fastdp at the MTU that fits (ok)."""
+    sleeve a black hole; without, fastdp at the MTU that fits (ok). `udp`: each path also
+    probed with DF UDP datagrams, the far end receiving as large as the DF echo crossed."""
+    rows = _raw_paths(faults)
+    if udp:
+        for r in rows:
+            r.update(udp_path_mtu=r["path_mtu"], udp_probes=11)
+    return rows
+
+
+def _raw_paths(faults: bool) -> list[dict[str, Any]]:
     cc = "container-container"
     rows = [_path("native", "native", 0, "host-host", a, b, 1500, path_mtu=1500, discovery="local", mss=1448,
                   thr=19.0e9) for a, b in (("h0", "h1"), ("h1", "h0"))]
@@ -57,15 +66,15 @@ def raw_paths(faults: bool = True) -> list[dict[str, Any]]:
     return rows
 
 
-def mtu_check(faults: bool = True) -> dict[str, Any]:
+def mtu_check(faults: bool = True, udp: bool = False) -> dict[str, Any]:
     """run.json's `mtu_check`, as harness/cli/mtu.py's check returns it."""
-    judged = verdicts.judge_all(raw_paths(faults))
+    judged = verdicts.judge_all(raw_paths(faults, udp))
     return {"ok": verdicts.all_ok(judged), "paths": judged}
 
 
-def make_mtu_run(root: pathlib.Path | str, faults: bool = True, **kw: Any) -> pathlib.Path:
+def make_mtu_run(root: pathlib.Path | str, faults: bool = True, udp: bool = False, **kw: Any) -> pathlib.Path:
     """A small run (native, fastdp, sleeve at underlay 1500) whose run.json carries the check."""
     kw.setdefault("modes", ["native", "fastdp", "sleeve"])
     kw.setdefault("underlay_mtus", [1500])
     kw.setdefault("tests", ["iperf3.tcp", "qperf.tcp_lat"])
-    return make_run(root, meta={"mtu_check": mtu_check(faults)}, **kw)
+    return make_run(root, meta={"mtu_check": mtu_check(faults, udp)}, **kw)

@@ -87,6 +87,15 @@ def test_the_section_has_found_expected_devices_mss_fragments_cost_and_fix_mtu(p
     assert "the transfer at 1500 moved nothing measurable" in text(s)
 
 
+def test_a_udp_column_only_where_the_check_probed_with_udp(page, tmp_path):
+    assert "<th class=\"num\">UDP</th>" not in section(page)
+    s = section(render_html([make_mtu_run(tmp_path / "results", udp=True)]))
+    assert "<th class=\"num\">UDP</th>" in s and 'colspan="15"' in s and 'colspan="14"' not in s
+    rows = [text(r) for r in re.findall(r'<tr class="(?:ok|bad)">(.*?)</tr>', s, re.S)]
+    assert rows[2].startswith("fastdp container-container 1500 1500 h0 → h1 too big 1450 1450 1450 1500 / 1500")
+    assert "4 of 6 paths not ok." in text(s)                   # the same verdicts
+
+
 def test_the_findings_open_with_the_paths_not_ok_linking_to_their_rows(page, faulty):
     findings = re.search(r"<ul class=\"findings\" data-findings>(.*?)</ul>", page, re.S).group(1)
     items = re.findall(r"<li>(.*?)</li>", findings, re.S)
