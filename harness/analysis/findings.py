@@ -83,7 +83,7 @@ class Part:
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
-    kind: str                   # "cost", "mtu" or "noise"
+    kind: str                   # "cost", "mtu", "noise" or "mtu_check"
     parts: tuple[Part, ...]
 
     @property
@@ -331,4 +331,42 @@ def findings(summary: pd.DataFrame, df: pd.DataFrame,
                      f"ranges {_fraction(chance_separation(n, n))} times, so the ratios quoted are what this "
                      "run measured, not a significance test.")
         out.append(Finding("noise", (Part(text.strip()),)))
+    return out
+
+
+# --------------------------------------------------------------------------- the MTU check
+
+MTU_VERDICT = "verdict"        # the column of a path's verdict in the report's MTU section: what findings link to
+
+
+def mtu_path_id(p: dict[str, Any]) -> tuple:
+    """A judged path's row id in the report's MTU section (a finding's cell names it with
+    MTU_VERDICT): the paths' own keys, one row per mode, MTUs, placement and direction."""
+    return ("mtu", p.get("underlay_mtu"), p.get("mode"), p.get("overlay_mtu"), p.get("placement"), p.get("src"),
+            p.get("dst"))
+
+
+def mtu_findings(paths: Sequence[dict[str, Any]]) -> list[Finding]:
+    """A sentence per mode with paths not ok in the run's MTU check (`run --mtu-check`,
+    run.json's `mtu_check`): each verdict, its paths and its fix, as analysis/mtu.py judged
+    them when the check ran; nothing here judges again. Modes in the check's order."""
+    groups: dict[str, dict[tuple, list[dict[str, Any]]]] = {}
+    for p in paths:
+        if p.get("verdict") in (None, "ok"):
+            continue
+        key = (p["verdict"], p.get("fix") or "", p.get("placement"), p.get("overlay_mtu"), p.get("underlay_mtu"))
+        groups.setdefault(str(p.get("mode")), {}).setdefault(key, []).append(p)
+    out = []
+    for mode, by in groups.items():
+        parts: list[Part] = [Part(mode, strong=True), Part(": the MTU check found ")]
+        for i, ((verdict, fix, placement, overlay, underlay), ps) in enumerate(by.items()):
+            parts += [Part("; " if i else ""), Part(verdict, strong=True), Part(" on ")]
+            for k, p in enumerate(ps):
+                where = f"{p.get('src')}→{p.get('dst')}"
+                parts += [Part(", " if k else ""), Part(where, (mtu_path_id(p), MTU_VERDICT))]
+            parts.append(Part(f" ({placement}, overlay MTU {overlay} over underlay {underlay})"))
+            if fix:
+                parts.append(Part(f"; fix: {fix}"))
+        parts.append(Part("."))
+        out.append(Finding("mtu_check", tuple(p for p in parts if p.text)))
     return out

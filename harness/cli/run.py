@@ -71,7 +71,8 @@ def cmd_run(a) -> int:
     from harness.run import session  # the whole harness: not for `--help`
     checked = mtu.check(a) if a.mtu_check else None
     store = session.run(scenario_path=a.scenario, overrides=overrides(a), resume=a.resume,
-                        results_dir=a.results, quiet=a.quiet, options=options(a), settings=settings(a))
+                        results_dir=a.results, quiet=a.quiet, options=options(a), settings=settings(a),
+                        meta={"mtu_check": checked} if checked is not None else None)
     # pandas comes with the table, after the run: `--help` and bad input do not wait for it.
     from harness.analysis import summary, tablefmt
     from harness import results

@@ -67,6 +67,11 @@ def cmd_show(a) -> int:
                 print(line)
             for line in fleet.lines(df, meta):
                 print(f"note: {line}")
+            from harness.report import mtu
+            paths = mtu.stored_paths(meta)
+            if paths is not None:                  # a run made with --mtu-check: the report's MTU section
+                print()
+                print(mtu.terminal(paths))
     return 0
 
 

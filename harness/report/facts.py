@@ -27,7 +27,7 @@ KNOWN_FACTS = [
     ("sysctls", "Sysctls"), ("cases_planned", "Cases planned"), ("schema_version", "Schema version"),
 ]
 # Left out of the facts: shown elsewhere (the planned configurations get a table of their own).
-SHOWN_ELSEWHERE = {"configs_planned"}
+SHOWN_ELSEWHERE = {"configs_planned", "mtu_check"}     # mtu_check: the MTU section
 # Words a label spells in capitals.
 _ACRONYMS = {"cpu": "CPU", "mtu": "MTU", "id": "ID", "ip": "IP", "tcp": "TCP", "udp": "UDP", "nic": "NIC",
              "qos": "QoS", "pm": "PM", "ssh": "SSH", "json": "JSON", "url": "URL", "vxlan": "VXLAN"}

@@ -30,7 +30,7 @@ from harness.analysis.fleet import lines as fleet_lines
 from harness.core import metrics
 from harness.core.errors import HarnessError
 from harness.core.looks import Looks
-from harness.report import breadth, facts, fleet, plots, style, under_load
+from harness.report import breadth, facts, fleet, mtu, plots, style, under_load
 from harness.results import load, read_meta, resolve_run, run_looks
 
 log = logging.getLogger(__name__)
@@ -78,6 +78,7 @@ class Section:
 # A run's page, in reading order: the answer first, the facts last.
 SECTIONS = [
     Section("findings", "Findings"),
+    Section("mtu", "MTU", build=lambda view: mtu.section(view, cell_id, style.mode_color)),   # with --mtu-check
     Section("plots", "Plots"),
     Section("tables", "Tables"),
     Section("failed", "Failed cases"),
@@ -233,7 +234,8 @@ def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
                    pairs=fleet_lines(df, meta) if not ok.empty else [], index=index,
                    command=facts.command_line(meta.get("command")), planned=planned,
                    planned_columns=planned_columns,
-                   findings=_sentences(fnd.findings(summary, df, judged, looks), index) if has_numbers else [],
+                   findings=_sentences(fnd.mtu_findings(mtu.stored_paths(meta) or [])
+                                       + (fnd.findings(summary, df, judged, looks) if has_numbers else []), index),
                    heatmap=heatmap, looks=looks)
     for s in SECTIONS:
         if s.build is not None:

@@ -186,7 +186,8 @@ def test_a_section_is_a_partial_and_a_line(tmp_path, monkeypatch):
     (templates / "sections" / "extra.html.j2").write_text(
         '<h3 id="run{{ rid }}-extra">Extra</h3><p class="extra">{{ run.sections.extra }}</p>\n')
     sections = list(rmod.SECTIONS)
-    sections.insert(2, rmod.Section("extra", "Extra", build=lambda view: f"{view.n_ok} measurements seen"))
+    sections.insert([s.name for s in sections].index("tables"),
+                    rmod.Section("extra", "Extra", build=lambda view: f"{view.n_ok} measurements seen"))
     monkeypatch.setattr(rmod, "TEMPLATES", templates)
     monkeypatch.setattr(rmod, "SECTIONS", sections)
     page = render_html([DATA])

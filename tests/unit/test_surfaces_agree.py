@@ -9,6 +9,9 @@ throughput scaled to about native's at MTU 1500 and its latency to about native'
 (overlapping repeats: ≈) beside clearly different cells (sleeve; fastdp at MTU 9000): both
 verdicts occur, and native's own cells carry none. The noise comes from a seeded generator,
 so the verdicts are the same on every run. Nothing here depends on timing.
+
+The MTU check's verdicts likewise: for each path of a run made with --mtu-check, the
+report's MTU section and `show` state the verdict and fix run.json stores.
 """
 
 from __future__ import annotations
@@ -253,3 +256,56 @@ def test_openmetrics_and_opensearch_carry_the_same_verdicts(summary, export, exp
         assert om == (d, pytest.approx(v.ratio, rel=1e-9)), (key, name)
         m = docs[names[key]]["metrics"][name]
         assert m["vs_native"] == v.verdict and m["ratio_to_native"] == v.ratio, (key, name)
+
+
+# --------------------------------------------------------------------------- the MTU check's verdicts
+
+def _show_mtu(out: str) -> dict[tuple, tuple[str, str]]:
+    """`show`'s MTU block (analysis/mtu.py's format_table): (mode, placement, src, dst) →
+    (verdict, fix); the fix from the path's note line, "" for a path without one."""
+    block = out[out.index("MTU check (run --mtu-check): "):].split("\n\n")
+    head, *rows = block[1].splitlines()
+    assert head.split()[:3] == ["mode", "placement", "path"]
+    got = {}
+    for line in rows:
+        cols = re.split(r" {2,}", line.strip())
+        src, dst = cols[2].split("→")
+        got[(cols[0], cols[1], src, dst)] = (cols[-1], "")
+    for note in (block[2].splitlines() if len(block) > 2 else []):
+        where, verdict = note.split(": ")[:2]
+        mode, placement, path = where.split(" ")
+        key = (mode, placement, *path.split("→"))
+        assert got[key][0] == verdict, (key, note)
+        got[key] = (verdict, note.split(". Fix: ", 1)[1] if ". Fix: " in note else "")
+    return got
+
+
+def _report_mtu(page: str, paths: list[dict]) -> dict[tuple, tuple[str, str]]:
+    """The report's MTU section: the same key → (the verdict pill, the fix under the row)."""
+    got = {}
+    for p in paths:
+        cid = cell_id(1, fnd.mtu_path_id(p), fnd.MTU_VERDICT)
+        m = re.search(rf'id="{re.escape(cid)}"[^>]*><span class="pill [^"]*">([^<]*)</span>.*?</tr>\s*'
+                      r'(?:<tr class="why">.*?<span class="fix-text">(.*?)</span>)?', page, re.S)
+        assert m, cid
+        got[(p["mode"], p["placement"], p["src"], p["dst"])] = (html.unescape(m.group(1)),
+                                                                html.unescape(m.group(2) or ""))
+    return got
+
+
+def test_the_report_and_show_state_the_same_mtu_verdict_and_fix_per_path(tmp_path, capsys):
+    """For each path of a run made with --mtu-check (tests/report_fixtures/mtu.py: ok, too
+    big and black-hole paths), the report's MTU section and `show` name the same verdict and
+    the same fix, and both are the ones run.json stores."""
+    from report_fixtures.mtu import make_mtu_run
+
+    from harness.cli import main
+    run_dir = make_mtu_run(tmp_path / "results")
+    stored = {(p["mode"], p["placement"], p["src"], p["dst"]): (p["verdict"], p["fix"])
+              for p in results.read_meta(run_dir)["mtu_check"]["paths"]}
+    assert {v for v, _ in stored.values()} == {"ok", "too big", "black hole"}
+    assert main(["show", str(run_dir)]) == 0
+    shown = _show_mtu(capsys.readouterr().out)
+    page = render_html([run_dir])
+    reported = _report_mtu(page, results.read_meta(run_dir)["mtu_check"]["paths"])
+    assert shown == reported == stored
