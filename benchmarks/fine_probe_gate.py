@@ -4,17 +4,18 @@ that spread implies, and how often the stored-baseline gate catches a sleeve tha
 
 Each round is one run on a fresh lab: native, sleeve and sleeve-slow (the same sleeve with
 `--calibrate-ns 50000`: 50 µs spent on every frame it reads or writes), host to host,
-load.irtt only, R repeats of D s, the modes deployed in turn within every repeat. Round 0's
+load.irtt only, R repeats of D s, the modes deployed in turn within every repeat, idle CPUs
+polling while it measures (as `overlaybench run` has them). Round 0's
 native and sleeve make the baseline. In every later round the stored-baseline gate
 (harness/gates/baseline.py) judges:
 
   aa    the round's sleeve: an unchanged build, so any failure is a false alarm;
   slow  the round's sleeve-slow, named sleeve: the regression, which it must fail.
 
-The headline is load.irtt's `rtt_loaded_p99_us`, as a ratio to native in the same repeat.
-The band (the metric table's, or --band) is printed beside the A/A spread: the largest move
-of the sleeve's median ratio between any two rounds, on a log scale. --report judges the
-stored runs again at other bands.
+The gate judges load.irtt's headline (gates/verdict.py), as a ratio to native in the same
+repeat, at the metric table's band (or --band). Beside it, for each candidate figure, the
+A/A spread: the largest move of the sleeve's median ratio between any two rounds, on a log
+scale, and the band at twice that. --report judges the stored runs again at other bands.
 
     .venv/bin/python benchmarks/fine_probe_gate.py --rounds 20 --out /tmp/fpg   # measures
     .venv/bin/python benchmarks/fine_probe_gate.py --report --out /tmp/fpg --band 0.5
@@ -34,12 +35,13 @@ from harness import results
 from harness.analysis import stats
 from harness.core import metrics
 from harness.gates import baseline as gate
+from harness.gates.verdict import HEADLINE
 from harness.modes.sleeve import Sleeve
-from harness.run import scenario as S
+from harness.run import cpuidle, scenario as S
 from harness.run.runner import Runner
 from harness.testbeds.lab import Lab
 
-METRIC = "rtt_loaded_p99_us"
+METRIC = HEADLINE["load.irtt"]          # what the gate judges load.irtt on
 AUTOGROUP = pathlib.Path("/proc/sys/kernel/sched_autogroup_enabled")
 SLOW_NS = 50_000
 
@@ -66,7 +68,8 @@ def measure(rounds: int, repeats: int, duration: float, out: pathlib.Path) -> No
         for i in range(len(_runs(out)), rounds + 1):
             store = results.RunStore.create(out, {"scenario": sc.to_dict(), "machine": {"hostname": "lab"}})
             with Lab.create() as lab:
-                Runner(sc, lab, store).run(S.expand(sc))
+                # idle CPUs poll while the latency test runs, as `overlaybench run` has them
+                Runner(sc, lab, store, poll_latency=cpuidle.hold if cpuidle.available() else None).run(S.expand(sc))
             print(f"round {i}: {store.path}", flush=True)
     finally:
         if old is not None:
@@ -85,30 +88,44 @@ def _arm(df, keep: str):
     return df
 
 
-def _median_ratio(df) -> float:
-    rr = stats.repeat_ratios(df, metrics=[METRIC])
-    return statistics.median(rr[(rr["mode"] == "sleeve") & (rr["metric"] == METRIC)]["ratio"])
+SPREAD = ("rtt_loaded_p50_us", "rtt_loaded_p90_us", "rtt_loaded_p99_us", "rtt_loaded_us", "rtt_idle_p50_us",
+          "rtt_idle_p99_us")
+
+
+def _median_ratio(df, metric: str) -> float:
+    rr = stats.repeat_ratios(df, metrics=[metric])
+    return statistics.median(rr[(rr["mode"] == "sleeve") & (rr["metric"] == metric)]["ratio"])
+
+
+def _complete(frames: list) -> list:
+    """The runs whose every mode has every repeat (a run cut short is left out)."""
+    n = max(len(f["repeat"].unique()) for f in frames)
+    return [f for f in frames if all(len(f[(f["mode"] == m) & f["ok"]]["repeat"].unique()) == n
+                                     for m in ("native", "sleeve", "sleeve-slow"))]
 
 
 def report(out: pathlib.Path, band: float) -> None:
     runs = _runs(out)
-    if len(runs) < 2:
-        raise SystemExit(f"{out}: {len(runs)} run(s); a baseline and at least one round are needed")
-    frames = [results.load(r) for r in runs]
+    frames = _complete([results.load(r) for r in runs])
+    if len(frames) < 2:
+        raise SystemExit(f"{out}: {len(frames)} complete run(s); a baseline and at least one round are needed")
     meta = results.read_meta(runs[0])
+    print(f"{len(frames)} complete runs; sleeve / native per repeat, each run's median; the A/A move is the largest "
+          f"between two runs, the band twice it on a log scale")
+    print("| metric | A/A, min–max of the runs | largest A/A move | band at twice it | 50 µs a frame, min–max |")
+    print("|---|---|---|---|---|")
+    for metric in SPREAD:
+        aa = [_median_ratio(_arm(f, "sleeve"), metric) for f in frames]
+        slow = [_median_ratio(_arm(f, "sleeve-slow"), metric) for f in frames]
+        move = max(abs(math.log(a / b)) for a, b in itertools.combinations(aa, 2))
+        print(f"| `{metric}` | {min(aa):.2f}–{max(aa):.2f} | {math.exp(move) - 1:.0%} | {math.exp(2 * move) - 1:.0%} "
+              f"| {min(slow):.2f}–{max(slow):.2f} |")
     base = gate.baseline_from_frame(_arm(frames[0], "sleeve"), meta, tolerances={METRIC: band})
-    aa = [_median_ratio(_arm(f, "sleeve")) for f in frames]
-    slow = [_median_ratio(_arm(f, "sleeve-slow")) for f in frames[1:]]
     alarms = sum(not gate.evaluate_frame(_arm(f, "sleeve"), meta, base).ok for f in frames[1:])
     caught = sum(not gate.evaluate_frame(_arm(f, "sleeve-slow"), meta, base).ok for f in frames[1:])
-    move = max(abs(math.log(a / b)) for a, b in itertools.combinations(aa, 2))
     n = len(frames) - 1
-    print(f"{len(runs)} runs ({runs[0].name} the baseline); {METRIC}, sleeve / native, median of each run's repeats")
-    print("A/A:  " + " · ".join(f"{r:.2f}" for r in aa))
-    print("slow: " + " · ".join(f"{r:.2f}" for r in slow))
-    print(f"largest A/A move between two runs: {math.exp(move) - 1:.0%} (×{math.exp(move):.2f}); "
-          f"twice that on a log scale: a band of {math.exp(2 * move) - 1:.0%}")
-    print(f"band {band:.0%}: false alarms {alarms} of {n} A/A rounds; slowed sleeve caught {caught} of {n}")
+    print(f"the gate on `{METRIC}` at a band of {band:.0%}, against the first run's baseline: "
+          f"false alarms {alarms} of {n} A/A rounds; the slowed sleeve caught {caught} of {n}")
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from harness.analysis import stats
 from harness.core.paths import PROJECT
 from harness.gates.verdict import DEFAULT_TOLERANCES, HEADLINE
 
-TESTS = ("load.bounceback", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp")
+TESTS = ("load.irtt", "load.bounceback", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp")
 AUTOGROUP = pathlib.Path("/proc/sys/kernel/sched_autogroup_enabled")
 
 
