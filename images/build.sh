@@ -15,6 +15,7 @@
 #                                  default FILE: $OVERLAYBENCH_IMAGE_CACHE/overlaybench-tools.tar
 #   images/build.sh rootfs         only the cached rootfs
 #   images/build.sh key IMAGE      the recipe hash IMAGE (vagrant-host|tools) would carry
+#   images/build.sh rootfs-key     the cached rootfs's recipe hash (images/tools.sh reads it)
 #   images/build.sh name IMAGE     the image name and tag
 #
 # Cached: each image carries the hash of its recipe in the label org.overlaybench.recipe;
@@ -198,6 +199,7 @@ case "${1:-}" in
     tools-archive) archive "${2:-}" ;;
     rootfs) mkdir -p "$CACHE"; exec 9>"$CACHE/.lock"; flock 9; ensure_rootfs; echo "$ROOTFS" ;;
     key) image_key "${2:-}" ;;
+    rootfs-key) rootfs_key ;;
     name) image_name "${2:-}" ;;
-    *) echo "usage: $0 vagrant-host|tools|tools-archive [FILE]|rootfs|key IMAGE|name IMAGE" >&2; exit 2 ;;
+    *) echo "usage: $0 vagrant-host|tools|tools-archive [FILE]|rootfs|rootfs-key|key IMAGE|name IMAGE" >&2; exit 2 ;;
 esac
