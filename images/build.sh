@@ -6,6 +6,9 @@
 #   images/build.sh vagrant-host   the host image for Vagrant's docker provider (sshd, sudo,
 #                                  user vagrant with Vagrant's insecure key, build tools)
 #   images/build.sh tools          the image of container endpoints (the tools, sleep infinity)
+#                                  in dockerd, for hosts without buildah or podman; an image
+#                                  that images/tools.sh built from tools.Containerfile and
+#                                  copied into dockerd (make tools-image) counts as current
 #   images/build.sh tools-archive [FILE]
 #                                  the tools image (built if needed) written as an image archive
 #                                  (`docker save`: an OCI image layout, with Docker's manifest.json
@@ -36,7 +39,7 @@ SUITE=bookworm
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CACHE=${OVERLAYBENCH_IMAGE_CACHE:-/var/cache/overlaybench}
 HOST_IMAGE=${OVERLAYBENCH_HOST_IMAGE:-overlaybench/vagrant-host:$SUITE}
-TOOLS_IMAGE=${OVERLAYBENCH_TOOLS_IMAGE:-overlaybench/tools:$SUITE}
+TOOLS_IMAGE=${OVERLAYBENCH_TOOLS_IMAGE:-localhost/overlaybench/tools:$SUITE}
 LABEL=org.overlaybench.recipe
 
 HOST_CMD='["/usr/local/sbin/overlaybench-sshd"]'   # host keys of its own, then sshd -D -e
@@ -138,13 +141,19 @@ docker_import() {  # DIR NAME KEY KIND CMD
     fi
 }
 
+# The recipe of the Containerfile's image under that name (images/tools.sh), where it can be told.
+containerfile_key() {
+    [ "$1" = tools ] && OVERLAYBENCH_TOOLS_IMAGE=$TOOLS_IMAGE "$HERE/tools.sh" key 2>/dev/null || true
+}
+
 build() {
-    local kind=$1 name key start=$SECONDS
+    local kind=$1 name key start=$SECONDS have
     name=$(image_name "$kind")
     key=$(image_key "$kind")
     docker info >/dev/null 2>&1 || die "dockerd does not answer (start one with: make dockerd-up)"
-    if [ "$(current_key "$name")" = "$key" ]; then
-        say "$name is up to date (recipe $key)"
+    have=$(current_key "$name")
+    if [ "$have" = "$key" ] || { [ -n "$have" ] && [ "$have" = "$(containerfile_key "$kind")" ]; }; then
+        say "$name is up to date (recipe $have)"
         return
     fi
     mkdir -p "$CACHE"
