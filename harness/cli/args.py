@@ -118,8 +118,8 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
                        help="the nodes to measure between (default: the first Ready, schedulable ones by name; "
                             "--hosts N of them)")
         p.add_argument("--image", metavar="REF",
-                       help="the tools image the pods run (default: overlaybench/tools:bookworm; "
-                            "images/build.sh tools-archive writes it as an archive to push or load)")
+                       help="the tools image the pods run (default: localhost/overlaybench/tools:bookworm; "
+                            "make tools-image builds it, make tools-archive writes it as an archive to load)")
 
 
 def duration(text: str) -> float:
