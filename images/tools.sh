@@ -9,6 +9,7 @@
 #   images/tools.sh key            the recipe hash the image would carry
 #   images/tools.sh name           the image reference
 #   images/tools.sh builder        the builder that would be used
+#   images/tools.sh platforms      the platforms a build would make (and why only one, if so)
 #
 # Base: BASE of the Containerfile. With OVERLAYBENCH_BASE unset, the cached debootstrap
 # rootfs of Debian bookworm minbase (images/build.sh rootfs) is imported into the builder's
@@ -32,7 +33,8 @@
 #
 # Environment: OVERLAYBENCH_TOOLS_IMAGE (the name, default localhost/overlaybench/tools:bookworm),
 # OVERLAYBENCH_BUILDER (buildah|podman|docker), OVERLAYBENCH_BASE, OVERLAYBENCH_PLATFORMS,
-# OVERLAYBENCH_IMAGE_CACHE (the rootfs cache, as images/build.sh). As root.
+# OVERLAYBENCH_IMAGE_CACHE (the rootfs cache, as images/build.sh), OVERLAYBENCH_BINFMT (where
+# binfmt_misc is mounted; tests). As root, but key, name, builder and platforms.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -77,7 +79,7 @@ platforms() {
             a=${p#linux/}
             [ "$a" = "$ARCH" ] && continue
             case "$a" in arm64) q=aarch64 ;; amd64) q=x86_64 ;; arm) q=arm ;; *) q=$a ;; esac
-            if ! grep -qx enabled "/proc/sys/fs/binfmt_misc/qemu-$q" 2>/dev/null; then
+            if ! grep -qx enabled "${OVERLAYBENCH_BINFMT:-/proc/sys/fs/binfmt_misc}/qemu-$q" 2>/dev/null; then
                 why="no qemu-$q binfmt handler is registered (apt-get install qemu-user-static binfmt-support)"
                 break
             fi
@@ -243,5 +245,6 @@ case "${1:-build}" in
     key) key "$(builder)" ;;
     name) echo "$NAME" ;;
     builder) builder ;;
-    *) echo "usage: $0 [build] | archive FILE | key | name | builder" >&2; exit 2 ;;
+    platforms) platforms "$(builder)" ;;
+    *) echo "usage: $0 [build] | archive FILE | key | name | builder | platforms" >&2; exit 2 ;;
 esac
