@@ -215,12 +215,19 @@ to_dockerd() {  # BUILDER KEY: a copy in the dockerd that answers, for the docke
         return
     fi
     old=$(docker image inspect -f '{{.Id}}' "$NAME" 2>/dev/null || true)
-    if command -v skopeo >/dev/null; then
-        skopeo copy -q "containers-storage:$NAME" "docker-daemon:$NAME" >/dev/null
+    local err; err=$(mktemp)
+    if command -v skopeo >/dev/null; then   # (containers/storage logs its driver at info level)
+        skopeo copy -q "containers-storage:$NAME" "docker-daemon:$NAME" >/dev/null 2>"$err"
     else
-        "$b" push -q "$NAME" "docker-daemon:$NAME" >/dev/null
-    fi || die "copying $NAME into dockerd failed"
-    [ -z "$old" ] || [ "$old" = "$(docker image inspect -f '{{.Id}}' "$NAME")" ] || docker rmi "$old" >/dev/null 2>&1 || true
+        "$b" push -q "$NAME" "docker-daemon:$NAME" >/dev/null 2>"$err"
+    fi || { cat "$err" >&2; rm -f "$err"; die "copying $NAME into dockerd failed"; }
+    if [ -n "$old" ] && [ "$old" != "$(docker image inspect -f '{{.Id}}' "$NAME")" ]; then
+        # the image it replaced, unless a container still uses it (asked twice: the daemon
+        # may still be settling the load)
+        docker rmi "$old" >/dev/null 2>&1 || { sleep 1; docker rmi "$old" >/dev/null 2>"$err"; } \
+            || say "left the image it replaced in dockerd, $old: $(tail -n 1 "$err")"
+    fi
+    rm -f "$err"
     say "copied $NAME into dockerd"
 }
 
