@@ -6,9 +6,10 @@
 #   images/build.sh vagrant-host   the host image for Vagrant's docker provider (sshd, sudo,
 #                                  user vagrant with Vagrant's insecure key, build tools)
 #   images/build.sh tools          the image of container endpoints (the tools, sleep infinity)
-#                                  in dockerd, for hosts without buildah or podman; an image
-#                                  that images/tools.sh built from tools.Containerfile and
-#                                  copied into dockerd (make tools-image) counts as current
+#                                  by docker import, for hosts with only docker: without blast.
+#                                  make tools-image builds it from tools.Containerfile instead
+#                                  (images/tools.sh) and copies that into dockerd; each replaces
+#                                  the other's image under the same name (their recipes differ)
 #   images/build.sh tools-archive [FILE]
 #                                  the tools image (built if needed) written as an image archive
 #                                  (`docker save`: an OCI image layout, with Docker's manifest.json
@@ -141,19 +142,13 @@ docker_import() {  # DIR NAME KEY KIND CMD
     fi
 }
 
-# The recipe of the Containerfile's image under that name (images/tools.sh), where it can be told.
-containerfile_key() {
-    [ "$1" = tools ] && OVERLAYBENCH_TOOLS_IMAGE=$TOOLS_IMAGE "$HERE/tools.sh" key 2>/dev/null || true
-}
-
 build() {
-    local kind=$1 name key start=$SECONDS have
+    local kind=$1 name key start=$SECONDS
     name=$(image_name "$kind")
     key=$(image_key "$kind")
     docker info >/dev/null 2>&1 || die "dockerd does not answer (start one with: make dockerd-up)"
-    have=$(current_key "$name")
-    if [ "$have" = "$key" ] || { [ -n "$have" ] && [ "$have" = "$(containerfile_key "$kind")" ]; }; then
-        say "$name is up to date (recipe $have)"
+    if [ "$(current_key "$name")" = "$key" ]; then
+        say "$name is up to date (recipe $key)"
         return
     fi
     mkdir -p "$CACHE"
