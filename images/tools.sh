@@ -184,7 +184,8 @@ build() {
     case "$b" in
         buildah|podman)
             # chroot isolation and the host's network: no OCI runtime, cgroup or CNI set-up needed
-            args+=(--isolation chroot --network host --pull=false)
+            args+=(--isolation chroot --network host)
+            [ -n "${OVERLAYBENCH_BASE:-}" ] || args+=(--pull=false)   # the local base: never asked of a registry
             if [ "$plats" = "linux/$ARCH" ]; then
                 "$b" build -q "${args[@]}" -t "$NAME" "$CONTEXT" >/dev/null
             else
