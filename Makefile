@@ -9,8 +9,9 @@
 #                    flannel, cmake for AWS-LC), AWS-LC for the sleeve's AES-GCM (built from
 #                    source), wireguard-tools, wireguard-go and flanneld (built with go, if any)
 #   make setup-test  also APT_TEST (the report's browser, clang for the sleeve's fuzzers, sshd
-#                    for the SSH tests, Prometheus for the export tests) and APT_HOSTS
-#                    (Docker and Vagrant hosts and the images' debootstrap)
+#                    for the SSH tests, Prometheus for the export tests), APT_HOSTS
+#                    (Docker and Vagrant hosts and the images' debootstrap), APT_IMAGE (buildah
+#                    and skopeo for the tools image) and APT_REGISTRY (a registry to push it to)
 #   make test        make setup-test, then the tests
 
 PY      := .venv/bin/python
@@ -45,6 +46,11 @@ SCENARIO ?= scenarios/quick.toml
 AWSLC_DIR := $(or $(OVERLAYBENCH_CACHE),$(HOME)/.cache/overlaybench)/aws-lc
 # Vagrant hosts and Docker containers: make test and the image targets need these, make bench does not.
 APT_HOSTS := debootstrap debian-archive-keyring docker.io vagrant vagrant-libvirt
+# The tools image (images/tools.sh): buildah builds images/tools.Containerfile without a daemon,
+# skopeo copies it into a dockerd or a registry; debootstrap makes the base where no registry serves one.
+APT_IMAGE := buildah skopeo debootstrap debian-archive-keyring
+# A real registry for tests/lab/test_tools_image.py (distribution, TLS and htpasswd auth).
+APT_REGISTRY := docker-registry apache2-utils
 
 .PHONY: setup setup-test bench test soak lint docs sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go flanneld
@@ -67,8 +73,12 @@ setup: wireguard-tools wireguard-go flanneld
 	@$(APT_INSTALL) $(APT_RUN)
 	@touch $@
 
-.apt-test.stamp: .apt-run.stamp
-	@$(APT_INSTALL) $(APT_TEST)
+.apt-test.stamp: .apt-run.stamp .apt-image.stamp
+	@$(APT_INSTALL) $(APT_TEST) $(APT_REGISTRY)
+	@touch $@
+
+.apt-image.stamp: .apt-bench.stamp
+	@$(APT_INSTALL) $(APT_IMAGE)
 	@touch $@
 
 # A dockerd or vagrant already installed from elsewhere (docker-ce, HashiCorp's vagrant) is used as it is.
@@ -163,16 +173,19 @@ dockerd-down:
 	@images/dockerd.sh down
 
 # Local images from one cached debootstrap of Debian bookworm (no registry needed); a no-op
-# while the image carries its recipe's current hash. They leave dockerd running.
+# while the image carries its recipe's current hash. vagrant-image is a docker import and
+# leaves dockerd running.
 vagrant-image: dockerd-up
 	@images/build.sh vagrant-host
 
-tools-image: dockerd-up
-	@images/build.sh tools
+# The tools image from images/tools.Containerfile with buildah (else podman, else docker): no
+# daemon needed; copied into a dockerd that answers, for the docker backend.
+tools-image: .apt-image.stamp
+	@images/tools.sh build
 
-# The tools image as an archive for a cluster's nodes or registry (--image REF of the kubernetes backend).
-tools-archive: dockerd-up
-	@images/build.sh tools-archive $(ARCHIVE)
+# The tools image as an archive for a cluster's nodes (--image REF of the kubernetes backend).
+tools-archive: .apt-image.stamp
+	@images/tools.sh archive $(or $(ARCHIVE),$(or $(OVERLAYBENCH_IMAGE_CACHE),/var/cache/overlaybench)/overlaybench-tools.tar)
 
 images: vagrant-image tools-image
 
@@ -215,5 +228,5 @@ down:
 
 clean:
 	rm -rf .venv .apt-bench.stamp .apt-run.stamp .apt-test.stamp
-	rm -f .apt-hosts.stamp
+	rm -f .apt-hosts.stamp .apt-image.stamp
 	@if [ -f overlay/sleeve/Makefile ]; then $(MAKE) -s -C overlay/sleeve clean; fi

@@ -6,6 +6,10 @@
 #   images/build.sh vagrant-host   the host image for Vagrant's docker provider (sshd, sudo,
 #                                  user vagrant with Vagrant's insecure key, build tools)
 #   images/build.sh tools          the image of container endpoints (the tools, sleep infinity)
+#                                  by docker import, for hosts with only docker: without blast.
+#                                  make tools-image builds it from tools.Containerfile instead
+#                                  (images/tools.sh) and copies that into dockerd; each replaces
+#                                  the other's image under the same name (their recipes differ)
 #   images/build.sh tools-archive [FILE]
 #                                  the tools image (built if needed) written as an image archive
 #                                  (`docker save`: an OCI image layout, with Docker's manifest.json
@@ -15,6 +19,7 @@
 #                                  default FILE: $OVERLAYBENCH_IMAGE_CACHE/overlaybench-tools.tar
 #   images/build.sh rootfs         only the cached rootfs
 #   images/build.sh key IMAGE      the recipe hash IMAGE (vagrant-host|tools) would carry
+#   images/build.sh rootfs-key     the cached rootfs's recipe hash (images/tools.sh reads it)
 #   images/build.sh name IMAGE     the image name and tag
 #
 # Cached: each image carries the hash of its recipe in the label org.overlaybench.recipe;
@@ -35,7 +40,7 @@ SUITE=bookworm
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 CACHE=${OVERLAYBENCH_IMAGE_CACHE:-/var/cache/overlaybench}
 HOST_IMAGE=${OVERLAYBENCH_HOST_IMAGE:-overlaybench/vagrant-host:$SUITE}
-TOOLS_IMAGE=${OVERLAYBENCH_TOOLS_IMAGE:-overlaybench/tools:$SUITE}
+TOOLS_IMAGE=${OVERLAYBENCH_TOOLS_IMAGE:-localhost/overlaybench/tools:$SUITE}
 LABEL=org.overlaybench.recipe
 
 HOST_CMD='["/usr/local/sbin/overlaybench-sshd"]'   # host keys of its own, then sshd -D -e
@@ -198,6 +203,7 @@ case "${1:-}" in
     tools-archive) archive "${2:-}" ;;
     rootfs) mkdir -p "$CACHE"; exec 9>"$CACHE/.lock"; flock 9; ensure_rootfs; echo "$ROOTFS" ;;
     key) image_key "${2:-}" ;;
+    rootfs-key) rootfs_key ;;
     name) image_name "${2:-}" ;;
-    *) echo "usage: $0 vagrant-host|tools|tools-archive [FILE]|rootfs|key IMAGE|name IMAGE" >&2; exit 2 ;;
+    *) echo "usage: $0 vagrant-host|tools|tools-archive [FILE]|rootfs|rootfs-key|key IMAGE|name IMAGE" >&2; exit 2 ;;
 esac

@@ -132,8 +132,8 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
                             "measured at once (default: the tools' own, 5201 iperf3, 19765-19766 qperf, 11111 "
                             "sockperf, 5001 iperf, 2112 irtt)")
         p.add_argument("--image", metavar="REF",
-                       help="the tools image the pods run (default: overlaybench/tools:bookworm; "
-                            "images/build.sh tools-archive writes it as an archive to push or load)")
+                       help="the tools image the pods run (default: localhost/overlaybench/tools:bookworm; "
+                            "make tools-image builds it, make tools-archive writes it as an archive to load)")
 
 
 def port_base(text: str) -> int:

@@ -369,7 +369,7 @@ def test_underlay_mtu_auto_with_a_node_pod_that_cannot_run_is_one_line(api, tmp_
                  "--results", str(tmp_path / "results")])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
-    assert "image overlaybench/tools:bookworm cannot be pulled on node node-a: ImagePullBackOff" in err
+    assert "image localhost/overlaybench/tools:bookworm cannot be pulled on node node-a: ImagePullBackOff" in err
     assert api.deleted and not api.namespaces
 
 
@@ -493,7 +493,7 @@ def test_a_missing_image_pull_secret_is_one_line_and_nothing_is_made(api, tmp_pa
 def test_a_test_whose_tool_the_image_lacks_is_refused_before_anything_is_made(api, tmp_path, monkeypatch):
     from harness.testbeds.kubernetes import specs
     monkeypatch.setattr(specs, "IMAGE_TOOLS", specs.IMAGE_TOOLS - {"irtt"})
-    with pytest.raises(HarnessError, match=r"^test irtt\.udp needs irtt, which the image overlaybench/tools:bookworm "
+    with pytest.raises(HarnessError, match=r"^test irtt\.udp needs irtt, which the image localhost/overlaybench/tools:bookworm "
                                            r"does not hold \(it holds "):
         session.run(overrides={"matrix": {"modes": ["native"], "placements": ["host-host"], "tests": ["irtt.udp"],
                                           "repeats": 1, "duration": 1}, "testbed": {"backend": "kubernetes"}},

@@ -92,10 +92,20 @@ def test_pod_network_pod_has_no_host_network():
     assert spec["containers"][0]["imagePullPolicy"] == "Always"
 
 
-@pytest.mark.parametrize("image, policy", [("overlaybench/tools:bookworm", "IfNotPresent"), ("tools", "Always"),
+@pytest.mark.parametrize("image, policy", [("localhost/overlaybench/tools:bookworm", "IfNotPresent"), ("tools", "Always"),
                                            ("reg:5000/tools", "Always"), ("reg:5000/t@sha256:ab", "IfNotPresent")])
 def test_pull_policy(image, policy):
     assert specs.pull_policy(image) == policy
+
+
+def test_the_default_image_is_fully_qualified():
+    """A node that lacks it never asks Docker Hub: its first part names a registry host
+    (localhost: podman's convention for local images); the docker backend uses the same name."""
+    from harness.testbeds.containers import docker
+    for image in (specs.DEFAULT_IMAGE, docker.DEFAULT_IMAGE):
+        host = image.split("/", 1)[0]
+        assert "/" in image and (host == "localhost" or "." in host or ":" in host), image
+    assert specs.DEFAULT_IMAGE == docker.DEFAULT_IMAGE
 
 
 def test_service_selects_the_pod_on_every_server_port():

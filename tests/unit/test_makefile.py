@@ -73,7 +73,7 @@ def test_every_apt_get_install_of_the_makefile_goes_through_the_helper():
     # and every recipe that names a package list installs it with the helper
     for target, lines in recipes.items():
         text = " ".join(lines)
-        if re.search(r"\$\(APT_(BENCH|RUN|TEST|HOSTS|RUN_BARE)\)", text):
+        if re.search(r"\$\(APT_(BENCH|RUN|TEST|HOSTS|RUN_BARE|IMAGE|REGISTRY)\)", text):
             assert re.search(r"\$\(APT(_INSTALL)?\) ", text), target
 
 
@@ -114,4 +114,17 @@ def test_bench_installs_what_the_quick_scenario_needs_and_not_the_rest():
     # make setup installs everything bench does, and more
     assert have < set(expand(variables["APT_RUN"], variables).split())
     assert {".venv/.stamp", "sleeve", "aws-lc", ".apt-run.stamp"} <= closure("setup", prereqs, variables)
-    assert {".apt-test.stamp", ".apt-hosts.stamp"} <= closure("test", prereqs, variables)
+    assert {".apt-test.stamp", ".apt-hosts.stamp", ".apt-image.stamp"} <= closure("test", prereqs, variables)
+    assert not bench & {".apt-image.stamp"}
+
+
+def test_the_tools_image_is_built_without_a_daemon():
+    """make tools-image installs buildah (and skopeo, to copy into a dockerd or registry) and
+    builds with images/tools.sh, which needs no dockerd; the lab test's registry comes with make test."""
+    variables, prereqs, recipes = parse()
+    assert {"buildah", "skopeo", "debootstrap"} <= set(variables["APT_IMAGE"].split())
+    assert {"docker-registry", "apache2-utils"} <= set(variables["APT_REGISTRY"].split())
+    for target in ("tools-image", "tools-archive"):
+        assert "dockerd-up" not in closure(target, prereqs, variables), target
+        assert ".apt-image.stamp" in prereqs[target]
+        assert any(ln.startswith("@images/tools.sh ") for ln in recipes[target]), recipes[target]

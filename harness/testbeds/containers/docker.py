@@ -29,7 +29,7 @@ from harness.testbeds.containers.base import Containers
 
 log = logging.getLogger(__name__)
 
-DEFAULT_IMAGE = "overlaybench/tools:bookworm"
+DEFAULT_IMAGE = "localhost/overlaybench/tools:bookworm"
 ENTRYPOINT = ["sleep", "infinity"]
 PREFIX_LABEL = "overlaybench.prefix"
 RUN_LABEL = "overlaybench.run"

@@ -26,7 +26,7 @@ RUN, OWNER_PID, OWNER_HOST, PREFIX, SIDE = ("overlaybench/run", "overlaybench/ow
 OWNER_PIDNS = "overlaybench/owner-pidns"        # the owner pid's pid namespace (its inode)
 SELECTOR = f"{MANAGED}=overlaybench"
 ENFORCE = "pod-security.kubernetes.io/enforce"
-DEFAULT_IMAGE = "overlaybench/tools:bookworm"       # images/build.sh tools
+DEFAULT_IMAGE = "localhost/overlaybench/tools:bookworm"       # make tools-image (images/tools.sh)
 # the tools' binaries the tools image holds (images/rootfs.packages): a test of another is
 # refused before anything is made
 IMAGE_TOOLS = frozenset({"iperf3", "qperf", "sockperf", "ping", "iperf", "irtt"})
