@@ -89,6 +89,7 @@ def judge(path: dict, reverse: dict | None = None) -> dict:
 
     if path.get("error"):
         over = path.get("overlay_mtu")
+        out["fragments"] = None                     # nothing was counted
         return say(ERROR, path["error"], want if want and over and over > want else None)
     if measured is None:
         return say(BLACK_HOLE, "not even a packet of the smallest size crossed with DF set", fit)

@@ -172,7 +172,7 @@ def deployment(tb: Testbed, mode: Mode, mtu: int, underlay: int, rate: str | Non
     except SshError:
         raise
     except HarnessError as e:
-        log.warning("mode %s at overlay MTU %s did not deploy: %s", mode.name, mtu, e)
+        log.info("mode %s at overlay MTU %s did not deploy: %s", mode.name, mtu, e)     # the row says it
         return [{**path_row(mode, p, src, dst, mtu, None), "error": f"did not deploy at overlay MTU {mtu}: {e}",
                  "deployed_over_raised_underlay": False} for p in ps for src, dst in dirs]
     try:
