@@ -137,7 +137,7 @@ def measure_paths(tb: Testbed, dp: Datapath, mode: Mode, placements: list[str], 
                 row.update(src_dev_mtu=device_mtu(c.host, s.addr), dst_dev_mtu=device_mtu(s.host, c.addr))
                 high = row["src_dev_mtu"] or dp.overlay_mtu
                 row.update(path_mtu(c.host, s.addr, high))
-                row.update(udp_path_mtu(c.host, s.host, s.addr, high))
+                row.update(udp_path_mtu(c.host, s.host, s.addr, high, row["path_mtu"]))
                 row.update(transfer(c.host, s.host, s.addr, duration, row["src_dev_mtu"], watched(tb)))
             except SshError:
                 raise

@@ -49,13 +49,14 @@ def udp_prober(host: Host, addr: str) -> Callable[[int], probes.Probe]:
     return probe
 
 
-def bisected(host: Host, probe: Callable[[int], probes.Probe], high: int) -> tuple[probes.Bisection, probes.Probe | None]:
-    """The bisection up to `high` with `probe`, then discovery one byte over the path MTU
-    (None where nothing crossed or the path carries the largest IP packet); learnt path
-    MTUs forgotten before each and after."""
+def bisected(host: Host, probe: Callable[[int], probes.Probe], high: int,
+             hint: int | None = None) -> tuple[probes.Bisection, probes.Probe | None]:
+    """The bisection up to `high` with `probe` (`hint`: tools/mtu.py's bisect), then
+    discovery one byte over the path MTU (None where nothing crossed or the path carries
+    the largest IP packet); learnt path MTUs forgotten before each and after."""
     forget_path_mtus(host)
     try:
-        b = probes.bisect(probe, probes.MIN_MTU, max(high, probes.MIN_MTU))
+        b = probes.bisect(probe, probes.MIN_MTU, max(high, probes.MIN_MTU), hint=hint)
         found = None
         if b.mtu is not None and b.mtu < probes.MAX_MTU:
             forget_path_mtus(host)
@@ -75,9 +76,10 @@ def path_mtu(host: Host, addr: str, high: int) -> dict:
             "discovery_mtu": d.mtu if d else None}
 
 
-def udp_path_mtu(client: Host, server: Host, addr: str, high: int) -> dict:
+def udp_path_mtu(client: Host, server: Host, addr: str, high: int, hint: int | None = None) -> dict:
     """The largest DF UDP datagram `server` receives from `client` at `addr` (bisected up to
-    `high`) and its discovery one byte over; `udp_error` instead where the probe cannot run
+    `high`, the DF ping's path MTU tried first as `hint`: where UDP agrees with it, two
+    probes) and its discovery one byte over; `udp_error` instead where the probe cannot run
     (no python3 on a host, a receiver that does not start, an ICMP error other than
     "fragmentation needed")."""
     for h in (client, server):
@@ -89,7 +91,7 @@ def udp_path_mtu(client: Host, server: Host, addr: str, high: int) -> dict:
         if why:
             return {"udp_path_mtu": None, "udp_error": f"{server.name}: UDP probe receiver: {why}"}
         try:
-            b, d = bisected(client, udp_prober(client, addr), high)
+            b, d = bisected(client, udp_prober(client, addr), high, hint)
         except probes.ProbeError as e:
             return {"udp_path_mtu": None, "udp_error": f"{client.name}: UDP probe to {addr}: {e}"}
     finally:

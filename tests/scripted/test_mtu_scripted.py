@@ -142,6 +142,7 @@ def test_a_mode_that_does_not_deploy_is_a_row_and_the_others_are_still_probed(tb
         assert p["datapath"] is None and p.get("path_mtu") is None
     for p in judged[2:4]:
         assert p["path_mtu"] == p["udp_path_mtu"] == p["tcp_mtu"] == 1450
+        assert p["udp_probes"] == 1             # the device MTU, 1450, crossed: nothing to bisect
     # the underlay was asked up for the moment, refused, and set back; nothing else
     assert tb.events == ["set_underlay 1550", "set_underlay 1500"]
     assert not verdicts.all_ok(judged)
