@@ -10,10 +10,11 @@ overlaybench raise the NIC, the command refuses to touch it, says why fastdp at 
 not deploy, still probes native and exits 1. Every testbed is gone after each test and
 the NIC is back at 1500.
 
-False failures: each probe waits 1 s for an answer over namespaces of one machine that
-answer in under a millisecond, and a size counts as lost only after three probes in a
-row vanished (the row of lab/test_mtu_lab.py in tests/README.md); SSH adds no deadline
-but the commands' own (10 s a probe)."""
+False failures: under 1e-6, by the mechanism of lab/test_mtu_lab.py's row in
+tests/README.md (soaked there; this file is not yet): each probe waits 1 s for an answer
+over namespaces of one machine that answer in under a millisecond, and a size counts as
+lost only after three probes in a row vanished; SSH adds no deadline but the commands'
+own (10 s a probe); the verdicts rest on sizes and on whether an ICMP came back."""
 
 from __future__ import annotations
 
