@@ -4,10 +4,14 @@ Pure: every path comes in as the plain dict run/mtu.py measured (JSON's own form
 saved `--format json` is judged the same way) and goes out with its verdict, why, what
 it costs and the fix. The order of the checks is the order of harm:
 
+- `error`: the mode did not deploy at that MTU (the kernel refused it, a feature is
+  missing) or the path could not be probed: nothing else is known of it;
 - `asymmetric`: the two directions' path MTUs differ, or the two ends' devices disagree
   (a packet the sender may send, the receiver's device drops);
 - `black hole`: a DF packet over the path MTU vanished, no "fragmentation needed" came
   back: every connection whose segments are bigger stalls;
+- `udp differs`: the largest DF UDP datagram the far end receives is not the largest DF
+  echo that crosses: the path treats ICMP apart, so a ping-based check misjudges it;
 - `too big`: the ends send more than the path carries: it fragments (counted by the
   hosts), or it is refused and rediscovered by every new flow;
 - `too small`: the path could carry more (an underlay of 9000 under an overlay of 1450):
@@ -19,7 +23,8 @@ it costs and the fix. The order of the checks is the order of harm:
 from __future__ import annotations
 
 OK, TOO_BIG, BLACK_HOLE, TOO_SMALL, ASYMMETRIC = "ok", "too big", "black hole", "too small", "asymmetric"
-VERDICTS = (OK, TOO_BIG, BLACK_HOLE, TOO_SMALL, ASYMMETRIC)
+ERROR, UDP_DIFFERS = "error", "udp differs"
+VERDICTS = (OK, TOO_BIG, BLACK_HOLE, TOO_SMALL, ASYMMETRIC, ERROR, UDP_DIFFERS)
 TCP_IP = 52                   # a full segment's IPv4, TCP and timestamp bytes
 
 
@@ -82,6 +87,10 @@ def judge(path: dict, reverse: dict | None = None) -> dict:
             out.update(fix_mtu=mtu, fix=fix_text(path, mtu))
         return out
 
+    if path.get("error"):
+        over = path.get("overlay_mtu")
+        out["fragments"] = None                     # nothing was counted
+        return say(ERROR, path["error"], want if want and over and over > want else None)
     if measured is None:
         return say(BLACK_HOLE, "not even a packet of the smallest size crossed with DF set", fit)
     back = reverse.get("path_mtu") if reverse else None
@@ -100,6 +109,18 @@ def judge(path: dict, reverse: dict | None = None) -> dict:
     if path.get("discovery") == "lost" and configured is not None and configured > measured:
         return say(BLACK_HOLE, f"a DF packet of {measured + 1} bytes vanished: no 'fragmentation needed' came "
                                f"back, so flows with {configured}-byte packets stall", fit)
+    udp = path.get("udp_path_mtu")
+    if "udp_probes" in path and not path.get("udp_error") and udp != measured:
+        agree = min(x for x in (udp, measured, want) if x) if (udp or want) else None
+        said = f"{udp} bytes" if udp else "not even the smallest datagram"
+        out.update(verdict=UDP_DIFFERS, fix_mtu=agree,
+                   why=f"the largest DF UDP datagram the far end received: {said}; the largest DF echo that "
+                       f"crossed: {measured}: the path treats ICMP apart, so a ping-based check "
+                       f"{'overstates' if (udp or 0) < measured else 'understates'} what UDP (and a tunnel over it) "
+                       f"gets through",
+                   fix=(f"find what treats UDP and ICMP apart on the path (a filter, a policer), or "
+                        f"{fix_text(path, agree)}" if agree else "find what drops UDP on the path"))
+        return out
     if configured is not None and want is not None and configured > want:
         how = (f"{frags} fragments created (full-size non-DF packets and the TCP transfer)" if frags else
                f"refused and rediscovered (path MTU {measured}, ICMP frag-needed)" if measured < configured else
@@ -132,15 +153,15 @@ def all_ok(judged: list[dict]) -> bool:
 
 
 COLUMNS = (("mode", "mode"), ("placement", "placement"), ("path", "path"), ("dev", "devices"),
-           ("expected_mtu", "expected"), ("path_mtu", "path MTU"), ("tcp_mtu", "TCP"), ("discovery", "discovery"),
-           ("fragments", "frags"), ("verdict", "verdict"))
+           ("expected_mtu", "expected"), ("path_mtu", "path MTU"), ("udp_path_mtu", "UDP"), ("tcp_mtu", "TCP"),
+           ("discovery", "discovery"), ("fragments", "frags"), ("verdict", "verdict"))
 
 
 def _cell(p: dict, key: str) -> str:
     if key == "path":
         return f"{p.get('src')}→{p.get('dst')}"
     if key == "dev":
-        return f"{p.get('src_dev_mtu')}/{p.get('dst_dev_mtu')}"
+        return f"{p.get('src_dev_mtu', '-')}/{p.get('dst_dev_mtu', '-')}"
     v = p.get(key)
     return "-" if v is None else str(v)
 

@@ -1,36 +1,36 @@
 """`overlaybench mtu`: every mode's paths probed for their MTU, both ways, on a testbed the
-session opens as it does for `run` (harness/run/session.py's `opened`).
+session opens as it does for `run` (harness/run/session.py's `opened`): the lab, or real
+hosts over SSH.
 
-Per deployment of a mode at an overlay MTU, per placement and direction (src → dst):
-the ends' device MTUs (`ip route get` → `ip link`), the path MTU by DF-ping bisection
-(tools/mtu.py), discovery (a DF packet one byte over it, the sender's learnt path MTU
-forgotten first: an ICMP "fragmentation needed", a local refusal, or nothing: a black
-hole), and one short TCP transfer (iperf3 -t DURATION) with the hosts' fragment counters
-read around it and a few full-size non-DF pings beside it: the MSS the connection
-negotiated, its throughput, what fragmented. Where the configured MTU is not the one
-that fits, the mode is deployed once more at that one and the transfer repeated: the cost
-as a ratio, in the same run. The underlay's own path MTU is bisected the same way, host
-to host, before any mode. The result is a list of plain dicts that analysis/mtu.py judges.
+Per deployment of a mode at an overlay MTU, per placement and direction (src → dst), the
+probes of run/mtu_probe.py: device MTUs, the path MTU by DF ping and by DF UDP, discovery,
+and a short TCP transfer with the fragments it made. Where the configured MTU is not the
+one that fits, the mode is deployed once more at that one and the transfer repeated: the
+cost as a ratio, in the same run. The underlay's own path MTU is bisected the same way,
+host to host, before any mode.
+
+An overlay MTU that does not fit its underlay is deployed over an underlay raised for the
+moment where the testbed may change it (the lab; a remote host whose inventory says
+manage_underlay); where it may not, the mode is deployed as given, and what the kernel
+refuses then, like any mode that does not deploy, is a row of its own (`error`) while the
+other modes are still probed. The result is a list of plain dicts that analysis/mtu.py judges.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from typing import Callable
 
 from harness.bed import Testbed
-from harness.core.errors import CommandError, HarnessError
+from harness.core.errors import CommandError, HarnessError, SshError
 from harness.hosts.base import Host
 from harness.modes.base import Datapath, Mode
 from harness.run.endpoints import endpoints
-from harness.run.procs import PORTS, wait_listening
-from harness.tools import iperf3 as iperf3_tool, mtu as probes
+from harness.run.mtu_probe import device_mtu, path_mtu, transfer, udp_path_mtu
+from harness.tools import mtu as probes
 
 log = logging.getLogger(__name__)
-
-PORT = PORTS["iperf3"][0]
 # What a deployment's paths are probed at: the overlay's placements (native: the underlay, host to host).
 OVERLAY_PLACEMENT = "container-container"
 
@@ -61,93 +61,6 @@ def check_modes(modes: list[Mode]) -> None:
                                f"(give [modes.{m.name}] overhead)")
 
 
-def device_mtu(host: Host, addr: str) -> int | None:
-    """The MTU of the device `host` reaches `addr` through."""
-    route = host.run(["ip", "-o", "route", "get", addr], check=False, timeout=10)
-    dev = probes.parse_route_dev(route.stdout) if route.ok else None
-    if dev is None:
-        return None
-    link = host.run(["ip", "-o", "link", "show", "dev", dev], check=False, timeout=10)
-    return probes.parse_link_mtu(link.stdout) if link.ok else None
-
-
-def forget_path_mtus(host: Host) -> None:
-    """Drop what `host` learnt of path MTUs (the route exceptions' generation moves on)."""
-    host.run(["ip", "route", "flush", "cache"], check=False, timeout=10)
-
-
-def prober(host: Host, addr: str) -> Callable[[int], probes.Probe]:
-    def probe(size: int) -> probes.Probe:
-        done = host.run(probes.df_ping_argv(addr, size), check=False, timeout=10)
-        return probes.parse_df_ping(size, done.stdout, done.stderr, done.returncode)
-    return probe
-
-
-def path_mtu(host: Host, addr: str, high: int) -> dict:
-    """Bisection from `host` to `addr` up to `high`, then discovery one byte over it."""
-    forget_path_mtus(host)
-    probe = prober(host, addr)
-    try:
-        b = probes.bisect(probe, probes.MIN_MTU, max(high, probes.MIN_MTU))
-    except probes.ProbeError as e:
-        raise HarnessError(f"{host.name}: DF probe to {addr}: {e}") from None
-    out = {"path_mtu": b.mtu, "probes": len(b.probes), "discovery": None, "discovery_mtu": None}
-    if b.mtu is not None and b.mtu < probes.MAX_MTU:
-        forget_path_mtus(host)
-        d = probe(b.mtu + 1)
-        out.update(discovery=d.outcome, discovery_mtu=d.mtu)
-        forget_path_mtus(host)
-    return out
-
-
-def counters(hosts: list[Host]) -> dict[str, dict[str, int]]:
-    out = {}
-    for h in hosts:
-        done = h.run(probes.nstat_argv(), check=False, timeout=10)
-        out[h.name] = probes.parse_nstat(done.stdout) if done.ok else {}
-    return out
-
-
-def transfer(client: Host, server: Host, addr: str, duration: float, full: int | None,
-             watch: list[Host]) -> dict:
-    """One TCP transfer of `duration` s (and three non-DF pings of `full` bytes beside it),
-    the fragment counters of `watch` read around both."""
-    srv = server.start(["iperf3", "-s", "-1", "-p", str(PORT)])
-    out: dict = {"tcp_mss": None, "tcp_mtu": None, "throughput_bps": None, "fragments": {}}
-    try:
-        why = wait_listening(server, PORT, srv)
-        if why:
-            out["transfer_error"] = why
-            return out
-        before = counters(watch)
-        secs = max(1, round(duration))
-        done = client.run(["iperf3", "-c", addr, "-p", str(PORT), "-t", str(secs), "-J"], check=False,
-                          timeout=secs + 15)
-        if full:
-            client.run(["ping", "-M", "dont", "-s", str(full - probes.IP_ICMP_HEADERS), "-c", "3", "-i", "0.2",
-                        "-W", "1", "-n", addr], check=False, timeout=10)
-        after = counters(watch)
-        total = {k: 0 for k in probes.FRAG_COUNTERS}
-        for name in after:
-            for k, v in probes.frag_delta(before.get(name, {}), after[name]).items():
-                total[k] += v
-        out["fragments"] = total
-        doc, err = iperf3_tool.load(done.stdout, done.stderr, done.returncode)
-        if doc is None:
-            try:
-                doc = json.loads(done.stdout)      # a transfer that stalled still says its MSS
-            except (json.JSONDecodeError, ValueError):
-                doc = {}
-            out["transfer_error"] = err
-        mss = probes.parse_mss(doc if isinstance(doc, dict) else {})
-        out.update(tcp_mss=mss, tcp_mtu=probes.mss_mtu(mss) if mss else None)
-        if not err:
-            out["throughput_bps"] = float(doc["end"]["sum_received"]["bits_per_second"])
-    finally:
-        srv.stop()
-    return out
-
-
 def directions(tb: Testbed, pair_list: list[tuple[str, str]] | None) -> list[tuple[str, str]]:
     """Every pair both ways, each once, in the order given."""
     pl = pair_list or [(tb.sides[0].name, tb.sides[1].name)]
@@ -175,11 +88,25 @@ def deploy(mode: Mode, tb: Testbed, mtu: int, underlay: int, rate: str | None) -
     """The mode deployed at `mtu`. A device the kernel will not make bigger than its
     underlay allows (VXLAN bound to its device) is made over an underlay raised for the
     moment, then the underlay set back under it: the state of a NIC reset to a smaller MTU
-    beneath a running overlay, which is what an MTU that does not fit is. (True: so made.)"""
+    beneath a running overlay, which is what an MTU that does not fit is. (True: so made.)
+    Where the testbed refuses to raise it (a real NIC it may not change), the mode is
+    deployed as given; what fails then says both why."""
     if mtu + mode.overhead <= underlay:
         return mode.deploy(tb, mtu), False
     try:
         tb.set_underlay(mtu + mode.overhead, rate)
+    except SshError:
+        raise
+    except HarnessError as e:
+        refused = str(e)
+        tb.set_underlay(underlay, rate)             # whatever a host did raise, back where it was
+        try:
+            return mode.deploy(tb, mtu), False
+        except SshError:
+            raise
+        except HarnessError as e2:
+            raise HarnessError(f"{e2} (the underlay could not be raised beneath it: {refused})") from e2
+    try:
         dp = mode.deploy(tb, mtu)
     finally:
         tb.set_underlay(underlay, rate)
@@ -193,17 +120,29 @@ def placements_of(mode: Mode, asked: tuple[str, ...]) -> list[str]:
     return ps or [OVERLAY_PLACEMENT]
 
 
+def path_row(mode: Mode, placement: str, src: str, dst: str, overlay: int, datapath: str | None) -> dict:
+    return {"mode": mode.name, "datapath": datapath, "overhead": mode.overhead, "placement": placement,
+            "src": src, "dst": dst, "overlay_mtu": overlay}
+
+
 def measure_paths(tb: Testbed, dp: Datapath, mode: Mode, placements: list[str], dirs: list[tuple[str, str]],
                   duration: float) -> list[dict]:
+    """Every path of a deployment; a path whose probe cannot run is a row with its `error`."""
     rows = []
     for placement in placements:
         for src, dst in dirs:
             c, s = endpoints(tb, dp, placement, src, dst)
-            row = {"mode": mode.name, "datapath": dp.kind, "overhead": mode.overhead, "placement": placement,
-                   "src": src, "dst": dst, "overlay_mtu": dp.overlay_mtu,
-                   "src_dev_mtu": device_mtu(c.host, s.addr), "dst_dev_mtu": device_mtu(s.host, c.addr)}
-            row.update(path_mtu(c.host, s.addr, row["src_dev_mtu"] or dp.overlay_mtu))
-            row.update(transfer(c.host, s.host, s.addr, duration, row["src_dev_mtu"], watched(tb)))
+            row = path_row(mode, placement, src, dst, dp.overlay_mtu, dp.kind)
+            try:
+                row.update(src_dev_mtu=device_mtu(c.host, s.addr), dst_dev_mtu=device_mtu(s.host, c.addr))
+                high = row["src_dev_mtu"] or dp.overlay_mtu
+                row.update(path_mtu(c.host, s.addr, high))
+                row.update(udp_path_mtu(c.host, s.host, s.addr, high, row["path_mtu"]))
+                row.update(transfer(c.host, s.host, s.addr, duration, row["src_dev_mtu"], watched(tb)))
+            except SshError:
+                raise
+            except HarnessError as e:
+                row["error"] = str(e)
             rows.append(row)
     return rows
 
@@ -223,6 +162,33 @@ def fit_throughputs(tb: Testbed, mode: Mode, fit: int, placements: list[str], di
         mode.teardown(tb, dp)
 
 
+def deployment(tb: Testbed, mode: Mode, mtu: int, underlay: int, rate: str | None, ps: list[str],
+               dirs: list[tuple[str, str]], duration: float,
+               after_deploy: Callable[[Testbed, Datapath], None] | None) -> list[dict]:
+    """The paths of one deployment of `mode` at `mtu`; one that does not deploy (a kernel
+    that refuses the MTU, a missing feature) gives each path a row with its `error`."""
+    try:
+        dp, raised = deploy(mode, tb, mtu, underlay, rate)
+    except SshError:
+        raise
+    except HarnessError as e:
+        log.info("mode %s at overlay MTU %s did not deploy: %s", mode.name, mtu, e)     # the row says it
+        return [{**path_row(mode, p, src, dst, mtu, None), "error": f"did not deploy at overlay MTU {mtu}: {e}",
+                 "deployed_over_raised_underlay": False} for p in ps for src, dst in dirs]
+    try:
+        if after_deploy is not None:
+            after_deploy(tb, dp)
+        got = measure_paths(tb, dp, mode, ps, dirs, duration)
+    finally:
+        try:
+            mode.teardown(tb, dp)
+        except CommandError as e:
+            log.warning("teardown %s: %s", mode.name, e)
+    for r in got:
+        r["deployed_over_raised_underlay"] = raised
+    return got
+
+
 def measure(tb: Testbed, modes: list[Mode], overlay_requests: list[int | str], placements: tuple[str, ...],
             pair_list: list[tuple[str, str]] | None, underlay: int, rate: str | None = None,
             duration: float = 1.0, after_deploy: Callable[[Testbed, Datapath], None] | None = None,
@@ -236,27 +202,24 @@ def measure(tb: Testbed, modes: list[Mode], overlay_requests: list[int | str], p
     under = underlay_paths(tb, dirs, native, underlay)
     rows: list[dict] = []
     for mode in modes:
+        ps = placements_of(mode, placements)
         for requested in dict.fromkeys(overlay_requests if mode.kind != "native" else ["auto"]):
             mtu = underlay if mode.kind == "native" else overlay_mtu(mode, underlay, requested)
-            dp, raised = deploy(mode, tb, mtu, underlay, rate)
-            try:
-                if after_deploy is not None:
-                    after_deploy(tb, dp)
-                ps = placements_of(mode, placements)
-                got = measure_paths(tb, dp, mode, ps, dirs, duration)
-            finally:
-                try:
-                    mode.teardown(tb, dp)
-                except CommandError as e:
-                    log.warning("teardown %s: %s", mode.name, e)
+            got = deployment(tb, mode, mtu, underlay, rate, ps, dirs, duration, after_deploy)
             for r in got:
                 r.update(underlay_mtu=underlay, underlay_path_mtu=under.get((r["src"], r["dst"])),
-                         requested=requested, deployed_over_raised_underlay=raised)
+                         requested=requested)
             fits = [u - mode.overhead for u in (r["underlay_path_mtu"] for r in got) if u]
             fit = min(fits) if fits else None
-            devs = {m for r in got for m in (r["src_dev_mtu"], r["dst_dev_mtu"]) if m}
-            if fit and mode.kind != "native" and devs != {fit} and fit >= probes.MIN_MTU:
-                thr = fit_throughputs(tb, mode, fit, ps, dirs, duration)
+            devs = {m for r in got for m in (r.get("src_dev_mtu"), r.get("dst_dev_mtu")) if m}
+            if fit and mode.kind != "native" and devs and devs != {fit} and fit >= probes.MIN_MTU:
+                try:
+                    thr = fit_throughputs(tb, mode, fit, ps, dirs, duration)
+                except SshError:
+                    raise
+                except HarnessError as e:
+                    log.warning("mode %s at the MTU that fits, %s, did not deploy: %s", mode.name, fit, e)
+                    thr = {}
                 for r in got:
                     r.update(fit_mtu=fit, fit_throughput_bps=thr.get((r["placement"], r["src"], r["dst"])))
             rows += got

@@ -97,13 +97,17 @@ class ProbeError(Exception):
 LOST_TRIES = 3      # a size is lost only when this many probes in a row vanish
 
 
-def bisect(probe: Callable[[int], Probe], low: int, high: int, tries: int = LOST_TRIES) -> Bisection:
+def bisect(probe: Callable[[int], Probe], low: int, high: int, tries: int = LOST_TRIES,
+           hint: int | None = None) -> Bisection:
     """The largest size in [low, high] whose probe passes, to the byte, assuming every
     size up to the path MTU passes and none above it does. `high` first (a path that
     carries what its ends send needs one probe), then `low` (a path that carries nothing
-    is said so rather than bisected), then halves. A probe that errs raises ProbeError.
-    A probe that vanished (LOST) is sent again, up to `tries` in all: one echo late past
-    its wait on a loaded host must not read as a black hole or a smaller MTU."""
+    is said so rather than bisected), then halves. With a `hint` (what another probe of
+    the same path found), `hint` and `hint + 1` first: a path that agrees with it needs
+    those two, one that does not is bisected on the side the hint leaves. A probe that
+    errs raises ProbeError. A probe that vanished (LOST) is sent again, up to `tries` in
+    all: one echo late past its wait on a loaded host must not read as a black hole or a
+    smaller MTU."""
     if not MIN_MTU <= low <= high:
         raise ValueError(f"bisection range {low}..{high}")
     done: list[Probe] = []
@@ -118,11 +122,23 @@ def bisect(probe: Callable[[int], Probe], low: int, high: int, tries: int = LOST
                 break
         return p.passed
 
+    good = None
+    if hint is not None and low <= hint < high:
+        if ask(hint):
+            if not ask(hint + 1):
+                return Bisection(hint, tuple(done))
+            good = hint + 1
+        elif hint == low:
+            return Bisection(None, tuple(done))
+        else:
+            high = hint - 1
     if ask(high):
         return Bisection(high, tuple(done))
-    if not ask(low):
-        return Bisection(None, tuple(done))
-    good, bad = low, high            # good passes, bad does not
+    if good is None:
+        if not ask(low):
+            return Bisection(None, tuple(done))
+        good = low
+    bad = high                       # good passes, bad does not
     while bad - good > 1:
         mid = (good + bad) // 2
         if ask(mid):

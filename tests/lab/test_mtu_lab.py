@@ -56,7 +56,7 @@ def test_auto_is_ok_and_the_bisection_is_the_mtu_to_the_byte(lab):
         assert p["path_mtu"] == p["expected_mtu"] == 1500
     for name in ("fastdp", "sleeve"):
         for p in by_mode(judged, name):
-            assert p["path_mtu"] == p["expected_mtu"] == p["overlay_mtu"] == 1450
+            assert p["path_mtu"] == p["udp_path_mtu"] == p["expected_mtu"] == p["overlay_mtu"] == 1450
             assert p["tcp_mtu"] == 1450 and p["tcp_mss"] == 1398
             assert p["fragments"] == 0 and p["fix"] == ""
 

@@ -73,7 +73,9 @@ PHASED = [
 # version check of its own, test_tools_iperf3.py), blast's receiver lines (test_tools_blast.py).
 NOT_A_RESULT = {"iperf3_udp_3.1.3", "blast_recv", "blast_recv_idle"}     # blast's receiver: no test parses it
 # The MTU doctor's probes (tests/data/capture_mtu.sh): no run's metrics, read by tests/unit/test_tools_mtu.py
-MTU_PROBES = {"ping_df_ok", "ping_df_fragneeded", "ping_df_local", "ping_df_local_dev", "ping_df_blackhole", "nstat_frag"}
+MTU_PROBES = {"ping_df_ok", "ping_df_fragneeded", "ping_df_local", "ping_df_local_dev", "ping_df_blackhole", "nstat_frag",
+              "udp_df_ok", "udp_df_fragneeded", "udp_df_local", "udp_df_local_dev", "udp_df_blackhole",
+              "udp_df_noreceiver"}
 
 
 def _tsv() -> dict[str, int]:

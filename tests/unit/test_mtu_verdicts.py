@@ -72,9 +72,39 @@ def test_judge_all_pairs_the_directions_and_the_table_says_each_fix():
     assert "h0→h1" in table and "Fix: make both directions agree: set the overlay MTU to 1400" in table
 
 
+def test_a_mode_that_did_not_deploy_is_an_error_with_the_fit_where_its_mtu_was_too_big():
+    refused = {"mode": "fastdp", "placement": "container-container", "src": "h0", "dst": "h1", "overhead": 50,
+               "underlay_mtu": 1500, "underlay_path_mtu": 1500, "overlay_mtu": 1500,
+               "error": "did not deploy at overlay MTU 1500: h0: `ip link set ob12ab-vx0 mtu 1500` exited 2"}
+    j = v.judge(refused)
+    assert j["verdict"] == v.ERROR and j["why"] == refused["error"]
+    assert j["fix_mtu"] == 1450 and "--overlay-mtu 1450" in j["fix"]
+    missing = {**refused, "overlay_mtu": 1450, "error": "did not deploy at overlay MTU 1450: VXLAN unsupported"}
+    assert v.judge(missing)["fix"] == "" and v.judge(missing)["fix_mtu"] is None
+    judged = v.judge_all([refused, path(src="h1", dst="h0")])
+    assert [j["verdict"] for j in judged] == [v.ERROR, v.OK] and not v.all_ok(judged)
+    table = v.format_table(judged)
+    assert "fastdp container-container h0→h1: error: did not deploy at overlay MTU 1500" in table
+
+
+def test_udp_that_differs_from_icmp_is_caught_before_the_mtu_checks():
+    j = v.judge(path(udp_path_mtu=1400, udp_probes=12))
+    assert j["verdict"] == v.UDP_DIFFERS and j["fix_mtu"] == 1400
+    assert "received: 1400 bytes" in j["why"] and "overstates" in j["why"] and "--overlay-mtu 1400" in j["fix"]
+    j = v.judge(path(udp_path_mtu=None, udp_probes=6))
+    assert j["verdict"] == v.UDP_DIFFERS and "not even the smallest" in j["why"]
+    # the same size both ways, or a UDP probe that could not run: no say
+    assert v.judge(path(udp_path_mtu=1450, udp_probes=12))["verdict"] == v.OK
+    assert v.judge(path(udp_path_mtu=None, udp_error="h0: no python3 for the UDP probe"))["verdict"] == v.OK
+    # a black hole for ICMP outranks it
+    assert v.judge(path(src_dev_mtu=1500, dst_dev_mtu=1500, discovery="lost", udp_path_mtu=1400,
+                        udp_probes=12))["verdict"] == v.BLACK_HOLE
+
+
 @pytest.mark.parametrize("verdict", v.VERDICTS)
 def test_every_verdict_is_reachable(verdict):
     cases = {v.OK: path(), v.TOO_BIG: path(src_dev_mtu=1500, dst_dev_mtu=1500),
              v.BLACK_HOLE: path(src_dev_mtu=1500, dst_dev_mtu=1500, discovery="lost"),
-             v.TOO_SMALL: path(underlay_path_mtu=9000), v.ASYMMETRIC: path(dst_dev_mtu=1500)}
+             v.TOO_SMALL: path(underlay_path_mtu=9000), v.ASYMMETRIC: path(dst_dev_mtu=1500),
+             v.ERROR: path(error="did not deploy"), v.UDP_DIFFERS: path(udp_path_mtu=1400, udp_probes=12)}
     assert v.judge(cases[verdict])["verdict"] == verdict

@@ -16,7 +16,8 @@ def probe_of(name: str, size: int, rc: int) -> m.Probe:
 def test_every_mtu_capture_is_read_here():
     from test_metric_table import MTU_PROBES
     read = {"ping_df_ok", "ping_df_fragneeded", "ping_df_local", "ping_df_local_dev", "ping_df_blackhole", "nstat_frag"}
-    assert MTU_PROBES == read
+    from test_tools_mtu_udp import CAPTURED as udp      # the UDP probe's, read there
+    assert MTU_PROBES == read | udp
 
 
 def test_argv_is_what_was_captured():
@@ -120,3 +121,17 @@ def test_a_probe_error_stops_the_bisection():
         m.bisect(lambda s: m.Probe(s, m.ERROR, error="unreachable"), 576, 1500)
     with pytest.raises(ValueError):
         m.bisect(lambda s: m.Probe(s, m.PASSED), 1500, 576)
+
+
+@pytest.mark.parametrize("mtu", [None, 576, 577, 1000, 1399, 1400, 1401, 1449, 1450, 1451, 1499, 1500])
+@pytest.mark.parametrize("hint", [576, 1000, 1400, 1450, 1499])
+def test_a_hint_never_changes_the_answer(mtu, hint):
+    probe, _ = path(mtu, m.LOST)
+    assert m.bisect(probe, 576, 1500, hint=hint).mtu == m.bisect(path(mtu, m.LOST)[0], 576, 1500).mtu == mtu
+
+
+def test_a_path_that_agrees_with_the_hint_takes_two_probes():
+    probe, asked = path(1450, m.FRAG_NEEDED)
+    assert m.bisect(probe, 576, 1500, hint=1450).mtu == 1450 and asked == [1450, 1451]
+    probe, asked = path(1450, m.LOST)
+    assert m.bisect(probe, 576, 1500, hint=1450).mtu == 1450 and asked == [1450] + [1451] * m.LOST_TRIES
