@@ -19,7 +19,8 @@ VERSIONS = dict(line.split("=", 1) for line in (ROOT / "k8s" / "versions.env").r
 VERSION = VERSIONS["K8S_VERSION"]         # the cluster's Kubernetes (v1.34.4)
 BIN = pathlib.Path(os.environ.get("OVERLAYBENCH_CACHE", pathlib.Path.home() / ".cache" / "overlaybench")) \
     / "k8s" / VERSION / "bin"
-FLANNELD = ROOT / ".venv" / "bin" / "flanneld"
+# the flanneld k8s/cluster.sh runs (OBK8S_FLANNELD there too): the checkout's, built by make flanneld
+FLANNELD = pathlib.Path(os.environ.get("OBK8S_FLANNELD") or ROOT / ".venv" / "bin" / "flanneld")
 
 
 def missing() -> str | None:
