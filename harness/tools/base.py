@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 
+from harness.core.errors import HarnessError
 from harness.core.samples import Sample
 
 
@@ -127,3 +128,17 @@ class Tool(abc.ABC):
         """Pure: every phase's output, in order, → the case's samples (a tool with phases
         overrides this)."""
         raise NotImplementedError(f"{self.name} has no phases")
+
+
+class PhasedTool(Tool):
+    """A tool whose case runs in phases against one server (`phases`): it has no one client
+    command, and its hard limit is its phases' together."""
+
+    phased_as = "phases"      # what its phases are, for the refusal of one client command
+
+    def client_argv(self, spec: TestSpec) -> list[str]:
+        raise HarnessError(f"{self.name} runs in phases ({self.phased_as}) against one server: "
+                           f"its commands are phases(), not one client command")
+
+    def timeout(self, spec: TestSpec) -> float:
+        return sum(p.timeout for p in self.phases(spec) or ())

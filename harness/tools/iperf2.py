@@ -45,7 +45,7 @@ import shlex
 
 from harness.core.errors import HarnessError
 from harness.core.samples import Sample
-from harness.tools.base import Phase, PhaseOutput, TestSpec, Tool, ToolResult
+from harness.tools.base import Phase, PhaseOutput, PhasedTool, TestSpec, Tool, ToolResult
 from harness.tools.common import exit_reason, failed, last_line, whole_seconds
 
 DEFAULT_PORT = 5001
@@ -151,7 +151,8 @@ class Iperf2(Tool):
         return ["iperf", "-c", spec.server_addr, "-p", str(spec.port or DEFAULT_PORT)]
 
 
-class LoadBounceback(Iperf2):
+class LoadBounceback(PhasedTool, Iperf2):
+    phased_as = "idle, then loaded"
     """load.bounceback: the probe idle, then beside N TCP streams each way (module doc)."""
 
     name = "load.bounceback"
@@ -169,13 +170,6 @@ class LoadBounceback(Iperf2):
         limit = whole_seconds(spec.duration) + 15
         return [Phase("idle", self._probe(spec), limit),
                 Phase("loaded", self._probe(spec) + [f"--bounceback-congest=bidir,{spec.streams}"], limit)]
-
-    def client_argv(self, spec: TestSpec) -> list[str]:
-        raise HarnessError(f"{self.name} runs in phases (idle, then loaded) against one server: "
-                           f"its commands are phases(), not one client command")
-
-    def timeout(self, spec: TestSpec) -> float:
-        return sum(p.timeout for p in self.phases(spec))
 
     def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
         """One probe run alone: its latency as `latency_*` (the idle figures' shape)."""

@@ -35,7 +35,7 @@ import shlex
 from harness.core.errors import HarnessError
 from harness.core.samples import Sample
 from harness.tools import irtt
-from harness.tools.base import Phase, PhaseOutput, TestSpec, Tool, ToolResult
+from harness.tools.base import Phase, PhaseOutput, PhasedTool, TestSpec, ToolResult
 from harness.tools.common import failed, whole_seconds
 from harness.tools.iperf2 import MAX_LOAD_STREAMS, PROBE_BYTES, load_rate, problem
 
@@ -49,7 +49,8 @@ def load_port(spec: TestSpec) -> int:
     return spec.data_port or (spec.port or irtt.DEFAULT_PORT) + 1
 
 
-class LoadIrtt(Tool):
+class LoadIrtt(PhasedTool):
+    phased_as = "idle, then loaded"
     name = "load.irtt"
     binary = "irtt"
     package = "irtt"
@@ -87,13 +88,6 @@ class LoadIrtt(Tool):
         limit = seconds + 20     # irtt's open timeouts to nowhere, or the wait for its last replies
         return [Phase("idle", self._probe(spec), limit),
                 Phase("loaded", ["sh", "-c", script], limit + LOAD_LEAD_S)]
-
-    def client_argv(self, spec: TestSpec) -> list[str]:
-        raise HarnessError(f"{self.name} runs in phases (idle, then loaded) against one server: "
-                           f"its commands are phases(), not one client command")
-
-    def timeout(self, spec: TestSpec) -> float:
-        return sum(p.timeout for p in self.phases(spec))
 
     def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
         raise HarnessError(f"{self.name} runs in phases: parse_phases reads them")

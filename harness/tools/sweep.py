@@ -19,7 +19,7 @@ from typing import Any
 from harness.core.errors import HarnessError
 from harness.core.samples import Sample
 from harness.core.units import parse_rate
-from harness.tools.base import Phase, PhaseOutput, TestSpec, Tool, ToolResult
+from harness.tools.base import Phase, PhaseOutput, PhasedTool, TestSpec, ToolResult
 from harness.tools.common import failed, whole_seconds
 from harness.tools.iperf3 import DEFAULT_PORT, MAX_UDP_PAYLOAD, MIN_UDP_PAYLOAD, load, udp_samples
 from harness.tools.knee import DEFAULT_LOSS_PCT, knee
@@ -49,7 +49,8 @@ def rates(low: str, high: str, steps: int) -> tuple[float, ...]:
 DEFAULT_RATES = rates(DEFAULT_FROM, DEFAULT_TO, DEFAULT_STEPS)
 
 
-class Iperf3Sweep(Tool):
+class Iperf3Sweep(PhasedTool):
+    phased_as = "one per offered load"
     """iperf3.udp_sweepN: N-byte UDP payloads at each offered load of the sweep."""
 
     binary = "iperf3"
@@ -81,13 +82,6 @@ class Iperf3Sweep(Tool):
             raise HarnessError(f"{self.name}: a sweep needs at least {MIN_STEPS} steps, got {len(steps)}")
         limit = whole_seconds(spec.duration) + 15
         return [Phase(step_name(i), self._step(spec, r), limit) for i, r in enumerate(sorted(steps))]
-
-    def client_argv(self, spec: TestSpec) -> list[str]:
-        raise HarnessError(f"{self.name} runs in phases (one per offered load) against one server: "
-                           f"its commands are phases(), not one client command")
-
-    def timeout(self, spec: TestSpec) -> float:
-        return sum(p.timeout for p in self.phases(spec))
 
     def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
         """One step alone: its sent, received, loss and jitter."""

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Capture real iperf 2 (2.1.8), iperf3 UDP-sweep and irtt (0.9.0) output for the under-load
-# parser tests (tests/unit/test_tools_iperf2.py, test_tools_sweep.py, test_tools_irtt.py).
+# parser tests (tests/unit/test_tools_iperf2.py, test_tools_sweep.py, test_tools_irtt.py,
+# test_tools_load_irtt.py). load.irtt's captures use its own server shell (iperf -s, waited
+# for, and irtt's server beside it; ports 15122/15123; 15128 an irtt server with no iperf
+# beside it) and its own phase commands, the probe every 10 ms to keep the files small.
 #
 # Runs on loopback (127.0.0.1, ports 15001, 15201, 15112; nothing listens on 15009, 15209,
 # 15119), one server per tool for the whole script, and kills them on exit. Each capture NAME
@@ -16,7 +19,7 @@ set -uo pipefail
 
 DIR=$(cd "$(dirname "$0")" && pwd)
 PIDS=()
-trap 'kill -9 "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
+trap 'kill -9 -- "${PIDS[@]/#/-}" 2>/dev/null; kill -9 "${PIDS[@]}" 2>/dev/null; wait 2>/dev/null' EXIT
 
 cap() {   # cap NAME SECONDS ARGV... : run ARGV with a SIGKILL deadline, keep its output and exit code
     local name=$1 limit=$2; shift 2
@@ -48,3 +51,15 @@ cap iperf3_sweep_refused 20 iperf3 -c 127.0.0.1 -p 15209 -u -b 100M -l 64 -t 1 -
 cap irtt_ok 20 irtt client -i 10ms -d 1s -Q -o - 127.0.0.1:15112
 cap irtt_killed 1 irtt client -i 1ms -d 3s -Q -o - 127.0.0.1:15112
 cap irtt_noserver 30 irtt client -i 1ms -d 2s -Q -o - --timeouts=200ms,400ms 127.0.0.1:15119
+
+# load.irtt (one server shell as the tool starts it, in a process group of its own)
+setsid sh -c 'iperf -s -p 15123 -t 60 >/dev/null & p=$!; until ss -Hltnp '"'"'sport = :15123'"'"' | grep -q "pid=$p,"; do kill -0 $p 2>/dev/null || { echo '"'"'iperf -s exited before listening'"'"' >&2; exit 1; }; sleep 0.05; done; irtt server -b 127.0.0.1:15122 -i 0 & q=$!; trap '"'"'kill -KILL $p $q 2>/dev/null; wait $p $q; exit 143'"'"' TERM INT; wait $q; r=$?; kill -KILL $p 2>/dev/null; wait $p; exit $r' >/dev/null 2>&1 & PIDS+=($!)
+irtt server -b 127.0.0.1:15128 -i 0 >/dev/null 2>&1 & PIDS+=($!)
+until ss -Hlun 'sport = :15122' | grep -q . && ss -Hlun 'sport = :15128' | grep -q .; do sleep 0.05; done
+
+LOADED='iperf -c 127.0.0.1 -p 15123 --full-duplex -P 2 -l 16K -t 2 -e & p=$!; j=$(irtt client -i 10ms -d 1s -Q -o - 127.0.0.1:15122); r=$?; wait $p; w=$?; echo "=== irtt exit $r iperf exit $w"; printf '"'"'%s\n'"'"' "$j"'
+NOLOAD='iperf -c 127.0.0.1 -p 15129 --full-duplex -P 2 -l 16K -t 2 -e & p=$!; j=$(irtt client -i 10ms -d 1s -Q -o - 127.0.0.1:15128); r=$?; wait $p; w=$?; echo "=== irtt exit $r iperf exit $w"; printf '"'"'%s\n'"'"' "$j"'
+cap load_irtt_idle 22 irtt client -i 10ms -d 1s -Q -o - 127.0.0.1:15122
+cap load_irtt_loaded 23 sh -c "$LOADED"
+cap load_irtt_noload 23 sh -c "$NOLOAD"
+cap load_irtt_killed 1 sh -c "$LOADED"

@@ -1,5 +1,5 @@
 """load.irtt (harness/tools/load_irtt.py): its argv, its parser on real captured output
-(tests/data/capture_load_irtt.sh), and its server's shell run for real on loopback."""
+(tests/data/capture_load.sh), and its server's shell run for real on loopback."""
 
 from __future__ import annotations
 
