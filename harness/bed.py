@@ -70,7 +70,7 @@ class Options:
     kube_context: str | None = None
     nodes: tuple[str, ...] = ()     # the nodes to measure between (): two Ready, schedulable ones
     node_count: int = 2             # how many nodes, when they are picked (--hosts)
-    image: str | None = None        # the tools image the pods run (None: overlaybench/tools:bookworm)
+    image: str | None = None        # the tools image the pods run (None: localhost/overlaybench/tools:bookworm)
     kube_namespace: str | None = None   # an existing namespace to run in (None: a fresh one per run)
     pod_cpu: str | None = None      # REQUEST[:LIMIT] of every pod (None: the backend's default)
     pod_memory: str | None = None
