@@ -21,7 +21,7 @@ from conftest import needs_root
 from harness.results import read_records
 from test_testbed_ssh import ob
 
-pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.unsoaked]
+pytestmark = [needs_root(), pytest.mark.lab]
 
 SCENARIO = """\
 [scenario]
