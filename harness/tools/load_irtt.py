@@ -63,7 +63,7 @@ class LoadIrtt(PhasedTool):
     max_streams = MAX_LOAD_STREAMS
 
     def server_argv(self, spec: TestSpec) -> list[str]:
-        port, addr = load_port(spec), spec.bind_addr or spec.server_addr
+        port = load_port(spec)
         bound = int(self.timeout(spec)) + 10
         script = (f"iperf -s -p {port} -t {bound} >/dev/null & p=$!; "
                   f"until ss -Hltnp 'sport = :{port}' | grep -q \"pid=$p,\"; do "
