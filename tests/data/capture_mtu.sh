@@ -65,12 +65,8 @@ capture_udp() {    # capture_udp NAME SIZE [PORT] : the UDP probe from a to b, i
     printf '%s\t%s\t%s\n' "$name" "$rc" "python3 - 198.18.2.2 $port $size 1" >>"$DIR/captures.tsv"
 }
 
-capture ping_df_ok ping -M do -s 1372 -c 1 -W 1 -n 198.18.2.2
-capture ping_df_fragneeded ping -M do -s 1373 -c 1 -W 1 -n 198.18.2.2
-capture ping_df_local ping -M do -s 1373 -c 1 -W 1 -n 198.18.2.2
-capture ping_df_local_dev ping -M do -s 1473 -c 1 -W 1 -n 198.18.2.2
-ip netns exec "$A" ip route flush cache
-ip netns exec "$R" nft -f - <<'NFT'
+drop_frag_needed() {   # the router stops sending ICMP frag-needed: a black hole
+    ip netns exec "$R" nft -f - <<'NFT'
 table inet obtmtu {
     chain out {
         type filter hook output priority 0;
@@ -78,6 +74,14 @@ table inet obtmtu {
     }
 }
 NFT
+}
+
+capture ping_df_ok ping -M do -s 1372 -c 1 -W 1 -n 198.18.2.2
+capture ping_df_fragneeded ping -M do -s 1373 -c 1 -W 1 -n 198.18.2.2
+capture ping_df_local ping -M do -s 1373 -c 1 -W 1 -n 198.18.2.2
+capture ping_df_local_dev ping -M do -s 1473 -c 1 -W 1 -n 198.18.2.2
+ip netns exec "$A" ip route flush cache
+drop_frag_needed
 capture ping_df_blackhole ping -M do -s 1373 -c 1 -W 1 -n 198.18.2.2
 ip netns exec "$R" nft delete table inet obtmtu
 ip netns exec "$A" ip route flush cache
@@ -97,14 +101,7 @@ capture_udp udp_df_fragneeded 1401
 capture_udp udp_df_local 1401
 capture_udp udp_df_local_dev 1501
 ip netns exec "$A" ip route flush cache
-ip netns exec "$R" nft -f - <<'NFT'
-table inet obtmtu {
-    chain out {
-        type filter hook output priority 0;
-        icmp type destination-unreachable icmp code frag-needed drop
-    }
-}
-NFT
+drop_frag_needed
 capture_udp udp_df_blackhole 1401
 ip netns exec "$R" nft delete table inet obtmtu
 capture_udp udp_df_noreceiver 1000 19802
