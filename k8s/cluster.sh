@@ -20,7 +20,8 @@
 #                     namespace over veth obk8s-api (198.19.209.1/30 <-> 198.19.209.2/30)
 #   netns obk8s-nI    node I (198.19.208.1I/24 on eth0, a port of the bridge): containerd
 #                     (own root, state, socket, runc root; cgroupfs) and a kubelet with
-#                     cgroupRoot /obk8s-nI in every cgroup v1 hierarchy
+#                     cgroupRoot /obk8s-nI in every cgroup v1 hierarchy; every containerd
+#                     reads a registry's CA and hosts.toml from $S/certs.d/HOST:PORT/
 #   pods 198.19.224.0/20 (a /24 per node), services 198.19.216.0/24
 # The pod network (OBK8S_CNI): flannel (default) runs the project's flanneld on every node with
 # --kube-subnet-mgr (its lease is the node's podCIDR; backend OBK8S_FLANNEL_BACKEND, vxlan by
@@ -137,7 +138,7 @@ up() {
 	esac
 	local t0=$SECONDS i n
 	trap 'say "up failed: removing the cluster; its logs are in ${OBK8S_KEEP_LOGS:=/tmp/$P-failed-logs}"; down' EXIT
-	mkdir -p "$S/log" "$S/pid"
+	mkdir -p "$S/log" "$S/pid" "$S/certs.d"
 	echo "$NODES" >"$S/nodes"
 	echo $$ >"$S/up.pid"
 	for i in $(seq 1 "$NODES"); do mkdir -p "$S/n$i/cni" "$S/n$i/pod-logs"; done

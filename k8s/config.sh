@@ -104,6 +104,8 @@ containerd_config() { # I
 	  disable = true
 	[plugins.'io.containerd.cri.v1.images'.pinned_images]
 	  sandbox = "$PAUSE_IMAGE"
+	[plugins.'io.containerd.cri.v1.images'.registry]
+	  config_path = "$S/certs.d"
 	[plugins.'io.containerd.cri.v1.runtime']
 	  restrict_oom_score_adj = true
 	  netns_mounts_under_state_dir = true

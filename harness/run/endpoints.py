@@ -20,6 +20,8 @@ from harness.modes.base import Datapath
 class Endpoint:
     host: Host
     addr: str     # the address the peer reaches it at
+    bind: str | None = None     # the address its server binds, where that is not `addr` (a
+                                # Service's ClusterIP is no address of the pod behind it)
 
 
 def _end(side: Side, dp: Datapath, where: str) -> Endpoint:
@@ -31,7 +33,7 @@ def _end(side: Side, dp: Datapath, where: str) -> Endpoint:
     if where == SERVICE:
         if not side.service_ip:
             raise HarnessError(f"host {side.host.name} has no service in front of its container")
-        return Endpoint(side.container, side.service_ip)
+        return Endpoint(side.container, side.service_ip, bind=side.container_ip or None)
     return Endpoint(side.container, own.get("container") or side.container_ip)
 
 

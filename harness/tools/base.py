@@ -40,7 +40,7 @@ class TestSpec:
     reverse: bool = False
     port: int | None = None   # control port; tool default when None
     data_port: int | None = None
-    bind_addr: str | None = None
+    bind_addr: str | None = None     # the server's own address, where the client reaches another
     # A stepped test's offered loads in bits/s, lowest first (the UDP sweeps); () is the
     # tool's own default steps.
     rates: tuple[float, ...] = ()

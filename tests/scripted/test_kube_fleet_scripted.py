@@ -64,8 +64,9 @@ def _pods(api: FakeApi) -> dict[str, tuple[str, bool]]:
             for c in api.calls if c[0] == "create_pod"}
 
 
-def _iperf(api: FakeApi, server: str, client: str, addr: str, port: int = 5201) -> None:
-    api.expect_start(server, f"iperf3 -s -1 -p {port}")
+def _iperf(api: FakeApi, server: str, client: str, addr: str, port: int = 5201, bind: str = "") -> None:
+    """One iperf3 case; `bind`: the server pod's own address, which a server behind a Service binds."""
+    api.expect_start(server, f"iperf3 -s -1 -p {port}" + (f" -B {bind}" if bind else ""))
     api.expect_start(client, re.compile(rf"iperf3 -c {re.escape(addr)} -p {port} .*"), returncode=0, stdout=IPERF,
                      runs=False)
 
@@ -134,7 +135,7 @@ def test_across_zones_in_one_zone_is_one_line_naming_it_and_nothing_is_made(api,
 def test_same_node_pins_both_pods_of_the_pair_to_one_node(api, tmp_path):
     _incidental(api, ["node-b", "node-b"])
     _iperf(api, "c1", "c0", "10.244.1.5")
-    _iperf(api, "c1", "c0", "10.96.0.12")            # the second Service: s1, in front of c1
+    _iperf(api, "c1", "c0", "10.96.0.12", bind="10.244.1.5")     # the second Service: s1, in front of c1
     store = _run(tmp_path, placements=("container-container", "container-service"), same_node=True,
                  node_selector=("pool=perf",))
     rows = _rows(store)
@@ -159,7 +160,7 @@ def test_same_node_with_a_host_end_is_refused_before_the_api_is_reached(monkeypa
 # ------------------------------------------------------------------ --port-base
 def test_port_base_moves_the_services_and_the_tools_ports(api, tmp_path):
     _incidental(api, ["node-a", "node-b"], port=30000)
-    _iperf(api, "c1", "c0", "10.96.0.12", port=30000)
+    _iperf(api, "c1", "c0", "10.96.0.12", port=30000, bind="10.244.1.5")
     store = _run(tmp_path, placements=("container-service",), port_base=30000)
     assert all(r["ok"] for r in _rows(store))
     (s0, s1) = api.calls_of("create_service")
@@ -189,7 +190,7 @@ def test_a_mesh_across_zones_serves_each_pair_on_its_own_moved_port_through_the_
     for i in range(3):
         api.allow_exec(f"c{i}", re.compile(r"ss -Hltn 'sport = :3000[024]'"), stdout="LISTEN 0 5 *:30000 *:*\n")
     for server in ("c1", "c2", "c2"):
-        api.expect_start(server, re.compile(r"iperf3 -s -1 -p 3000[024]"))
+        api.expect_start(server, re.compile(r"iperf3 -s -1 -p 3000[024] -B 10\.244\.[12]\.5"))
     for client in ("c0", "c0", "c1"):
         api.expect_start(client, re.compile(r"iperf3 -c 10\.96\.0\.1[23] -p 3000[024] .*"), returncode=0,
                          stdout=IPERF, runs=False)

@@ -104,7 +104,7 @@ def test_a_run_measures_native_and_cni_and_leaves_nothing(api, tmp_path):
 
 def test_service_path_reaches_the_far_pod_through_its_cluster_ip(api, tmp_path):
     _incidental(api)
-    api.expect_start("c1", "iperf3 -s -1 -p 5201")
+    api.expect_start("c1", "iperf3 -s -1 -p 5201 -B 10.244.1.5")   # the pod behind the Service binds its own
     api.expect_start("c0", re.compile(r"iperf3 -c 10\.96\.0\.12 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
     store = _run(tmp_path, modes=("cni",), placements=("container-service",))
     assert all(r["ok"] for r in _rows(store))
@@ -406,7 +406,7 @@ def test_a_run_in_an_existing_namespace_makes_and_deletes_only_its_own(api, tmp_
     before = _team_ns(api, "restricted")
     api.namespaces["bench"]["body"] = None
     _incidental(api)
-    api.expect_start("c1", "iperf3 -s -1 -p 5201")
+    api.expect_start("c1", "iperf3 -s -1 -p 5201 -B 10.244.1.5")   # the pod behind the Service binds its own
     api.expect_start("c0", re.compile(r"iperf3 -c 10\.96\.0\.12 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
     store = _run(tmp_path, modes=("cni",), placements=("container-service",), kube_namespace="bench")
     assert all(r["ok"] for r in _rows(store))

@@ -17,6 +17,8 @@ from harness.modes import standard
 from harness.modes.base import Datapath
 from harness.run.endpoints import endpoints
 from harness.testbeds.kubernetes import found, nodes, psa, specs
+from harness.tools.base import TestSpec
+from harness.tools.irtt import IrttUdp
 from scripted_kube import node
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "kube"
@@ -251,6 +253,11 @@ def test_service_end_is_the_far_pod_behind_its_service_address():
     tb = _Tb(_sides("10.96.0.11"))
     client, server = endpoints(tb, Datapath("cni", "cni", 1450), "container-service")
     assert client.host.name == "n0/c0" and server.host.name == "n1/c1" and server.addr == "10.96.0.11"
+    # the ClusterIP is no address of the pod: a server that binds (irtt always does) binds the pod's own
+    assert server.bind == "10.244.1.5" and client.bind is None
+    spec = TestSpec(server_addr=server.addr, bind_addr=server.bind, duration=1)
+    assert IrttUdp().server_argv(spec)[:4] == ["irtt", "server", "-b", "10.244.1.5:2112"]
+    assert endpoints(tb, Datapath("cni", "cni", 1450), "container-container")[1].bind is None
 
 
 def test_service_end_without_a_service_is_refused():
