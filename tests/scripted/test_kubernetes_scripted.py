@@ -11,6 +11,7 @@ import socket
 import tempfile
 
 import pytest
+import yaml
 
 from harness.bed import Options
 from harness.cli import main
@@ -458,6 +459,17 @@ def test_down_in_an_existing_namespace_removes_dead_runs_objects_only(api, monke
     assert "removed in namespace bench: pod c0, service s0 (run r1)" in out
     assert "left in namespace bench: pod c1 (owned by running pid" in out
     assert set(api.pods) == {("bench", "c1"), ("bench", "theirs")} and "bench" in api.namespaces
+    # down lists only what the existing namespace's Role of docs/kubernetes.md lets it list
+    listed = {c[1] for c in api.calls if c[0] == "list_objects"}
+    assert listed and listed <= _role_may("list"), listed
+
+
+def _role_may(verb: str) -> set[str]:
+    """The resources docs/kubernetes.md's Role for an existing namespace grants `verb` on."""
+    doc = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "kubernetes.md").read_text()
+    block = re.search(r"```yaml\n(.*?)```", doc.split("### An existing namespace (`--namespace`)")[1], re.S).group(1)
+    role = next(d for d in yaml.safe_load_all(block) if d["kind"] == "Role")
+    return {r for rule in role["rules"] if verb in rule["verbs"] for r in rule["resources"]}
 
 
 # ------------------------------------------------------------------ image pull secrets, the image's tools
@@ -496,6 +508,15 @@ def test_a_test_whose_tool_the_image_lacks_is_refused_before_anything_is_made(ap
     with pytest.raises(HarnessError, match=r"^test irtt\.udp needs irtt, which the image localhost/overlaybench/tools:bookworm "
                                            r"does not hold \(it holds "):
         session.run(overrides={"matrix": {"modes": ["native"], "placements": ["host-host"], "tests": ["irtt.udp"],
+                                          "repeats": 1, "duration": 1}, "testbed": {"backend": "kubernetes"}},
+                    results_dir=str(tmp_path / "results"), quiet=True, options=Options())
+    _nothing_made(api, tmp_path)
+
+
+def test_a_test_of_the_tool_the_harness_builds_is_refused_saying_so(api, tmp_path):
+    with pytest.raises(HarnessError, match=r"^test udp\.ndr64 runs blast as the harness builds it and copies it to "
+                                           r"each host, which it does not do into pods; on a cluster the tests of "):
+        session.run(overrides={"matrix": {"modes": ["native"], "placements": ["host-host"], "tests": ["udp.ndr64"],
                                           "repeats": 1, "duration": 1}, "testbed": {"backend": "kubernetes"}},
                     results_dir=str(tmp_path / "results"), quiet=True, options=Options())
     _nothing_made(api, tmp_path)

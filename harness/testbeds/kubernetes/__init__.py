@@ -62,7 +62,9 @@ def why_kept(labels: dict, created: float | None = None, older_than: float | Non
     return None
 
 
-KINDS = ("pods", "services", "secrets")     # what a run makes in a namespace it did not make
+# what a run makes in a namespace it did not make: its pull secrets it uses where they are
+# (the Role of docs/kubernetes.md lets it get them, not list them)
+KINDS = ("pods", "services")
 
 
 def remove_leftovers(opts: Options, inventory: str | None, force: bool) -> tuple[list[str], list[str]]:

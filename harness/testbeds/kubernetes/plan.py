@@ -184,7 +184,12 @@ def refuse_tools(sc, image: str) -> None:
     """One line for the first test whose tool the tools image does not hold."""
     from harness import tools          # the tool table: on use
     for t in sc.tests:
-        binary = tools.get(t).binary
+        tool = tools.get(t)
+        binary = tool.binary
+        if tool.builds:
+            raise HarnessError(f"test {t} runs {binary} as the harness builds it and copies it to each host, "
+                               f"which it does not do into pods; on a cluster the tests of "
+                               f"{', '.join(sorted(specs.IMAGE_TOOLS))} run")
         if binary not in specs.IMAGE_TOOLS:
             raise HarnessError(f"test {t} needs {binary}, which the image {image} does not hold "
                                f"(it holds {', '.join(sorted(specs.IMAGE_TOOLS))}: images/rootfs.packages)")
