@@ -20,6 +20,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -37,7 +38,7 @@ NEEDED = ("buildah", "skopeo", "docker-registry", "htpasswd", "openssl")
 VERSIONS = {"iperf3": (["iperf3", "--version"], "iperf 3."),
             "qperf": (["qperf", "--version"], "qperf"),
             "sockperf": (["sockperf", "--version"], "sockperf"),
-            "ping": (["sh", "-c", "ping -V"], "iputils"),     # exec'd alone its stdout was lost
+            "ping": (["ping", "-V"], "iputils"),
             "iperf": (["sh", "-c", "iperf --version 2>&1 || true"], "iperf version 2."),   # exits 1
             "irtt": (["irtt", "version"], "irtt version"),
             "blast": (["blast", "--version"], "blast 0."),
@@ -136,8 +137,16 @@ def working(image):
 
 
 def inside(ctr: str, *argv, user: str = "0:0", timeout=60) -> subprocess.CompletedProcess:
-    return run("buildah", "run", "--isolation", "chroot", "--network", "host", "--user", user, ctr, "--",
-               *argv, check=False, timeout=timeout)
+    """argv run in the working container; its output written to files in a directory bound
+    in from here, not relayed by buildah: buildah's relay now and then loses all the output
+    of a process that exits at once (`sockperf --version`: rc 0, nothing, 1 in 30 rounds)."""
+    with tempfile.TemporaryDirectory(prefix="overlaybench-test-") as d:
+        os.chmod(d, 0o777)          # written by uid 65534 too
+        p = run("buildah", "run", "--isolation", "chroot", "--network", "host", "--user", user,
+                "--volume", f"{d}:/ob-out", ctr, "--", "sh", "-c", '"$@" >/ob-out/stdout 2>/ob-out/stderr',
+                "sh", *argv, check=False, timeout=timeout)
+        out, err = (pathlib.Path(d, f).read_text() if pathlib.Path(d, f).exists() else "" for f in ("stdout", "stderr"))
+        return subprocess.CompletedProcess(p.args, p.returncode, out, err + p.stderr)
 
 
 def test_pushed_with_credentials_and_pulled_only_with_them(image, registry, no_auth_file, tmp_path):
