@@ -14,11 +14,13 @@ from harness.cli import main
 from harness.core.errors import HarnessError
 from harness.run import session
 from harness.testbeds import kubernetes as kube
+from harness.testbeds.kubernetes import found
 from scripted_kube import FakeApi, node
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 IPERF = (DATA / "iperf3_tcp_1.out").read_text()
 LINKS = (DATA / "kube" / "ip_d_link_flannel_vxlan.txt").read_text()
+PROXY_MODE = (DATA / "kube" / "proxymode_iptables.out").read_text()     # kube-proxy's answer
 STAT = "cpu  100 0 100 1000 0 0 0 0 0 0\n"
 FLANNEL = {"kube-flannel": [{"name": "kube-flannel-ds", "images": ["ghcr.io/flannel-io/flannel:v0.26.7"]}]}
 FLEET = [node("node-a", zone="eu-1a", labels={"pool": "web"}), node("node-b", zone="eu-1a", labels={"pool": "perf"}),
@@ -39,6 +41,7 @@ def _incidental(api: FakeApi, picked: list[str], port: int = 5201) -> None:
         api.allow_exec(f"h{i}", "ip -o -4 addr show", stdout=f"2: eth0    inet {n.address}/24 brd x scope global eth0\n")
         api.allow_exec(f"h{i}", "cat /sys/class/net/eth0/mtu", stdout="1500\n")
         api.allow_exec(f"h{i}", "ip -d -o link show", stdout=LINKS)
+        api.allow_exec(f"h{i}", found.PROXY_MODE_ARGV, stdout=PROXY_MODE)
         for pod in (f"h{i}", f"c{i}"):
             api.allow_exec(pod, re.compile(r"env 'SYSCTLS=.*|iperf3 --version|qperf --version|ping -V|ip -V", re.S))
             api.allow_exec(pod, "cat /proc/stat", stdout=STAT)

@@ -20,12 +20,13 @@ from harness.hosts.kube import api as api_mod
 from harness.hosts.kube.api import ApiError, PodStatus
 from harness.run import session
 from harness.testbeds import kubernetes as kube
-from harness.testbeds.kubernetes import psa
+from harness.testbeds.kubernetes import found, psa
 from scripted_kube import FakeApi
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 IPERF = (DATA / "iperf3_tcp_1.out").read_text()
 LINKS = (DATA / "kube" / "ip_d_link_flannel_vxlan.txt").read_text()
+PROXY_MODE = (DATA / "kube" / "proxymode_iptables.out").read_text()     # kube-proxy's answer
 STAT = "cpu  100 0 100 1000 0 0 0 0 0 0\n"
 FLANNEL = {"kube-system": [{"name": "kube-proxy", "images": ["registry.k8s.io/kube-proxy:v1.34.4"]}],
            "kube-flannel": [{"name": "kube-flannel-ds", "images": ["ghcr.io/flannel-io/flannel:v0.26.7"]}]}
@@ -46,6 +47,7 @@ def _incidental(api: FakeApi) -> None:
                        stdout=f"2: eth0    inet {n.address}/24 brd x scope global eth0\n")
         api.allow_exec(f"h{i}", "cat /sys/class/net/eth0/mtu", stdout="1500\n")
         api.allow_exec(f"h{i}", "ip -d -o link show", stdout=LINKS)
+        api.allow_exec(f"h{i}", found.PROXY_MODE_ARGV, stdout=PROXY_MODE)
         for pod in (f"h{i}", f"c{i}"):          # c<i>: a run without hostNetwork pods reads its facts there
             api.allow_exec(pod, re.compile(r"env 'SYSCTLS=.*|iperf3 --version|qperf --version|ping -V|ip -V", re.S))
             api.allow_exec(pod, "cat /proc/stat", stdout=STAT)
@@ -87,6 +89,8 @@ def test_a_run_measures_native_and_cni_and_leaves_nothing(api, tmp_path):
     fp = cni["info"]["fingerprint"]
     assert (fp["cni"], fp["version"], fp["summary"]) == ("flannel", "v0.26.7", "flannel v0.26.7")
     assert "configmap kube-flannel-cfg: not read" in fp["seen"]        # the fake has none: nothing guessed
+    assert fp["kube_proxy"] == "iptables"                             # as kube-proxy answered on node-a
+    assert "node node-a: kube-proxy answers /proxyMode on 127.0.0.1:10249: iptables" in fp["seen"]
     assert {r["datapath"] for r in rows if r["mode"] == "cni"} == {"cni (flannel v0.26.7)"}
     # made in the run's namespace only, and gone
     made = [c for c in api.calls if c[0].startswith("create_")]

@@ -229,6 +229,44 @@ def test_the_cni_from_a_real_ip_link_when_no_daemonset_names_it():
     assert found.cni_of_devices(["lo", "vxlan.calico", "cali12ab"]) == "calico"
 
 
+def test_kube_proxys_mode_from_its_real_proxymode_answer():
+    """Captured on the local cluster's node with found.PROXY_MODE_ARGV's command: kube-proxy's
+    answer, and the same asked of a port where nothing listens."""
+    out = (DATA / "proxymode_iptables.out").read_text()
+    assert found.parse_proxy_mode(out, "", "n1") == (
+        "iptables", "node n1: kube-proxy answers /proxyMode on 127.0.0.1:10249: iptables")
+    refused = (DATA / "proxymode_refused.err").read_text()
+    assert found.parse_proxy_mode("", refused, "n1")[0] == "none"
+    assert found.parse_proxy_mode(out.replace("200 OK", "404 Not Found"), "", "n1") == (
+        "", "node n1: /proxyMode on 127.0.0.1:10249 not read (HTTP 404)")
+    assert found.parse_proxy_mode("", "", "n1") == ("", "node n1: /proxyMode on 127.0.0.1:10249 not read (no answer)")
+
+
+def test_the_nodes_name_a_cni_no_daemonset_names_and_kube_proxys_mode():
+    """flanneld and kube-proxy run as node processes (no DaemonSet): the fingerprint the
+    objects give is `unknown, no kube-proxy`; the nodes' devices and kube-proxy's own answer
+    name both."""
+    from harness.testbeds.kubernetes import fingerprint
+    text = (DATA / "ip_d_link_flannel_vxlan.txt").read_text()
+    fp = fingerprint.of({"daemonsets": []})
+    assert fp.summary() == "unknown, no kube-proxy"
+    names = {"n1": found.device_names(text), "n2": found.device_names(text)}
+    tunnels = {"n1": found.parse_links(text), "n2": found.parse_links(text)}
+    proxy = found.parse_proxy_mode((DATA / "proxymode_iptables.out").read_text(), "", "n1")
+    found.from_nodes(fp, names, tunnels, proxy)
+    assert (fp.cni, fp.encapsulation, fp.routing, fp.kube_proxy) == ("flannel", "vxlan", "tunnel", "iptables")
+    assert fp.summary() == "flannel, vxlan"
+    assert any(s.startswith("devices of flannel on node(s) n1, n2: flannel.1 (vxlan id 1 dstport 8472)") for s in fp.seen)
+    # host-gw: no device of flannel's own; the CNI stays unknown, never a guess
+    bare = fingerprint.of({"daemonsets": []})
+    found.from_nodes(bare, {"n1": ["lo", "eth0", "cni0"]}, {"n1": []}, None)
+    assert bare.cni == "unknown" and bare.kube_proxy == "none"
+    # a replacement named by its CNI's configuration stays; a kube-proxy still answering is noted
+    kpr = fingerprint.Fingerprint(cni="cilium", kube_proxy="replaced by cilium")
+    found.from_nodes(kpr, {}, {}, ("iptables", "node n1: …"))
+    assert kpr.kube_proxy == "replaced by cilium" and kpr.details["kube_proxy_also_running"] == "iptables"
+
+
 # ------------------------------------------------------------------ the service placement
 def test_container_service_is_a_placement_only_cni_measures():
     assert "container-service" in NAMES and PLACEMENTS["container-service"].needs_service

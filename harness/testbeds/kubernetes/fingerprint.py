@@ -24,6 +24,8 @@ One recogniser per CNI reads what that CNI itself is configured by:
 and kube-proxy's mode comes from its ConfigMap (config.conf `mode:`; empty is iptables on
 Linux), or "none" where no kube-proxy DaemonSet runs. A CNI no recogniser knows stays
 `unknown`, with the DaemonSets seen: never a guess. `seen` names every piece of evidence.
+What the nodes themselves show (their devices, kube-proxy's own answer) is added by
+found.from_nodes.
 """
 
 from __future__ import annotations

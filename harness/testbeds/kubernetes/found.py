@@ -10,7 +10,12 @@
                     (vxlan with its id and port, geneve, wireguard, ipip's tunl …)
     fingerprint     the datapath, named (fingerprint.py): the CNI's own configuration read
                     from its DaemonSet, ConfigMaps and custom resources, kube-proxy's mode,
-                    and a one-line summary; the reads are optional (RBAC may forbid them)
+                    and a one-line summary; the reads are optional (RBAC may forbid them).
+                    Where a hostNetwork pod runs, what the node itself shows is added: the
+                    CNI its devices name when no DaemonSet did (flanneld or a CNI run as a
+                    node process), and the mode kube-proxy answers on its metrics address
+                    (127.0.0.1:10249 /proxyMode) whether it runs as a DaemonSet, a static
+                    pod or a process of the node
 
 Nothing here fails a run: what cannot be read is recorded as an error beside the rest.
 """
@@ -111,6 +116,55 @@ def datapath_objects(api, daemonsets: list[dict]) -> dict:
     return objects
 
 
+# kube-proxy's mode as it answers on its metrics server's default address, asked with bash's
+# /dev/tcp (the tools image holds no HTTP client); bounded by timeout(1)
+PROXY_MODE_ARGV = ["timeout", "5", "bash", "-c",
+                   "exec 3<>/dev/tcp/127.0.0.1/10249 && printf 'GET /proxyMode HTTP/1.0\\r\\nHost: localhost\\r\\n\\r\\n' >&3 "
+                   "&& timeout 3 cat <&3"]
+PROXY_MODES = ("iptables", "ipvs", "nftables", "kernelspace")
+
+
+def parse_proxy_mode(out: str, err: str, node: str) -> tuple[str, str]:
+    """(mode, evidence) from PROXY_MODE_ARGV's output on `node`: the mode kube-proxy
+    answered; "none" where nothing listens there; "" where the answer says nothing."""
+    head, _, body = out.replace("\r\n", "\n").partition("\n\n")
+    status = head.split()[1] if head.startswith("HTTP/") and len(head.split()) > 1 else ""
+    if status == "200" and body.strip() in PROXY_MODES:
+        return body.strip(), f"node {node}: kube-proxy answers /proxyMode on 127.0.0.1:10249: {body.strip()}"
+    if "Connection refused" in err:
+        return "none", f"node {node}: nothing answers on 127.0.0.1:10249 (kube-proxy's metrics address)"
+    why = f"HTTP {status}" if status else (err.strip().splitlines() or ["no answer"])[-1][:120]
+    return "", f"node {node}: /proxyMode on 127.0.0.1:10249 not read ({why})"
+
+
+def from_nodes(fp: fingerprint.Fingerprint, names: dict[str, list[str]], tunnels: dict[str, list[dict]],
+               proxy: tuple[str, str] | None) -> None:
+    """What the nodes show, added to what the objects said: the CNI its devices name (and
+    their tunnel's kind) where no DaemonSet named one, and the mode kube-proxy answers."""
+    cni = cni_of_devices([n for ns in names.values() for n in ns]) if fp.cni == "unknown" else ""
+    if cni:
+        pattern = dict(DEVICE_NAMES)[cni]
+        devs = [d for ts in tunnels.values() for d in ts if pattern.match(d["name"])]
+        fp.cni = cni
+        if devs:
+            fp.encapsulation, fp.routing = devs[0]["kind"], "tunnel"
+        shown = sorted({f"{d['name']} ({' '.join([d['kind']] + [f'{k} {d[k]}' for k in ('id', 'dstport') if k in d])})"
+                        for d in devs}) or sorted({n for ns in names.values() for n in ns if pattern.match(n)})
+        on = ", ".join(sorted(n for n, ns in names.items() if any(pattern.match(x) for x in ns)))
+        fp.seen.append(f"devices of {cni} on node(s) {on}: {', '.join(shown)}; no DaemonSet of it, so its "
+                       f"own configuration was not read")
+    if proxy is None:
+        return
+    mode, where = proxy
+    fp.seen.append(where)
+    if mode and mode != "none" and fp.kube_proxy.startswith("replaced"):
+        fp.details["kube_proxy_also_running"] = mode
+    elif mode and not fp.kube_proxy.startswith("replaced"):
+        if fp.kube_proxy not in ("", "none", mode):
+            fp.details["kube_proxy_configured"] = fp.kube_proxy
+        fp.kube_proxy = mode
+
+
 def _listed(d: dict) -> dict:
     """A listed DaemonSet (name, namespace, images) as an object of the manifest's shape."""
     return {"kind": "DaemonSet", "metadata": {"name": d["name"], "namespace": d["namespace"]},
@@ -130,7 +184,6 @@ def pod_network(api, sides, node_pods: bool = True) -> dict:
                 info["errors"].append(str(e))
     info["cni"], info["cni_from"] = which_cni(info["daemonsets"]), "daemonsets"
     fp = fingerprint.of(datapath_objects(api, info["daemonsets"]))
-    info["fingerprint"] = fp.as_dict()
     if not info["cni"] and fp.cni != "unknown":
         info["cni"], info["cni_from"] = fp.cni, "fingerprint"
     info["pod_mtu"] = None
@@ -141,18 +194,24 @@ def pod_network(api, sides, node_pods: bool = True) -> dict:
             break
         info["errors"].append(f"{s.container.name}: pod MTU: {(done.stderr or done.stdout).strip()[-200:]}")
     info["encapsulation"] = {}
-    names: list[str] = []
+    names: dict[str, list[str]] = {}
     for s in sides if node_pods else ():
         done = s.host.run(["ip", "-d", "-o", "link", "show"], check=False, timeout=20)
         if done.ok:
             info["encapsulation"][s.name] = parse_links(done.stdout)
-            names += device_names(done.stdout)
+            names[s.name] = device_names(done.stdout)
         else:
             info["errors"].append(f"{s.name}: ip -d link: {(done.stderr or done.stdout).strip()[-200:]}")
-    if not node_pods:
+    proxy = None
+    if node_pods and sides:
+        done = sides[0].host.run(PROXY_MODE_ARGV, check=False, timeout=20)
+        proxy = parse_proxy_mode(done.stdout, done.stderr, sides[0].name)
+    else:
         info["encapsulation_unread"] = "no hostNetwork pod (the run has no host end): the nodes' devices not read"
+    from_nodes(fp, names, info["encapsulation"], proxy)
+    info["fingerprint"] = fp.as_dict()
     if not info["cni"]:
-        info["cni"] = cni_of_devices(names)
+        info["cni"] = cni_of_devices([n for ns in names.values() for n in ns])
         info["cni_from"] = "devices" if info["cni"] else ""
     if not info["errors"]:
         del info["errors"]
