@@ -46,6 +46,9 @@ class Side:
     table: str = ""         # the side's nftables table (harness/net/confine.py): what it may forward
     service_ip: str = ""    # a load-balanced address in front of the container (a Kubernetes
                             # ClusterIP Service), where the testbed makes one
+    neighbour: Host | None = None   # a second container beside the side's own, on the same host
+                            # (a second pod on the node), where the testbed makes one
+    neighbour_ip: str = ""  # its address
 
     def dev(self, name: str) -> str:
         """The name a mode's device gets on this host ("vx0" → "ob12ab-vx0" on a real host)."""

@@ -163,8 +163,8 @@ class FakeApi:
         if st.phase == "Running" and name.startswith("h"):
             node = next(n for n in self.nodes if n.name == self.pods[(namespace, name)]["spec"]["nodeName"])
             st = dataclasses.replace(st, ip=node.address, host_ip=node.address)
-        elif st.phase == "Running":
-            st = dataclasses.replace(st, ip=f"10.244.{name[1:]}.5")
+        elif st.phase == "Running":          # c<i> at .5, the second pod beside it (l<i>) at .7
+            st = dataclasses.replace(st, ip=f"10.244.{name[1:]}.{7 if name.startswith('l') else 5}")
         return st
 
     def create_service(self, namespace: str, body: dict) -> str:

@@ -249,7 +249,8 @@ def add_paths(p: argparse.ArgumentParser) -> None:
                    help=f"auto = underlay minus the mode's encapsulation ({scen}, built in: auto)")
     p.add_argument("--placements", type=csv(str), metavar="P,..",
                    help=f"{','.join(PLACEMENTS)} (kubernetes: container-service is a pod to a ClusterIP "
-                        f"Service in front of the far pod; {scen}, built in: host-host,container-container)")
+                        f"Service in front of the far pod, same-node a pod to a second pod on its own node; "
+                        f"{scen}, built in: host-host,container-container)")
     p.add_argument("--rate", metavar="RATE",
                    help="underlay rate cap, e.g. 1gbit (default: the scenario's [underlay] rate, else none)")
     p.add_argument("--pairs", type=csv(str), metavar="SPEC",

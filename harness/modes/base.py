@@ -16,7 +16,7 @@ from typing import Callable
 
 from harness.bed import Side, Testbed
 from harness.core.errors import HarnessError
-from harness.core.placements import WITHOUT_SERVICE
+from harness.core.placements import HOST_AND_CONTAINER
 from harness.hosts.base import Process
 from harness.net import confine
 
@@ -64,7 +64,7 @@ class Mode(abc.ABC):
     features: tuple[str, ...] = ()  # kernel features the hosts need (probed by preflight, named by doctor)
     ships_sleeve: bool = False      # deploys the sleeve: each host builds or receives its binary
     overhead: int = 0               # bytes the encapsulation takes from the underlay MTU
-    placements: tuple[str, ...] = WITHOUT_SERVICE
+    placements: tuple[str, ...] = HOST_AND_CONTAINER
     binaries: tuple[str, ...] = ()  # commands it needs on every host (checked by preflight)
     description: str = ""
     # deploys across more than two hosts, each a peer of every other (testbed.peers); a mode

@@ -10,9 +10,12 @@ replacement)`. Only a testbed that is a cluster has one (the kubernetes backend)
 elsewhere the mode is refused.
 
 Its placements all have a pod end: host-container (a hostNetwork pod to a pod),
-container-container (pod to pod across nodes) and container-service (pod to a ClusterIP
-Service in front of the far pod: kube-proxy or its replacement on the path). Host to
-host on a cluster is the nodes' own network: `native`.
+container-container (pod to pod across nodes), container-service (pod to a ClusterIP
+Service in front of the far pod: kube-proxy or its replacement on the path) and same-node
+(pod to a second pod on the client's own node: the CNI's node-local path, veth to veth
+through the node, no tunnel; beside the cross-node figures of the same run, what the
+tunnel and the wire between nodes add). Host to host on a cluster is the nodes' own
+network: `native`.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ class Cni(Mode):
     order = 97
     colour = "#7a5c00"
     overhead = 0              # the cluster's encapsulation is found, not chosen: pod_mtu in the info
-    placements = ("host-container", "container-container", "container-service")
+    placements = ("host-container", "container-container", "container-service", "same-node")
     multi_host = True
     description = "a Kubernetes cluster's pod network as found (its CNI), deployed by nobody here"
 

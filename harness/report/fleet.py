@@ -3,8 +3,10 @@
 Drawn only where the run has a pair dimension (more than one pair). One column of panels
 per mode, one row per figure the run has (TCP throughput, its % of native, TCP latency,
 ping): the client's host down the side, the server's across the top, each cell the pair's
-median over repeats at the run's first underlay MTU, the mode's container-container
-placement where it has one (native: host-host), the lowest stream count.
+median over repeats at the run's first underlay MTU, the mode's last placement in table
+order between the pair's two hosts (container-service, else container-container …; native:
+host-host; same-node, whose server sits on the client's host, is no cell of a pair), the
+lowest stream count.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import pandas as pd
 
 from harness.analysis import fleet, stats
 from harness.core.looks import Looks
-from harness.core.placements import NAMES as PLACEMENTS
+from harness.core.placements import LOCAL, PLACEMENTS
 from harness.report.plots import _looks, one_stream_count
 from harness.report.style import INK, MUTED, Plot, figure, styled, to_uri
 
@@ -24,6 +26,8 @@ PANELS = [("tcp_gbps", "TCP throughput (Gbit/s)", "viridis", True),
           ("tcp_lat_us", "TCP latency (µs)", "magma_r", False),
           ("ping_avg_us", "ping avg (µs)", "magma_r", False)]
 MAX_MODES = 6
+# the placements between the pair's two hosts, in table order (a local end is on the client's)
+ACROSS = tuple(n for n, p in PLACEMENTS.items() if LOCAL not in (p.client, p.server))
 
 
 def _rows_of(summary: pd.DataFrame, looks: Looks) -> dict[str, pd.DataFrame]:
@@ -35,8 +39,10 @@ def _rows_of(summary: pd.DataFrame, looks: Looks) -> dict[str, pd.DataFrame]:
     out = {}
     for mode in sorted(set(d["mode"]), key=looks.rank)[:MAX_MODES]:
         m = d[d["mode"] == mode]
-        place = next(p for p in reversed(PLACEMENTS) if p in set(m["placement"])) if \
-            set(m["placement"]) & set(PLACEMENTS) else m["placement"].iloc[0]
+        known = set(m["placement"]) & set(PLACEMENTS)
+        place = next((p for p in reversed(ACROSS) if p in known), None) if known else m["placement"].iloc[0]
+        if place is None:           # only same-node: its server is on the client's host, no hosts × hosts figure
+            continue
         m = m[m["placement"] == place]
         out[f"{mode} · {place}"] = m[m["overlay_mtu"] == m["overlay_mtu"].iloc[0]]
     return out

@@ -1,8 +1,9 @@
-"""Where the tools run for a placement: a host, a container behind its overlay bridge, or
-that container reached through the service in front of it (Side.service_ip).
+"""Where the tools run for a placement: a host, a container behind its overlay bridge,
+that container reached through the service in front of it (Side.service_ip), or a second
+container beside the client's own (Side.neighbour: a local end, on the client's side).
 
-The client runs on the pair's first host and the server on its second: sides 0 and 1
-unless the case names its pair (harness/core/pairs.py).
+The client runs on the pair's first host and the server on its second (a local end: beside
+the client, on the first): sides 0 and 1 unless the case names its pair (harness/core/pairs.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import dataclasses
 
 from harness.bed import Side, Testbed
 from harness.core.errors import HarnessError
-from harness.core.placements import HOST, PLACEMENTS, SERVICE
+from harness.core.placements import HOST, LOCAL, PLACEMENTS, SERVICE
 from harness.hosts.base import Host
 from harness.modes.base import Datapath
 
@@ -57,4 +58,11 @@ def endpoints(testbed: Testbed, dp: Datapath, placement: str, src: str = "", dst
     if not dp.overlay and p.needs_overlay:
         raise HarnessError(f"placement {placement} needs an overlay; mode {dp.mode} has none")
     a, b = pair_sides(testbed, src, dst)
-    return _end(a, dp, p.client), _end(b, dp, p.server)
+    return _end(a, dp, p.client), (_neighbour(a) if p.server == LOCAL else _end(b, dp, p.server))
+
+
+def _neighbour(side: Side) -> Endpoint:
+    """A local end: the second container beside the client side's own."""
+    if side.neighbour is None:
+        raise HarnessError(f"host {side.host.name} has no second container beside its own (a local end)")
+    return Endpoint(side.neighbour, side.neighbour_ip)

@@ -68,7 +68,7 @@ def directions(tb: Testbed, pair_list: list[tuple[str, str]] | None) -> list[tup
 
 
 def watched(tb: Testbed) -> list[Host]:
-    return [h for s in tb.sides for h in (s.host, s.container) if h is not None]
+    return [h for s in tb.sides for h in (s.host, s.container, s.neighbour) if h is not None]
 
 
 def underlay_paths(tb: Testbed, dirs: list[tuple[str, str]], native: Mode, underlay: int) -> dict:

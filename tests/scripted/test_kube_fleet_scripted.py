@@ -42,7 +42,7 @@ def _incidental(api: FakeApi, picked: list[str], port: int = 5201) -> None:
         api.allow_exec(f"h{i}", "cat /sys/class/net/eth0/mtu", stdout="1500\n")
         api.allow_exec(f"h{i}", "ip -d -o link show", stdout=LINKS)
         api.allow_exec(f"h{i}", found.PROXY_MODE_ARGV, stdout=PROXY_MODE)
-        for pod in (f"h{i}", f"c{i}"):
+        for pod in (f"h{i}", f"c{i}", f"l{i}"):
             api.allow_exec(pod, re.compile(r"env 'SYSCTLS=.*|iperf3 --version|qperf --version|ping -V|ip -V", re.S))
             api.allow_exec(pod, "cat /proc/stat", stdout=STAT)
             api.allow_exec(pod, re.compile(r"ethtool -k \S+"))
@@ -150,6 +150,46 @@ def test_same_node_pins_both_pods_of_the_pair_to_one_node(api, tmp_path):
     assert tb["nodes"]["same_node"] is True and tb["host_network"] is False
     assert {h: (v["name"], v["node"]) for h, v in tb["hosts"].items()} == {"h0": ("node-b/c0", "node-b"),
                                                                           "h1": ("node-b/c1", "node-b")}
+    api.assert_clean()
+
+
+def test_same_node_flag_and_placement_put_four_pods_on_the_one_node(api, tmp_path):
+    """--same-node with the same-node placement: c0, c1, l0 and l1 all on the one node; the
+    same-node case is c0 to l0 (beside it), container-container c0 to c1."""
+    _incidental(api, ["node-a", "node-a"])
+    _iperf(api, "c1", "c0", "10.244.1.5")
+    _iperf(api, "l0", "c0", "10.244.0.7")
+    store = _run(tmp_path, placements=("container-container", "same-node"), same_node=True)
+    rows = _rows(store)
+    assert all(r["ok"] for r in rows), [r["error"] for r in rows]
+    assert {r["placement"] for r in rows} == {"container-container", "same-node"}
+    assert _pods(api) == {"c0": ("node-a", False), "c1": ("node-a", False), "l0": ("node-a", False),
+                          "l1": ("node-a", False)}
+    hosts = store.read_meta()["testbed"]["hosts"]
+    assert {h: (v["name"], v["neighbour"], v["neighbour_ip"]) for h, v in hosts.items()} == {
+        "h0": ("node-a/c0", "l0", "10.244.0.7"), "h1": ("node-a/c1", "l1", "10.244.1.7")}
+    api.assert_clean()
+
+
+def test_same_node_on_a_fleet_serves_each_client_from_its_own_node(api, tmp_path):
+    """Three nodes, every pair in rounds: each pair's same-node case is its client's pod to
+    the second pod on the client's node, whichever node the pair's server is on."""
+    _incidental(api, ["node-a", "node-c", "node-d"])
+    for i in range(3):
+        api.allow_exec(f"l{i}", re.compile(r"ss -Hltn 'sport = :520[0-9]'"), stdout="LISTEN 0 5 *:5201 *:*\n")
+    for server, client, addr in (("l0", "c0", "10.244.0.7"), ("l0", "c0", "10.244.0.7"), ("l1", "c1", "10.244.1.7")):
+        api.expect_start(server, re.compile(r"iperf3 -s -1 -p 520[0-9]"))
+        api.expect_start(client, re.compile(rf"iperf3 -c {re.escape(addr)} -p 520[0-9] .*"), returncode=0,
+                         stdout=IPERF, runs=False)
+    matrix = {"modes": ["cni"], "placements": ["same-node"], "tests": ["iperf3.tcp"], "repeats": 1,
+              "duration": 1, "schedule": "rounds"}
+    store = session.run(overrides={"matrix": matrix, "testbed": {"backend": "kubernetes"}},
+                        results_dir=str(tmp_path / "results"), quiet=True,
+                        options=Options(across_zones=True, node_count=3))
+    rows = [r for r in _rows(store) if r["metric"] == "throughput_bps"]
+    assert len(rows) == 3 and all(r["ok"] for r in rows), [r["error"] for r in rows]
+    assert sorted(r["pair"] for r in rows) == ["node-a→node-c", "node-a→node-d", "node-c→node-d"]
+    assert sorted(_pods(api)) == ["c0", "c1", "c2", "l0", "l1", "l2"]
     api.assert_clean()
 
 

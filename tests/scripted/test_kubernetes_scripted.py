@@ -48,7 +48,7 @@ def _incidental(api: FakeApi) -> None:
         api.allow_exec(f"h{i}", "cat /sys/class/net/eth0/mtu", stdout="1500\n")
         api.allow_exec(f"h{i}", "ip -d -o link show", stdout=LINKS)
         api.allow_exec(f"h{i}", found.PROXY_MODE_ARGV, stdout=PROXY_MODE)
-        for pod in (f"h{i}", f"c{i}"):          # c<i>: a run without hostNetwork pods reads its facts there
+        for pod in (f"h{i}", f"c{i}", f"l{i}"):     # c<i>: a run without hostNetwork pods reads its facts there
             api.allow_exec(pod, re.compile(r"env 'SYSCTLS=.*|iperf3 --version|qperf --version|ping -V|ip -V", re.S))
             api.allow_exec(pod, "cat /proc/stat", stdout=STAT)
             api.allow_exec(pod, re.compile(r"ethtool -k \S+"))
@@ -129,6 +129,95 @@ def test_service_path_reaches_the_far_pod_through_its_cluster_ip(api, tmp_path):
     assert meta["testbed"]["pod_security"] == "restricted" and meta["testbed"]["host_network"] is False
     assert not api.namespaces
     api.assert_clean()
+
+
+# ------------------------------------------------------------------ the same-node placement
+def _pods_made(api: FakeApi) -> dict[str, dict]:
+    return {c[2]["metadata"]["name"]: c[2] for c in api.calls if c[0] == "create_pod"}
+
+
+def test_same_node_serves_from_a_second_pod_beside_the_client(api, tmp_path):
+    _incidental(api)
+    api.expect_start("c1", "iperf3 -s -1 -p 5201")
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.244\.1\.5 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    api.expect_start("l0", "iperf3 -s -1 -p 5201")        # beside c0, on node-a: not c1, not node-b
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.244\.0\.7 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    store = _run(tmp_path, modes=("cni",), placements=("container-container", "same-node"))
+    rows = _rows(store)
+    assert all(r["ok"] for r in rows), [r["error"] for r in rows]
+    assert {r["placement"] for r in rows} == {"container-container", "same-node"}
+    pods = _pods_made(api)
+    assert {n: (p["spec"]["nodeName"], p["spec"]["hostNetwork"]) for n, p in pods.items()} == {
+        "c0": ("node-a", False), "l0": ("node-a", False), "c1": ("node-b", False), "l1": ("node-b", False)}
+    for i in (0, 1):                # the same pod as c<i> but for its name
+        c, lp = pods[f"c{i}"], pods[f"l{i}"]
+        assert lp["spec"] == c["spec"]
+        assert {k: v for k, v in lp["metadata"]["labels"].items() if k != "overlaybench/side"} == \
+            {k: v for k, v in c["metadata"]["labels"].items() if k != "overlaybench/side"}
+        assert psa.violations(lp, "restricted") == []
+    assert not api.services
+    made = [c for c in api.calls if c[0].startswith("create_")]
+    assert made[0][1]["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    tb = store.read_meta()["testbed"]
+    assert tb["local"] is True and tb["service"] is False and tb["host_network"] is False
+    assert {h: (v["neighbour"], v["neighbour_ip"]) for h, v in tb["hosts"].items()} == {
+        "h0": ("l0", "10.244.0.7"), "h1": ("l1", "10.244.1.7")}
+    assert not api.namespaces and not api.pods
+    api.assert_clean()
+
+
+def test_same_node_beside_the_host_placements_makes_every_pod_at_once(api, tmp_path):
+    _incidental(api)
+    api.expect_start("h1", "iperf3 -s -1 -p 5201")
+    api.expect_start("h0", re.compile(r"iperf3 -c 192\.0\.2\.99 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    api.expect_start("l0", "iperf3 -s -1 -p 5201")
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.244\.0\.7 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    store = _run(tmp_path, placements=("host-host", "same-node"))
+    rows = _rows(store)
+    assert {(r["mode"], r["placement"]) for r in rows} == {("native", "host-host"), ("cni", "same-node")}
+    assert all(r["ok"] for r in rows), [r["error"] for r in rows]
+    assert sorted(_pods_made(api)) == ["c0", "c1", "h0", "h1", "l0", "l1"]
+    awaited = {c[2] for c in api.calls if c[0] == "pod_status"}
+    assert awaited >= {"l0", "l1"}
+    assert store.read_meta()["testbed"]["hosts"]["h0"]["neighbour_ip"] == "10.244.0.7"
+    api.assert_clean()
+
+
+def test_a_run_without_same_node_makes_no_second_pod(api, tmp_path):
+    _incidental(api)
+    api.expect_start("c1", "iperf3 -s -1 -p 5201")
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.244\.1\.5 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    store = _run(tmp_path, modes=("cni",), placements=("container-container",))
+    assert sorted(_pods_made(api)) == ["c0", "c1"]
+    tb = store.read_meta()["testbed"]
+    assert tb["local"] is False and tb["hosts"]["h0"]["neighbour"] is None
+    api.assert_clean()
+
+
+def test_a_second_pod_that_does_not_run_is_named_against_the_one_deadline(api, tmp_path):
+    api.pod_states["l1"] = [PodStatus("Pending", reason="ContainerCreating")]
+    with pytest.raises(HarnessError, match=r"^pods not running after 0s: l1 on node node-b \(ContainerCreating\) "):
+        _run(tmp_path, modes=("cni",), placements=("same-node",), pod_ready_timeout=0.001)
+    assert not api.namespaces
+
+
+def test_same_node_pods_never_ping_so_stay_restricted_where_the_client_pods_need_net_raw(api):
+    from harness.run.scenario import from_command_line
+    from harness.testbeds.kubernetes.backend import KubeTestbed
+    sc = from_command_line(None, {"testbed": {"backend": "kubernetes"},
+                                  "matrix": {"modes": ["cni"], "placements": ["same-node"], "tests": ["ping.flood"]}})
+    tb = KubeTestbed(api, api.nodes, Options(run_id="r1"))
+    tb.preflight(sc)
+    try:
+        tb.build(1500, None)
+        pods = _pods_made(api)
+        assert sorted(pods) == ["c0", "c1", "l0", "l1"] and tb.level == "privileged"
+        assert pods["c0"]["spec"]["containers"][0]["securityContext"]["capabilities"]["add"] == ["NET_RAW"]
+        assert all(psa.violations(pods[f"l{i}"], "restricted") == [] for i in (0, 1))
+        assert [(s.neighbour.pod, s.neighbour_ip) for s in tb.sides] == [("l0", "10.244.0.7"), ("l1", "10.244.1.7")]
+    finally:
+        tb.teardown()
+    assert not api.namespaces
 
 
 def test_an_image_that_cannot_be_pulled_is_one_line_before_any_case(api, tmp_path):
@@ -425,6 +514,21 @@ def test_a_run_in_an_existing_namespace_makes_and_deletes_only_its_own(api, tmp_
     assert not api.pods and not api.services
     asked = {(c[1], c[2]) for c in api.calls if c[0] == "allowed"}
     assert ("create", "namespaces") not in asked and ("delete", "pods") in asked and ("list", "nodes") in asked
+    api.assert_clean()
+
+
+def test_same_node_in_an_existing_namespace_deletes_its_second_pods_too(api, tmp_path):
+    _team_ns(api, "restricted")
+    _incidental(api)
+    api.expect_start("l0", "iperf3 -s -1 -p 5201")
+    api.expect_start("c0", re.compile(r"iperf3 -c 10\.244\.0\.7 -p 5201 .*"), returncode=0, stdout=IPERF, runs=False)
+    store = _run(tmp_path, modes=("cni",), placements=("same-node",), kube_namespace="bench")
+    assert all(r["ok"] for r in _rows(store))
+    made = [c for c in api.calls if c[0] == "create_pod"]
+    assert {c[1] for c in made} == {"bench"} and not api.services
+    deleted = sorted((c[1], c[3]) for c in api.calls if c[0] == "delete_object")
+    assert deleted == [("pods", "c0"), ("pods", "c1"), ("pods", "l0"), ("pods", "l1")]
+    assert not api.pods and "bench" in api.namespaces
     api.assert_clean()
 
 

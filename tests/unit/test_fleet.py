@@ -14,7 +14,8 @@ from harness.results import RunStore
 PAIRS = ["h0→h1", "h0→h2", "h1→h2", "h1→h3", "h2→h3", "h0→h3"]
 
 
-def pair_records(slow: dict[str, float] | None = None, repeats: int = 8) -> list[dict]:
+def pair_records(slow: dict[str, float] | None = None, repeats: int = 8,
+                 placements: tuple[str, ...] = ("container-container",)) -> list[dict]:
     """The same native/fastdp matrix on every pair; `slow` scales one pair's fastdp (and,
     with "native:" in front, its native) throughput."""
     out = []
@@ -22,7 +23,8 @@ def pair_records(slow: dict[str, float] | None = None, repeats: int = 8) -> list
         fast = (slow or {}).get(pair, 1.0)
         nat = (slow or {}).get(f"native:{pair}", 1.0)
         for r in make_records(modes=("native", "fastdp"), underlay_mtus=(1500,), tests=("iperf3.tcp", "qperf.tcp_lat"),
-                              repeats=repeats, seed=i + 1, scale={"fastdp": fast, "native": nat}):
+                              repeats=repeats, seed=i + 1, scale={"fastdp": fast, "native": nat},
+                              placements=placements):
             src, dst = pair.split("→")
             out.append({**r, "case": r["case"] + f"/{src}-{dst}", "pair": pair, "src_host": src, "dst_host": dst})
     return out
@@ -74,6 +76,19 @@ def test_the_report_has_the_pair_heatmaps_and_names_the_outlier(tmp_path):
     assert 'alt="heatmaps of host pairs per mode"' in html
     assert "Host pairs</strong><ul><li>h1→h2: 39 % below the median pair" in html
     assert report_fleet.pair_heatmaps(summ.summary_table(pd.DataFrame(make_records()))) is None
+
+
+def test_the_heatmaps_leave_same_node_out_and_the_table_shows_it_last():
+    """same-node's server sits on the client's host: no cell of a pair. A mode with it and
+    container-container shows the latter; a mode with only same-node has no heatmap."""
+    from harness.report.plots import _looks
+    t = summ.summary_table(pd.DataFrame(pair_records(repeats=3, placements=("same-node", "container-container"))))
+    assert list(report_fleet._rows_of(t, _looks(t, None))) == ["native · host-host", "fastdp · container-container"]
+    text = tablefmt.format_table(t)
+    assert text.index("container-container") < text.index("same-node")
+    only = summ.summary_table(pd.DataFrame(pair_records(repeats=3, placements=("same-node",))))
+    assert list(report_fleet._rows_of(only, _looks(only, None))) == ["native · host-host"]
+    assert all(only[only["mode"] == "fastdp"]["bw_pct"].notna())      # its native reference: host-host
 
 
 def test_a_mesh_summed_per_repeat_with_jains_index_and_the_slowest_pair():

@@ -1,6 +1,6 @@
 """The kubernetes backend's pure parts: node picking, the manifests a run makes, the
-tunnel devices read from `ip -d link` (a real capture), the container-service placement,
-and the CLI's kubernetes flags."""
+tunnel devices read from `ip -d link` (a real capture), the container-service and same-node
+placements, and the CLI's kubernetes flags."""
 
 import dataclasses
 import pathlib
@@ -11,7 +11,7 @@ from harness.bed import Side
 from harness.cli import main
 from harness.cli.args import options, overrides
 from harness.core.errors import HarnessError
-from harness.core.placements import NAMES, PLACEMENTS
+from harness.core.placements import CONTAINER, HOST_AND_CONTAINER, LOCAL, NAMES, PLACEMENTS
 from harness.hosts.scripted import ScriptedHost
 from harness.modes import standard
 from harness.modes.base import Datapath
@@ -303,6 +303,38 @@ def test_service_end_without_a_service_is_refused():
         endpoints(_Tb(_sides()), Datapath("cni", "cni", 1450), "container-service")
 
 
+# ------------------------------------------------------------------ the same-node placement
+def test_same_node_is_a_placement_only_cni_measures_after_container_service():
+    assert NAMES[-2:] == ("container-service", "same-node")
+    p = PLACEMENTS["same-node"]
+    assert (p.client, p.server) == (CONTAINER, LOCAL) and p.needs_local and p.needs_overlay
+    assert not p.needs_service and not PLACEMENTS["container-service"].needs_local
+    assert HOST_AND_CONTAINER == ("host-host", "host-container", "container-container")
+    reg = standard()
+    assert "same-node" in reg.get("cni").placements
+    for name in ("native", "fastdp", "sleeve", "wireguard"):
+        assert "same-node" not in reg.get(name).placements
+
+
+def test_a_local_end_is_the_client_sides_neighbour_at_its_address():
+    sides = _sides()
+    for s in sides:
+        s.neighbour, s.neighbour_ip = ScriptedHost(f"n{s.index}/l{s.index}"), f"10.244.{s.index}.7"
+    client, server = endpoints(_Tb(sides), Datapath("cni", "cni", 1450), "same-node")
+    assert client.host.name == "n0/c0" and client.addr == "10.244.0.5"
+    assert server.host.name == "n0/l0" and server.addr == "10.244.0.7"      # the client's node, not side 1's
+    client, server = endpoints(_Tb(sides), Datapath("cni", "cni", 1450), "same-node", "n1", "n0")
+    assert (client.host.name, server.host.name, server.addr) == ("n1/c1", "n1/l1", "10.244.1.7")
+
+
+def test_a_local_end_without_a_neighbour_is_one_line():
+    with pytest.raises(HarnessError) as e:
+        endpoints(_Tb(_sides()), Datapath("cni", "cni", 1450), "same-node")
+    assert str(e.value) == "host n0 has no second container beside its own (a local end)"
+    with pytest.raises(HarnessError, match="needs an overlay; mode native has none"):
+        endpoints(_Tb(_sides()), Datapath("native", "native", 1500), "same-node")
+
+
 # ------------------------------------------------------------------ the command line
 def _args(*argv):
     from harness.cli import parser
@@ -384,6 +416,7 @@ def test_which_faults_are_asked_again(err, verb, resource, want):
     (["cni"], ["container-container"], ["ping.flood"], False, True),
     (["native"], ["host-host"], ["ping.flood"], True, False),            # ping in hostNetwork pods only
     (["cni"], ["host-container"], ["ping.flood"], True, False),
+    (["cni"], ["same-node"], ["ping.flood"], False, True),
 ])
 def test_what_a_run_needs_follows_its_placements_and_tests(modes, placements, tests, host, raw):
     from harness.run.scenario import from_command_line
@@ -391,3 +424,18 @@ def test_what_a_run_needs_follows_its_placements_and_tests(modes, placements, te
     sc = from_command_line(None, {"testbed": {"backend": "kubernetes"},
                                   "matrix": {"modes": modes, "placements": placements, "tests": tests}})
     assert (plan.needs_host_network(sc), plan.needs_raw_sockets(sc)) == (host, raw)
+    assert plan.needs_local(sc) == ("same-node" in placements)
+
+
+@pytest.mark.parametrize("modes, placements, local", [
+    (["native", "cni"], ["host-host", "container-container"], False),
+    (["native", "cni"], ["host-host", "same-node"], True),
+    (["native"], ["same-node"], False),                 # native has no such placement: host-host only
+    (["cni"], ["host-host"], True),                     # none asked that cni has: all of cni's
+])
+def test_a_local_end_is_needed_only_where_a_mode_measures_same_node(modes, placements, local):
+    from harness.run.scenario import from_command_line
+    from harness.testbeds.kubernetes import plan
+    sc = from_command_line(None, {"testbed": {"backend": "kubernetes"},
+                                  "matrix": {"modes": modes, "placements": placements}})
+    assert plan.needs_local(sc) is local

@@ -17,6 +17,19 @@ def test_defaults_expand_native_host_only_and_fastdp_both_placements():
     assert {c.overlay_mtu for c in native} == {1500}
 
 
+@pytest.mark.parametrize("asked", ["container-service", "same-node"])
+def test_a_placement_only_cni_has_leaves_the_other_modes_their_own(asked):
+    """Asked alone of modes that do not measure it (no service, no second container on
+    their testbeds), each measures its own placements instead, as for container-service;
+    a scenario file accepts it like the others."""
+    cases = S.expand(S.build({"matrix": {"repeats": 1, "modes": ["native", "fastdp"], "placements": [asked]}},
+                             source="x.toml"))
+    assert {(c.mode, c.placement) for c in cases} == {("native", "host-host"), ("fastdp", "host-host"),
+                                                      ("fastdp", "host-container"), ("fastdp", "container-container")}
+    cni = S.expand(S.build({"matrix": {"repeats": 1, "modes": ["cni"], "placements": ["host-host", asked]}}))
+    assert {c.placement for c in cni} == {asked}
+
+
 def test_modes_rotate_across_repeats():
     sc = S.build({"matrix": {"repeats": 3, "tests": ["iperf3.tcp"], "placements": ["host-host"]}})
     order = [[c.mode for c in S.expand(sc) if c.repeat == r] for r in range(3)]

@@ -5,10 +5,12 @@ node's own network: what `native` measures; made only where a placement has a ho
 else the side's host is its pod-network pod), and a pod on the pod network, the side's
 container (what `cni` measures), both pinned with nodeName and running the tools image;
 with the container-service placement, a ClusterIP Service in front of each pod-network
-pod. All of it in the run's namespace (or, with --namespace, in one made beforehand),
-made at once and awaited against one deadline by build, and deleted by teardown (on
-success, failure and Ctrl-C alike: the session's `finally`): the namespace, or in one
-made beforehand only what the run made. What the run needs is decided in plan.py.
+pod; with the same-node placement, a second pod-network pod beside each side's own on its
+node (`l<i>`, the side's neighbour: same-node's server, never a client). All of it in the
+run's namespace (or, with --namespace, in one made beforehand), made at once and awaited
+against one deadline by build, and deleted by teardown (on success, failure and Ctrl-C
+alike: the session's `finally`): the namespace, or in one made beforehand only what the
+run made. What the run needs is decided in plan.py.
 
 With --same-node the two sides are two pod-network pods on the one node picked (each the
 side's host, named `<node>/c0` and `<node>/c1` from the start, so the pairs name them):
@@ -44,9 +46,9 @@ from harness.testbeds import cpusets, facts as facts_mod
 from harness.testbeds.cpu import PerHostMeter
 from harness.testbeds.kubernetes import found, nodes as nodes_mod, psa, specs
 from harness.testbeds.kubernetes.nodes import ZONE
-from harness.testbeds.kubernetes.plan import (at_once, needs_host_network, needs_raw_sockets, needs_service,
-                                              permissions, pod_settings, refuse_modes, refuse_same_node,
-                                              refuse_tools, secret_permissions, tool_ports)
+from harness.testbeds.kubernetes.plan import (at_once, needs_host_network, needs_local, needs_raw_sockets,
+                                              needs_service, permissions, pod_settings, refuse_modes,
+                                              refuse_same_node, refuse_tools, secret_permissions, tool_ports)
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ class KubeTestbed(Testbed):
         self.rate: str | None = None
         self.meter = PerHostMeter()
         self.service = False
+        self.local = False          # a second pod-network pod per side, its neighbour (same-node)
         self.host_network = True    # hostNetwork pods made (preflight: only where a placement has a host end)
         self.raw_sockets = False    # pod-network pods as root with NET_RAW (ping)
         self.level = "privileged"   # the Pod Security level the pods need
@@ -83,7 +86,7 @@ class KubeTestbed(Testbed):
         self._found: dict | None = None
         self._artifacts: pathlib.Path | None = None     # made when first asked for: nothing ships here
         self._sleep = sleep or time.sleep
-        kw = {} if sleep is None else {"sleep": sleep}
+        kw = self._pod_kw = {} if sleep is None else {"sleep": sleep}
         self.same_node = opts.same_node      # both sides' pods on the one node picked: no host end
         self.side_nodes = [nodes[0]] * 2 if self.same_node else list(nodes)
         self.sides = tuple(
@@ -111,7 +114,10 @@ class KubeTestbed(Testbed):
         refuse_tools(sc, self.image)
         if self.same_node:
             refuse_same_node(sc)
-        self.service = needs_service(sc)
+        self.service, self.local = needs_service(sc), needs_local(sc)
+        for s, n in zip(self.sides, self.side_nodes):       # same-node's servers, beside each side's pod
+            s.neighbour = PodHost(self.api, self.namespace, f"l{s.index}", f"{n.name}/l{s.index}", node=n.name,
+                                  **self._pod_kw) if self.local else None
         self.host_network, self.raw_sockets = needs_host_network(sc), needs_raw_sockets(sc)
         self.level = psa.level_of(self.host_network, self.raw_sockets)
         self._sets = at_once(sc, [s.name for s in self.sides])
@@ -206,6 +212,8 @@ class KubeTestbed(Testbed):
                     bodies.append(specs.pod(s.host.pod, s.host.node, self.pods, True, labels=self.labels))
                 bodies.append(specs.pod(s.container.pod, s.container.node, self.pods, False,
                                         raw_sockets=self.raw_sockets, labels=self.labels))
+                if s.neighbour is not None:     # a server only: it never pings, so never NET_RAW
+                    bodies.append(specs.pod(s.neighbour.pod, s.neighbour.node, self.pods, False, labels=self.labels))
             with ThreadPoolExecutor(max_workers=min(8, len(bodies))) as pool:    # made at once, not in turn
                 errors = [f.exception() for f in [pool.submit(self._create, "pods", b) for b in bodies]]
             err = next((e for e in errors if e is not None), None)
@@ -243,7 +251,8 @@ class KubeTestbed(Testbed):
     def _await_pods(self) -> None:
         """Every pod running, against one deadline; the first that cannot (an image not
         pulled, a container not made) is one line naming node, image and the kubelet's reason."""
-        pending = [s.host for s in self.sides if self.host_network] + [s.container for s in self.sides]
+        pending = [s.host for s in self.sides if self.host_network] + [s.container for s in self.sides] + \
+            [s.neighbour for s in self.sides if s.neighbour is not None]
         deadline = time.monotonic() + self.ready_timeout
         last: dict[str, PodStatus] = {}
         while pending:
@@ -282,6 +291,8 @@ class KubeTestbed(Testbed):
                 if mtu.ok and mtu.stdout.strip().isdigit():
                     self._node_mtu[s.index] = int(mtu.stdout.strip())
         s.container_ip = s.container.wait_running().ip
+        if s.neighbour is not None:
+            s.neighbour_ip = s.neighbour.wait_running().ip
 
     def _check_mtu(self, mtu: int) -> None:
         for s in self.sides:
@@ -341,7 +352,7 @@ class KubeTestbed(Testbed):
                 "pod_resources": {"cpu": list(self.pods.cpu), "memory": list(self.pods.memory)},
                 "tolerations": list(self.pods.tolerations),
                 "server_version": self.server_version, "image": self.image, "underlay_mtu": self.underlay_mtu,
-                "context": self.opts.kube_context, "service": self.service,
+                "context": self.opts.kube_context, "service": self.service, "local": self.local,
                 "cpus": cpusets.unpinned(len(self.sides)).facts(),     # pods, as the kubelet places them
                 "nodes": {"selector": dict(nodes_mod.selector(self.opts.node_selector)),
                           "across_zones": self.opts.across_zones, "same_node": self.same_node},
@@ -350,7 +361,10 @@ class KubeTestbed(Testbed):
                                           "node_ip": s.underlay_ip, "underlay_dev": s.underlay_dev,
                                           "nic_mtu": self._node_mtu.get(s.index), "pod_ip": s.container_ip,
                                           "service_ip": s.service_ip or None,
-                                          "broken": s.host.broken or s.container.broken}
+                                          "neighbour": s.neighbour.pod if s.neighbour else None,
+                                          "neighbour_ip": s.neighbour_ip or None,
+                                          "broken": s.host.broken or s.container.broken
+                                          or (s.neighbour.broken if s.neighbour else None)}
                           for s, n in zip(self.sides, self.side_nodes)}}
 
     def host_facts(self) -> dict:

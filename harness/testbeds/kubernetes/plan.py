@@ -1,10 +1,10 @@
 """What a run on a cluster needs, decided from its scenario and flags before anything is made:
 the modes it may measure, which nodes are candidates and how the pairs sit on them (the node
 plan: --node-selector, --across-zones, --same-node), whether it has a host end (hostNetwork
-pods) or a service end (Services), whether it pings (NET_RAW), how many pairs it measures
-at once and on which ports (--port-base), the rights it asks the API about, the pods'
-shared settings and the tools the image must hold. Pure but for the tool table: nothing
-here reaches the API.
+pods), a service end (Services) or a local end (a second pod-network pod per node),
+whether it pings (NET_RAW), how many pairs it measures at once and on which ports
+(--port-base), the rights it asks the API about, the pods' shared settings and the tools
+the image must hold. Pure but for the tool table: nothing here reaches the API.
 """
 
 from __future__ import annotations
@@ -110,6 +110,12 @@ def _chosen(sc) -> list[str]:
 def needs_service(sc) -> bool:
     """Whether a case of `sc` has a service end."""
     return any(PLACEMENTS[p].needs_service for p in _chosen(sc))
+
+
+def needs_local(sc) -> bool:
+    """Whether a case of `sc` has a local end (same-node): then a second pod-network pod per
+    side, beside the side's own on its node."""
+    return any(PLACEMENTS[p].needs_local for p in _chosen(sc))
 
 
 def needs_host_network(sc) -> bool:

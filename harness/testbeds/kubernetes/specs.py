@@ -9,6 +9,8 @@ made beforehand, which the run leaves as it is. Per node i:
     h<i>   hostNetwork pod pinned to the node (nodeName): the node's own network; made only
            where a placement has a host end (the native reference, host-host, host-container)
     c<i>   pod-network pod pinned to the node: the cluster's pod network (its CNI)
+    l<i>   a second pod-network pod pinned to the node, beside c<i>: the same-node placement's
+           server (the CNI's node-local path); never runs ping, so always non-root
     s<i>   ClusterIP Service selecting c<i> on the tools' ports (the container-service placement)
 """
 
