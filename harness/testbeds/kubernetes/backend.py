@@ -262,7 +262,8 @@ class KubeTestbed(Testbed):
                     pod.status = st
                     pending.remove(pod)
                 elif st.reason in STUCK or st.phase in ("Failed", "Succeeded"):
-                    msg = " ".join(st.message.split())[:200]
+                    msg = " ".join(st.message.split())
+                    msg = msg if len(msg) <= 300 else f"{msg[:120]} … {msg[-170:]}"   # the cause is last
                     if "Image" in st.reason or "image" in st.reason:
                         raise HarnessError(f"image {self.image} cannot be pulled on node {pod.node}: {st.reason}"
                                            + (f": {msg}" if msg else ""))
