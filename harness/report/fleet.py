@@ -6,7 +6,7 @@ ping): the client's host down the side, the server's across the top, each cell t
 median over repeats at the run's first underlay MTU, the mode's last placement in table
 order between the pair's two hosts (container-service, else container-container …; native:
 host-host; same-node, whose server sits on the client's host, is no cell of a pair), the
-lowest stream count.
+lowest stream count. A host's label carries its zone where run.json records one.
 """
 
 from __future__ import annotations
@@ -48,8 +48,14 @@ def _rows_of(summary: pd.DataFrame, looks: Looks) -> dict[str, pd.DataFrame]:
     return out
 
 
+def tick(host: str, zones: dict[str, str] | None) -> str:
+    """A host's label on the heatmaps: its name, and below it its zone where run.json has one."""
+    zone = (zones or {}).get(host)
+    return f"{host}\n{zone}" if zone else host
+
+
 @styled
-def pair_heatmaps(summary: pd.DataFrame, looks: Looks | None = None) -> Plot | None:
+def pair_heatmaps(summary: pd.DataFrame, looks: Looks | None = None, zones: dict[str, str] | None = None) -> Plot | None:
     if summary.empty or not stats.has_pairs(summary):
         return None
     per_mode = _rows_of(summary, _looks(summary, looks))
@@ -79,8 +85,8 @@ def pair_heatmaps(summary: pd.DataFrame, looks: Looks | None = None) -> Plot | N
                                 color="white" if lum < 0.5 else INK)
                     elif a != b:
                         ax.text(b, a, "·", ha="center", va="center", fontsize=8, color=MUTED)
-            ax.set_xticks(range(len(hosts)), hosts, fontsize=8)
-            ax.set_yticks(range(len(hosts)), hosts, fontsize=8)
+            ax.set_xticks(range(len(hosts)), [tick(h, zones) for h in hosts], fontsize=8)
+            ax.set_yticks(range(len(hosts)), [tick(h, zones) for h in hosts], fontsize=8)
             ax.xaxis.tick_top()
             ax.tick_params(length=0)
             ax.grid(False)
@@ -95,8 +101,17 @@ def pair_heatmaps(summary: pd.DataFrame, looks: Looks | None = None) -> Plot | N
                 "pair in the same repeats.", alt="heatmaps of host pairs per mode")
 
 
-def figures(summary: pd.DataFrame, df: pd.DataFrame, looks: Looks | None = None) -> list[Plot]:
-    p = pair_heatmaps(summary, _looks(df, looks))
+def zones_of(meta: dict) -> dict[str, str]:
+    """Each host's zone, by the name its pairs use, from run.json's testbed (Kubernetes nodes'
+    topology.kubernetes.io/zone); {} where none is recorded."""
+    hosts = ((meta or {}).get("testbed") or {}).get("hosts")      # the lab's: a count
+    if not isinstance(hosts, dict):
+        return {}
+    return {h["name"]: h["zone"] for h in hosts.values() if isinstance(h, dict) and h.get("name") and h.get("zone")}
+
+
+def figures(summary: pd.DataFrame, df: pd.DataFrame, looks: Looks | None = None, meta: dict | None = None) -> list[Plot]:
+    p = pair_heatmaps(summary, _looks(df, looks), zones_of(meta or {}))
     return [p] if p is not None else []
 
 

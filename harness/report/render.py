@@ -222,7 +222,7 @@ def load_run(run_dir: pathlib.Path | str, index: int = 1) -> RunView:
         figs, plot_notes = plots.all_plots(summary, df, looks)
         heatmap = next((p for p in figs if p.title == plots.HEATMAP_TITLE), None)
         figs = [p for p in figs if p is not heatmap] + breadth.figures(summary, df, looks) \
-            + fleet.figures(summary, df, looks) + under_load.figures(summary, df, looks)
+            + fleet.figures(summary, df, looks, meta) + under_load.figures(summary, df, looks)
     planned_columns, planned = facts.planned(meta)
     value_cols = [f for c in summ.COLUMNS for f in c.fields]
     has_numbers = not summary.empty and summary[value_cols].notna().any().any()

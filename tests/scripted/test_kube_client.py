@@ -18,7 +18,11 @@ NODES = {"kind": "NodeList", "apiVersion": "v1", "metadata": {}, "items": [
     {"metadata": {"name": "node-a", "labels": {"topology.kubernetes.io/zone": "z1", "pool": "perf"}}, "spec": {},
      "status": {"conditions": [{"type": "Ready", "status": "True"}],
                 "addresses": [{"type": "Hostname", "address": "node-a"},
-                              {"type": "InternalIP", "address": "192.0.2.1"}]}},
+                              {"type": "InternalIP", "address": "192.0.2.1"}],
+                "nodeInfo": {"architecture": "amd64", "bootID": "b", "containerRuntimeVersion": "containerd://2.4.2",
+                             "kernelVersion": "6.18.44-fc-v1300", "kubeProxyVersion": "", "kubeletVersion": "v1.34.4",
+                             "machineID": "m", "operatingSystem": "linux", "osImage": "Debian GNU/Linux 12 (bookworm)",
+                             "systemUUID": "u"}}},
     {"metadata": {"name": "node-b"}, "spec": {"unschedulable": True},
      "status": {"conditions": [{"type": "Ready", "status": "True"}], "addresses": []}},
     {"metadata": {"name": "node-c"}, "spec": {"taints": [{"key": "k", "effect": "NoSchedule"}]},
@@ -149,6 +153,7 @@ def test_version_and_nodes(api):
     a, b, _c = api.list_nodes()
     assert a.labels == (("pool", "perf"), ("topology.kubernetes.io/zone", "z1")) and a.label("pool") == "perf"
     assert b.labels == () and b.label("topology.kubernetes.io/zone") is None
+    assert (a.kernel, b.kernel) == ("6.18.44-fc-v1300", "")        # status.nodeInfo, where the node has one
 
 
 def test_access_review_asks_for_the_verb_resource_and_namespace(api):

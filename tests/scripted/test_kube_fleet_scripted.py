@@ -102,6 +102,7 @@ def test_across_zones_pairs_nodes_of_different_zones_and_records_each_zone(api, 
     hosts = store.read_meta()["testbed"]["hosts"]
     assert {h: (v["node"], v["zone"]) for h, v in hosts.items()} == {"h0": ("node-a", "eu-1a"),
                                                                        "h1": ("node-c", "eu-1b")}
+    assert all(v["instance_type"] is None and v["kernel"] is None for v in hosts.values())   # the fake's nodes have neither
     api.assert_clean()
 
 

@@ -78,6 +78,16 @@ def test_the_report_has_the_pair_heatmaps_and_names_the_outlier(tmp_path):
     assert report_fleet.pair_heatmaps(summ.summary_table(pd.DataFrame(make_records()))) is None
 
 
+def test_a_hosts_heatmap_label_carries_its_zone_from_run_json():
+    meta = {"testbed": {"hosts": {"h0": {"name": "node-a", "zone": "eu-1a"}, "h1": {"name": "node-b", "zone": None},
+                                  "h2": {"name": "node-c"}}}}
+    zones = report_fleet.zones_of(meta)
+    assert zones == {"node-a": "eu-1a"}
+    assert [report_fleet.tick(h, zones) for h in ("node-a", "node-b")] == ["node-a\neu-1a", "node-b"]
+    assert report_fleet.zones_of({}) == {} and report_fleet.zones_of({"testbed": {"hosts": None}}) == {}
+    assert report_fleet.zones_of({"testbed": {"hosts": 2}}) == {}       # the lab records a count
+
+
 def test_the_heatmaps_leave_same_node_out_and_the_table_shows_it_last():
     """same-node's server sits on the client's host: no cell of a pair. A mode with it and
     container-container shows the latter; a mode with only same-node has no heatmap."""

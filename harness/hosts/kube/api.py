@@ -82,6 +82,7 @@ class Node:
     taints: tuple[tuple[str, str, str], ...] = ()     # (key, value, effect) of NoSchedule/NoExecute ones
     cordoned: bool = False
     labels: tuple[tuple[str, str], ...] = ()     # its labels (key, value), sorted: --node-selector, zones
+    kernel: str = ""          # status.nodeInfo.kernelVersion (run.json's hosts)
 
     def label(self, key: str) -> str | None:
         return next((v for k, v in self.labels if k == key), None)
@@ -212,7 +213,8 @@ class KubeApi:
             addrs = {a.type: a.address for a in (n.status.addresses or [])}
             out.append(Node(n.metadata.name, conds.get("Ready") == "True", not n.spec.unschedulable and not taints,
                             addrs.get("InternalIP", ""), taints, bool(n.spec.unschedulable),
-                            tuple(sorted((n.metadata.labels or {}).items()))))
+                            tuple(sorted((n.metadata.labels or {}).items())),
+                            getattr(n.status.node_info, "kernel_version", "") or ""))
         return out
 
     def allowed(self, verb: str, resource: str, namespace: str = "", group: str = "", subresource: str = "") -> bool:

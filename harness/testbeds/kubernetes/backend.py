@@ -45,7 +45,7 @@ from harness.hosts.local import owned_tempdir, pidns_of
 from harness.testbeds import cpusets, facts as facts_mod
 from harness.testbeds.cpu import PerHostMeter
 from harness.testbeds.kubernetes import found, nodes as nodes_mod, psa, specs
-from harness.testbeds.kubernetes.nodes import ZONE
+from harness.testbeds.kubernetes.nodes import INSTANCE_TYPE, ZONE
 from harness.testbeds.kubernetes.plan import (at_once, needs_host_network, needs_local, needs_raw_sockets,
                                               needs_service, permissions, pod_settings, refuse_modes,
                                               refuse_same_node, refuse_tools, secret_permissions, tool_ports)
@@ -359,6 +359,7 @@ class KubeTestbed(Testbed):
                           "across_zones": self.opts.across_zones, "same_node": self.same_node},
                 "tool_ports": self.tool_ports,          # None: the tools' fixed ports
                 "hosts": {f"h{s.index}": {"name": s.name, "node": n.name, "zone": n.label(ZONE),
+                                          "instance_type": n.label(INSTANCE_TYPE), "kernel": n.kernel or None,
                                           "node_ip": s.underlay_ip, "underlay_dev": s.underlay_dev,
                                           "nic_mtu": self._node_mtu.get(s.index), "pod_ip": s.container_ip,
                                           "service_ip": s.service_ip or None,

@@ -15,6 +15,7 @@ from harness.hosts.kube.api import Node
 from harness.testbeds.kubernetes.specs import tolerates
 
 ZONE = "topology.kubernetes.io/zone"
+INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 # a label's key (an optional DNS-subdomain prefix and a name) and value, as the API admits them
 _NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
 _KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_NAME}$")
