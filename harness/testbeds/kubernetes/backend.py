@@ -51,6 +51,12 @@ from harness.testbeds.kubernetes.plan import (at_once, needs_host_network, needs
                                               refuse_same_node, refuse_tools, secret_permissions, tool_ports)
 
 log = logging.getLogger(__name__)
+# A failed pull the kubelet retries (its image back-off begins at 10 s) is waited on this long
+# before the image is called unpullable: a node's first pull can fail and its retry succeed
+# (seen on the local cluster: "no basic auth credentials" on one node of three, though the
+# pod carried its pull secret).
+RETRIED = ("ErrImagePull", "ImagePullBackOff")
+PULL_GRACE = 25.0
 
 
 class KubeTestbed(Testbed):
@@ -255,12 +261,17 @@ class KubeTestbed(Testbed):
             [s.neighbour for s in self.sides if s.neighbour is not None]
         deadline = time.monotonic() + self.ready_timeout
         last: dict[str, PodStatus] = {}
+        waited, failing = 0.0, {}      # the polls' time, and when each pod's pull began failing
         while pending:
             for pod in list(pending):
                 st = last[pod.pod] = self.api.pod_status(self.namespace, pod.pod)
+                if st.reason not in RETRIED:
+                    failing.pop(pod.pod, None)
                 if st.phase == "Running":
                     pod.status = st
                     pending.remove(pod)
+                elif st.reason in RETRIED and waited - failing.setdefault(pod.pod, waited) < PULL_GRACE:
+                    continue                    # the kubelet tries again: wait for that try
                 elif st.reason in STUCK or st.phase in ("Failed", "Succeeded"):
                     msg = " ".join(st.message.split())
                     msg = msg if len(msg) <= 300 else f"{msg[:120]} … {msg[-170:]}"   # the cause is last
@@ -276,6 +287,7 @@ class KubeTestbed(Testbed):
                                    f"(--pod-ready-timeout SECONDS waits longer)")
             if pending:
                 self._sleep(READY_POLL)
+                waited += READY_POLL
 
     def _settle(self, s: Side) -> None:
         """Learn the pod's address and, from the hostNetwork pod, the node's device and MTU."""
