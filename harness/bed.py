@@ -119,6 +119,9 @@ class Testbed(abc.ABC):
     # The tools' server (port, data port) by binary where the testbed moves them (a cluster's
     # --port-base); None, or a binary not named: harness/run/procs.py's fixed ports.
     tool_ports: dict[str, tuple[int, int | None]] | None = None
+    # A tool the harness builds (blast), where the testbed's hosts hold it already: the path
+    # they run it by (a cluster's tools image: on PATH); None: built here and run by its path.
+    tool_paths: dict[str, str] | None = None
 
     # ---------------------------------------------------------------- life cycle
     def preflight(self, sc) -> None:

@@ -25,6 +25,7 @@ counts toward stopping a run whose hosts stopped answering.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import math
@@ -89,6 +90,17 @@ def _phases(tool, spec: TestSpec) -> list[Phase]:
     return phased if phased is not None else [Phase("", tool.client_argv(spec), tool.timeout(spec))]
 
 
+def _tool_for(tb: Testbed, test: str):
+    """The test's tool; one the harness builds runs from the testbed's own copy where its
+    hosts hold one (Testbed.tool_paths: the tools image's blast on a cluster)."""
+    tool = get_tool(test)
+    path = (tb.tool_paths or {}).get(tool.binary) if tool.builds else None
+    if path:
+        tool = copy.copy(tool)
+        tool.locate = lambda: path
+    return tool
+
+
 def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mode,
             cases: list[Case], dp: Datapath) -> Outcome:
     """Measure `cases` of scenario `sc` at once on deployment `dp` of `mode` (module doc)."""
@@ -105,7 +117,7 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
     meter = begun = sleeve_a = None
     try:
         for i, case in enumerate(cases):
-            tool = get_tool(case.test)
+            tool = _tool_for(tb, case.test)
             try:
                 client, server = endpoints(tb, dp, case.placement, case.src, case.dst)
                 base, data = (tb.tool_ports or {}).get(tool.binary) or PORTS.get(tool.binary, (None, None))

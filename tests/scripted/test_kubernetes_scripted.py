@@ -21,7 +21,7 @@ from harness.hosts.kube.api import ApiError, PodStatus
 from harness.run import session
 from harness.testbeds import kubernetes as kube
 from harness.testbeds.kubernetes import found, psa
-from scripted_kube import FakeApi
+from scripted_kube import RUNNING, FakeApi
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data"
 IPERF = (DATA / "iperf3_tcp_1.out").read_text()
@@ -201,6 +201,31 @@ def test_a_second_pod_that_does_not_run_is_named_against_the_one_deadline(api, t
     assert not api.namespaces
 
 
+def test_a_pull_that_fails_once_and_succeeds_on_the_kubelets_retry_is_waited_for(api):
+    """ErrImagePull, then the back-off, then Running: the run goes on. The same failure
+    outlasting PULL_GRACE (counted in polls: the fake sleeps take no time) is the one line."""
+    from harness.run.scenario import from_command_line
+    from harness.testbeds.kubernetes import backend
+    sc = from_command_line(None, {"testbed": {"backend": "kubernetes"},
+                                  "matrix": {"modes": ["cni"], "placements": ["container-container"]}})
+    polls = int(backend.PULL_GRACE / backend.READY_POLL)
+    fail = [PodStatus("Pending", reason="ErrImagePull", message="no basic auth credentials")] + [PULL] * (polls - 2)
+    api.pod_states["c1"] = fail + [RUNNING]
+    tb = backend.KubeTestbed(api, api.nodes, Options(run_id="r1"), sleep=lambda s: None)
+    tb.preflight(sc)
+    try:
+        tb._make()
+        assert [s.container.status.phase for s in tb.sides] == ["Running", "Running"]
+    finally:
+        tb.teardown()
+    api.pod_states["c1"] = fail + [PULL] * (polls + 2) + [RUNNING]
+    tb = backend.KubeTestbed(api, api.nodes, Options(run_id="r2"), sleep=lambda s: None)
+    tb.preflight(sc)
+    with pytest.raises(HarnessError, match=r"cannot be pulled on node node-b: ImagePullBackOff"):
+        tb._make()
+    assert not api.namespaces
+
+
 def test_same_node_pods_never_ping_so_stay_restricted_where_the_client_pods_need_net_raw(api):
     from harness.run.scenario import from_command_line
     from harness.testbeds.kubernetes.backend import KubeTestbed
@@ -220,7 +245,9 @@ def test_same_node_pods_never_ping_so_stay_restricted_where_the_client_pods_need
     assert not api.namespaces
 
 
-def test_an_image_that_cannot_be_pulled_is_one_line_before_any_case(api, tmp_path):
+def test_an_image_that_cannot_be_pulled_is_one_line_before_any_case(api, tmp_path, monkeypatch):
+    from harness.testbeds.kubernetes import backend
+    monkeypatch.setattr(backend, "PULL_GRACE", 0.0)      # the kubelet's retry is not waited for here
     api.pod_states["c1"] = [PodStatus("Pending", reason="ContainerCreating"), PULL]
     with pytest.raises(HarnessError) as e:
         _run(tmp_path, image="reg.example/tools:x")
@@ -455,7 +482,9 @@ def test_underlay_mtu_auto_is_the_nodes_and_another_is_refused(api, tmp_path, ca
     api.assert_clean()
 
 
-def test_underlay_mtu_auto_with_a_node_pod_that_cannot_run_is_one_line(api, tmp_path, capsys):
+def test_underlay_mtu_auto_with_a_node_pod_that_cannot_run_is_one_line(api, tmp_path, capsys, monkeypatch):
+    from harness.testbeds.kubernetes import backend
+    monkeypatch.setattr(backend, "PULL_GRACE", 0.0)
     _incidental(api)
     api.pod_states["h0"] = [PULL]
     code = main(["run", "--kubeconfig", str(tmp_path / "kubeconfig"), "--modes", "native", "--underlay-mtu", "auto",
@@ -621,10 +650,31 @@ def test_a_test_whose_tool_the_image_lacks_is_refused_before_anything_is_made(ap
     _nothing_made(api, tmp_path)
 
 
-def test_a_test_of_the_tool_the_harness_builds_is_refused_saying_so(api, tmp_path):
-    with pytest.raises(HarnessError, match=r"^test udp\.ndr64 runs blast as the harness builds it and copies it to "
-                                           r"each host, which it does not do into pods; on a cluster the tests of "):
-        session.run(overrides={"matrix": {"modes": ["native"], "placements": ["host-host"], "tests": ["udp.ndr64"],
+def test_blast_runs_from_the_image_in_pods_a_restricted_namespace_admits(api, tmp_path):
+    """udp.pps64 on a cluster: the tools image's blast, by its name on PATH (nothing built or
+    copied here), its receiver waited for on its UDP port; the pods need no capability."""
+    _incidental(api)
+    out, err = ((DATA / f"blast_pps64.{x}").read_text() for x in ("out", "err"))
+    api.allow_exec("c1", ["ss", "-Hlun", "sport = :9000"], stdout="UNCONN 0 0 *:9000 *:*\n")
+    api.expect_start("c1", re.compile(r"blast recv --port 9000 --flows 4 .*"))
+    api.expect_start("c0", re.compile(r"blast send --addr 10\.244\.1\.5 --port 9000 .*--size 64 .*"), returncode=0,
+                     stdout=out, stderr=err, runs=False)
+    store = session.run(overrides={"matrix": {"modes": ["cni"], "placements": ["container-container"],
+                                              "tests": ["udp.pps64"], "repeats": 1, "duration": 1},
+                                   "testbed": {"backend": "kubernetes"}},
+                        results_dir=str(tmp_path / "results"), quiet=True, options=Options())
+    rows = _rows(store)
+    assert rows and all(r["ok"] for r in rows) and "pps" in {r["metric"] for r in rows}, rows
+    pods = [c[2] for c in api.calls if c[0] == "create_pod"]
+    assert all(psa.violations(p, "restricted") == [] for p in pods)
+    assert store.read_meta()["testbed"]["pod_security"] == "restricted"
+    api.assert_clean()
+
+
+def test_blast_through_a_service_is_refused_before_anything_is_made(api, tmp_path):
+    with pytest.raises(HarnessError, match=r"^test udp\.ndr64 runs blast, whose flows' ports the Services do not "
+                                           r"carry: leave container-service out of a run with it$"):
+        session.run(overrides={"matrix": {"modes": ["cni"], "placements": ["container-service"], "tests": ["udp.ndr64"],
                                           "repeats": 1, "duration": 1}, "testbed": {"backend": "kubernetes"}},
                     results_dir=str(tmp_path / "results"), quiet=True, options=Options())
     _nothing_made(api, tmp_path)
@@ -633,10 +683,12 @@ def test_a_test_of_the_tool_the_harness_builds_is_refused_saying_so(api, tmp_pat
 def test_the_image_recipe_holds_every_tool_a_cluster_test_needs():
     from harness import tools
     from harness.testbeds.kubernetes import specs
-    # a tool the project builds itself (blast) is not in the image yet: a cluster run refuses its tests
+    # a tool the project builds itself (blast) is no package: the image compiles it in a stage of its own
     packaged = {t.binary for t in tools.TOOLS.values() if not t.builds}
     assert packaged <= specs.IMAGE_TOOLS
     assert not {t.binary for t in tools.TOOLS.values() if t.builds} & specs.IMAGE_TOOLS
+    assert {t.binary for t in tools.TOOLS.values() if t.builds} <= specs.IMAGE_BUILT      # its own stage builds them
+    assert "blast" in (pathlib.Path(__file__).resolve().parents[2] / "images" / "tools.Containerfile").read_text()
     recipe = (pathlib.Path(__file__).resolve().parents[2] / "images" / "rootfs.packages").read_text().split()
     assert {"iperf3", "qperf", "sockperf", "iputils-ping", "iperf", "irtt"} <= set(recipe)
 

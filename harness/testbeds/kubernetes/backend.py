@@ -63,6 +63,7 @@ class KubeTestbed(Testbed):
     """The pods of the module doc. Construct (nothing is made), preflight(), build(), teardown()."""
 
     backend = "kubernetes"
+    tool_paths = {b: b for b in specs.IMAGE_BUILT}      # blast: the tools image's own, on PATH
 
     def __init__(self, api, nodes: list[Node], opts: Options, server: str = "", sleep=None,
                  settings: specs.PodSettings | None = None):

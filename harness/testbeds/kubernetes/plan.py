@@ -187,15 +187,21 @@ def pod_settings(opts: Options) -> specs.PodSettings:
 
 
 def refuse_tools(sc, image: str) -> None:
-    """One line for the first test whose tool the tools image does not hold."""
+    """One line for the first test whose tool the tools image does not hold (or, for blast,
+    which it holds, a run through the Services, which do not carry its flows' ports)."""
     from harness import tools          # the tool table: on use
     for t in sc.tests:
         tool = tools.get(t)
         binary = tool.binary
+        if tool.builds and binary in specs.IMAGE_BUILT:
+            if any(PLACEMENTS[p].needs_service for p in _chosen(sc)):
+                raise HarnessError(f"test {t} runs {binary}, whose flows' ports the Services do not carry: "
+                                   f"leave container-service out of a run with it")
+            continue
         if tool.builds:
             raise HarnessError(f"test {t} runs {binary} as the harness builds it and copies it to each host, "
                                f"which it does not do into pods; on a cluster the tests of "
-                               f"{', '.join(sorted(specs.IMAGE_TOOLS))} run")
+                               f"{', '.join(sorted(specs.IMAGE_TOOLS | specs.IMAGE_BUILT))} run")
         if binary not in specs.IMAGE_TOOLS:
             raise HarnessError(f"test {t} needs {binary}, which the image {image} does not hold "
                                f"(it holds {', '.join(sorted(specs.IMAGE_TOOLS))}: images/rootfs.packages)")

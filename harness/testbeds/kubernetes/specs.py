@@ -32,6 +32,9 @@ DEFAULT_IMAGE = "localhost/overlaybench/tools:bookworm"       # make tools-image
 # the tools' binaries the tools image holds (images/rootfs.packages): a test of another is
 # refused before anything is made
 IMAGE_TOOLS = frozenset({"iperf3", "qperf", "sockperf", "ping", "iperf", "irtt"})
+# the tools the harness builds that the image holds too (its own stage compiles overlay/blast):
+# the pods run them from PATH (Testbed.tool_paths)
+IMAGE_BUILT = frozenset({"blast"})
 DEFAULT_CPU, DEFAULT_MEMORY = "500m:2", "256Mi:1Gi"    # request:limit of every pod
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _QUANTITY = re.compile(r"^\d+(\.\d+)?(m|k|Ki|M|Mi|G|Gi|T|Ti)?$")
