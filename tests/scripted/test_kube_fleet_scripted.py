@@ -50,9 +50,9 @@ def _incidental(api: FakeApi, picked: list[str], port: int = 5201) -> None:
         api.allow_exec(f"c{i}", "cat /sys/class/net/eth0/mtu", stdout="1450\n")
 
 
-def _run(tmp_path, modes=("cni",), placements=("container-container",), pairs=None, **opts):
+def _run(tmp_path, modes=("cni",), placements=("container-container",), pairs=None, schedule=None, **opts):
     matrix = {"modes": list(modes), "placements": list(placements), "tests": ["iperf3.tcp"], "repeats": 1,
-              "duration": 1, **({"pairs": pairs} if pairs else {})}
+              "duration": 1, **({"pairs": pairs} if pairs else {}), **({"schedule": schedule} if schedule else {})}
     return session.run(overrides={"matrix": matrix, "testbed": {"backend": "kubernetes"}},
                        results_dir=str(tmp_path / "results"), quiet=True, options=Options(**opts))
 
@@ -182,11 +182,7 @@ def test_same_node_on_a_fleet_serves_each_client_from_its_own_node(api, tmp_path
         api.expect_start(server, re.compile(r"iperf3 -s -1 -p 520[0-9]"))
         api.expect_start(client, re.compile(rf"iperf3 -c {re.escape(addr)} -p 520[0-9] .*"), returncode=0,
                          stdout=IPERF, runs=False)
-    matrix = {"modes": ["cni"], "placements": ["same-node"], "tests": ["iperf3.tcp"], "repeats": 1,
-              "duration": 1, "schedule": "rounds"}
-    store = session.run(overrides={"matrix": matrix, "testbed": {"backend": "kubernetes"}},
-                        results_dir=str(tmp_path / "results"), quiet=True,
-                        options=Options(across_zones=True, node_count=3))
+    store = _run(tmp_path, placements=("same-node",), schedule="rounds", across_zones=True, node_count=3)
     rows = [r for r in _rows(store) if r["metric"] == "throughput_bps"]
     assert len(rows) == 3 and all(r["ok"] for r in rows), [r["error"] for r in rows]
     assert sorted(r["pair"] for r in rows) == ["node-a→node-c", "node-a→node-d", "node-c→node-d"]
@@ -238,11 +234,8 @@ def test_a_mesh_across_zones_serves_each_pair_on_its_own_moved_port_through_the_
     for client in ("c0", "c0", "c1"):
         api.expect_start(client, re.compile(r"iperf3 -c 10\.96\.0\.1[23] -p 3000[024] .*"), returncode=0,
                          stdout=IPERF, runs=False)
-    matrix = {"modes": ["cni"], "placements": ["container-service"], "tests": ["iperf3.tcp"], "repeats": 1,
-              "duration": 1, "schedule": "mesh"}
-    store = session.run(overrides={"matrix": matrix, "testbed": {"backend": "kubernetes"}},
-                        results_dir=str(tmp_path / "results"), quiet=True,
-                        options=Options(across_zones=True, node_count=3, port_base=30000))
+    store = _run(tmp_path, placements=("container-service",), schedule="mesh", across_zones=True, node_count=3,
+                 port_base=30000)
     rows = [r for r in _rows(store) if r["metric"] == "throughput_bps"]
     assert len(rows) == 3 and all(r["ok"] for r in rows), [r["error"] for r in rows]
     served = [a[a.index("iperf3"):] for a in (c[3] for c in api.calls if c[0] == "exec") if "iperf3" in a]
