@@ -122,7 +122,8 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
                 client, server = endpoints(tb, dp, case.placement, case.src, case.dst)
                 base, data = (tb.tool_ports or {}).get(tool.binary) or PORTS.get(tool.binary, (None, None))
                 spec = TestSpec(server_addr=server.addr, bind_addr=server.bind, duration=sc.duration,
-                                streams=case.streams, overlay_mtu=dp.overlay_mtu, port=None if base is None else base + tool.port_stride * i,
+                                streams=case.streams, overlay_mtu=dp.overlay_mtu,
+                                port=None if base is None else base + tool.port_stride * i,
                                 data_port=None if data is None else data + 2 * i, rates=sweep_rates(sc),
                                 search=(sc.search_pdr_loss_pct, sc.search_precision_pct))
                 phases = _phases(tool, spec)
