@@ -198,10 +198,6 @@ def refuse_tools(sc, image: str) -> None:
                 raise HarnessError(f"test {t} runs {binary}, whose flows' ports the Services do not carry: "
                                    f"leave container-service out of a run with it")
             continue
-        if tool.builds:
-            raise HarnessError(f"test {t} runs {binary} as the harness builds it and copies it to each host, "
-                               f"which it does not do into pods; on a cluster the tests of "
-                               f"{', '.join(sorted(specs.IMAGE_TOOLS | specs.IMAGE_BUILT))} run")
         if binary not in specs.IMAGE_TOOLS:
             raise HarnessError(f"test {t} needs {binary}, which the image {image} does not hold "
                                f"(it holds {', '.join(sorted(specs.IMAGE_TOOLS))}: images/rootfs.packages)")
