@@ -211,7 +211,8 @@ k8s-down:
 test-k8s: k8s-build flanneld setup-test
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
-	$(PY) -m pytest -q tests/lab/test_k8s_cluster.py tests/lab/test_kubernetes_lab.py tests/lab/test_k8s_platform_lab.py
+	$(PY) -m pytest -q tests/lab/test_k8s_cluster.py tests/lab/test_kubernetes_lab.py tests/lab/test_k8s_platform_lab.py \
+		tests/lab/test_k8s_mtu_lab.py
 
 # The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
 # docs/ as a site (mkdocs.yml, strict: a broken link, anchor or an unlisted page fails).

@@ -7,6 +7,9 @@
 #   k8s/cluster.sh flannel B  restart flanneld on every node with backend B (vxlan, host-gw):
 #                          the old backend's device and routes removed, the CNI config at the
 #                          new MTU (pods made afterwards get it)
+#   k8s/cluster.sh pod-mtu N  every node's CNI config at MTU N (as a CNI config's "mtu" that
+#                          overrides flanneld's would), its bridge too; `pod-mtu flannel` back to
+#                          flanneld's. Pods made afterwards get it
 #   k8s/cluster.sh load F  import the image archive F (images/build.sh tools-archive) into
 #                          every node's containerd
 #   k8s/cluster.sh down    remove every process, mount, cgroup, namespace, sysctl change and file
@@ -125,6 +128,23 @@ flannel_switch() { # BACKEND
 	flannel_ready
 }
 dead() { ! alive "$1"; }
+
+pod_mtu() { # N | flannel
+	local i mtu
+	[ -f "$S/ready" ] || die "pod-mtu: no cluster is up"
+	case ${1:-} in
+	flannel) [ -f "$S/flannel-net.json" ] || die "pod-mtu flannel: no cluster with flannel is up" ;;
+	*[!0-9]*|'') die "pod-mtu: an MTU from 576 to 9000, or flannel, not '${1:-}'" ;;
+	*) [ "$1" -ge 576 ] && [ "$1" -le 9000 ] || die "pod-mtu: an MTU from 576 to 9000, not $1" ;;
+	esac
+	for i in $(seq 1 "$NODES"); do
+		mtu=$1
+		[ "$mtu" != flannel ] || mtu=$(. "$S/n$i/flannel/subnet.env"; echo "$FLANNEL_MTU")
+		cni_config "$i" "$(node_cidr "$i")" "$mtu"
+		ip -n "$P-n$i" link set "$P-cni0" mtu "$mtu" 2>/dev/null || true     # made by the first pod
+	done
+	say "pods made from now on: MTU $mtu"
+}
 
 # ---- up ----
 up() {
@@ -397,7 +417,8 @@ up) up ;;
 check) check ;;
 load) load "${2:-}" ;;
 flannel) flannel_switch "${2:-}" ;;
+pod-mtu) pod_mtu "${2:-}" ;;
 down) down ;;
 status) status ;;
-*) echo "usage: k8s/cluster.sh up|check|load ARCHIVE|flannel vxlan|host-gw|down|status" >&2; exit 2 ;;
+*) echo "usage: k8s/cluster.sh up|check|load ARCHIVE|flannel vxlan|host-gw|pod-mtu N|flannel|down|status" >&2; exit 2 ;;
 esac

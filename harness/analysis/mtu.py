@@ -59,13 +59,25 @@ def _cost(path: dict) -> str:
             f"{path['fit_throughput_bps'] / 1e9:.2f} Gbit/s)")
 
 
+# where each CNI takes its pod MTU from (a cluster's fingerprint names the CNI: the row's `cni`)
+CNI_MTU_SETTINGS = {
+    "flannel": "flannel's CNI config (cni-conf.json), the delegate's \"mtu\", or none there so that flanneld's "
+               "own (its interface's MTU less the backend's) applies",
+    "cilium": "Cilium's MTU (Helm value MTU, cilium-agent --mtu)",
+    "calico": "the Installation's spec.calicoNetwork.mtu (the operator), or calico-node's FELIX_VXLANMTU, "
+              "FELIX_IPINIPMTU or FELIX_WIREGUARDMTU",
+    "aws-vpc-cni": "the aws-node DaemonSet's AWS_VPC_ENI_MTU",
+}
+
+
 def fix_text(path: dict, mtu: int) -> str:
     """Where to set `mtu` for the path's mode."""
     mode = path.get("mode", "?")
     if mode == "native":
         return f"set the hosts' underlay device MTU to {mtu} (--underlay-mtu {mtu})"
     if mode == "cni":
-        return f"set the pod network's MTU to {mtu} in the CNI's own setting (flannel: net-conf.json's MTU)"
+        where = CNI_MTU_SETTINGS.get(path.get("cni") or "", "the CNI's own MTU setting")
+        return f"set the pod network's MTU to {mtu}: {where}; pods made afterwards get it"
     if mode.startswith("flannel"):
         return f"set flannel's MTU to {mtu} (--overlay-mtu {mtu}; flannel's own net-conf.json MTU)"
     return f"set the overlay MTU to {mtu}: --overlay-mtu {mtu} (a scenario's [matrix] overlay_mtu, or [modes.{mode}] overlay_mtu)"

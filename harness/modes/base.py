@@ -85,6 +85,11 @@ class Mode(abc.ABC):
                 f"its encapsulation adds {self.overhead} bytes, so at most {fit}")
         return mtu
 
+    def overhead_on(self, testbed) -> int:
+        """The bytes its encapsulation takes on `testbed`: the stated `overhead`, unless the
+        mode is found rather than deployed (cni), where the testbed tells it."""
+        return self.overhead
+
     def local_check(self) -> None:
         """Raise HarnessError if this machine cannot ship the mode (a binary not built):
         called before any host is reached."""

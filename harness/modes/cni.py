@@ -20,8 +20,36 @@ network: `native`.
 
 from __future__ import annotations
 
-from harness.core.errors import UnsupportedError
+from harness.core.errors import HarnessError, UnsupportedError
 from harness.modes.base import Datapath, Mode
+
+# what each encapsulation (the fingerprint's word) adds to a pod's packet over an IPv4
+# underlay: outer IPv4 20 + UDP 8 + the tunnel's header (VXLAN 8 and the inner Ethernet 14;
+# Geneve 8 without options and the same 14; WireGuard's 16 + 16-byte tag); IP in IP, the outer
+# IPv4 header alone; flannel's udp backend, IPv4 and UDP
+ENCAP_BYTES = {"none": 0, "vxlan": 50, "geneve": 50, "ipip": 20, "udp": 28, "wireguard": 60}
+
+
+def found_overhead(info: dict) -> int:
+    """The bytes the pod network's encapsulation (and encryption) takes, from its fingerprint
+    (Testbed.pod_network's info); HarnessError, one line, where it cannot be said."""
+    fp = info.get("fingerprint") or {}
+    encap, crypt = fp.get("encapsulation") or "", fp.get("encryption") or ""
+    if not encap:
+        raise HarnessError(f"mode cni: the pod network's encapsulation was not read ({fp.get('cni') or 'unknown'} "
+                           f"CNI, no tunnel device seen), so its right MTU is unknown")
+    if fp.get("routing") == "cross-subnet":
+        raise HarnessError(f"mode cni: {fp.get('cni')} tunnels only between subnets, so which paths carry the "
+                           f"{encap} header is not known here")
+    if encap not in ENCAP_BYTES:
+        raise HarnessError(f"mode cni: encapsulation {encap}'s size is not known here")
+    extra = 0
+    if crypt and crypt not in ("none", encap):
+        if crypt not in ENCAP_BYTES:
+            raise HarnessError(f"mode cni: {crypt} encryption's size depends on its cipher: the right MTU is "
+                               f"not known here")
+        extra = ENCAP_BYTES[crypt]
+    return ENCAP_BYTES[encap] + extra
 
 
 class Cni(Mode):
@@ -38,6 +66,9 @@ class Cni(Mode):
         if testbed.pod_network() is None:
             raise UnsupportedError(f"mode cni measures a Kubernetes cluster's own pod network; the "
                                    f"{testbed.backend} backend has none (--backend kubernetes)")
+
+    def overhead_on(self, testbed) -> int:
+        return found_overhead(testbed.pod_network() or {})
 
     def deploy(self, testbed, overlay_mtu):
         info = dict(testbed.pod_network() or {})

@@ -1,6 +1,8 @@
 """`overlaybench mtu`: every mode's paths probed for their MTU, both ways, on a testbed the
-session opens as it does for `run` (harness/run/session.py's `opened`): the lab, or real
-hosts over SSH.
+session opens as it does for `run` (harness/run/session.py's `opened`): the lab, real hosts
+over SSH or Vagrant, or a Kubernetes cluster (its pod network, mode cni, probed as found
+between pods, its encapsulation read from the datapath's fingerprint; the nodes' own path
+MTU from hostNetwork pods, so native is always measured beside it).
 
 Per deployment of a mode at an overlay MTU, per placement and direction (src → dst), the
 probes of run/mtu_probe.py: device MTUs, the path MTU by DF ping and by DF UDP, discovery,
@@ -41,21 +43,19 @@ def check_mtu(value: int, what: str) -> int:
     return value
 
 
-def overlay_mtu(mode: Mode, underlay: int, requested: int | str) -> int:
+def overlay_mtu(mode: Mode, underlay: int, requested: int | str, overhead: int) -> int:
     """The MTU to deploy `mode` at: "auto" is the underlay minus its encapsulation; a number
     is taken as given, even one that does not fit (that is what the doctor is for)."""
     if requested == "auto":
-        return underlay - mode.overhead
+        return underlay - overhead
     return check_mtu(int(requested), f"overlay MTU for mode {mode.name}:")
 
 
 def check_modes(modes: list[Mode]) -> None:
-    """A mode must state its encapsulation: without it there is no MTU it should have."""
+    """A mode must state its encapsulation (a cluster's, cni, is found once the testbed is
+    up): without it there is no MTU it should have."""
     for m in modes:
         stated = "overhead" in vars(m) or any("overhead" in vars(k) for k in type(m).__mro__ if k is not Mode)
-        if m.kind == "cni":
-            raise HarnessError(f"mode {m.name}: a cluster's encapsulation is found, not stated, so its right MTU "
-                               f"is unknown to the doctor")
         if m.kind != "native" and not stated:
             raise HarnessError(f"mode {m.name} states no encapsulation overhead, so its right MTU is unknown "
                                f"(give [modes.{m.name}] overhead)")
@@ -84,17 +84,18 @@ def underlay_paths(tb: Testbed, dirs: list[tuple[str, str]], native: Mode, under
         native.teardown(tb, dp)
 
 
-def deploy(mode: Mode, tb: Testbed, mtu: int, underlay: int, rate: str | None) -> tuple[Datapath, bool]:
+def deploy(mode: Mode, tb: Testbed, mtu: int, underlay: int, rate: str | None,
+           overhead: int) -> tuple[Datapath, bool]:
     """The mode deployed at `mtu`. A device the kernel will not make bigger than its
     underlay allows (VXLAN bound to its device) is made over an underlay raised for the
     moment, then the underlay set back under it: the state of a NIC reset to a smaller MTU
     beneath a running overlay, which is what an MTU that does not fit is. (True: so made.)
     Where the testbed refuses to raise it (a real NIC it may not change), the mode is
     deployed as given; what fails then says both why."""
-    if mtu + mode.overhead <= underlay:
+    if mtu + overhead <= underlay:
         return mode.deploy(tb, mtu), False
     try:
-        tb.set_underlay(mtu + mode.overhead, rate)
+        tb.set_underlay(mtu + overhead, rate)
     except SshError:
         raise
     except HarnessError as e:
@@ -120,19 +121,22 @@ def placements_of(mode: Mode, asked: tuple[str, ...]) -> list[str]:
     return ps or [OVERLAY_PLACEMENT]
 
 
-def path_row(mode: Mode, placement: str, src: str, dst: str, overlay: int, datapath: str | None) -> dict:
-    return {"mode": mode.name, "datapath": datapath, "overhead": mode.overhead, "placement": placement,
+def path_row(mode: Mode, placement: str, src: str, dst: str, overlay: int, datapath: str | None,
+             overhead: int | None) -> dict:
+    return {"mode": mode.name, "datapath": datapath, "overhead": overhead, "placement": placement,
             "src": src, "dst": dst, "overlay_mtu": overlay}
 
 
 def measure_paths(tb: Testbed, dp: Datapath, mode: Mode, placements: list[str], dirs: list[tuple[str, str]],
-                  duration: float) -> list[dict]:
+                  duration: float, overhead: int) -> list[dict]:
     """Every path of a deployment; a path whose probe cannot run is a row with its `error`."""
     rows = []
     for placement in placements:
         for src, dst in dirs:
             c, s = endpoints(tb, dp, placement, src, dst)
-            row = path_row(mode, placement, src, dst, dp.overlay_mtu, dp.kind)
+            row = path_row(mode, placement, src, dst, dp.overlay_mtu, dp.kind, overhead)
+            if (dp.info.get("fingerprint") or {}).get("cni"):
+                row["cni"] = dp.info["fingerprint"]["cni"]          # where its fix goes
             try:
                 row.update(src_dev_mtu=device_mtu(c.host, s.addr), dst_dev_mtu=device_mtu(s.host, c.addr))
                 high = row["src_dev_mtu"] or dp.overlay_mtu
@@ -164,21 +168,20 @@ def fit_throughputs(tb: Testbed, mode: Mode, fit: int, placements: list[str], di
 
 def deployment(tb: Testbed, mode: Mode, mtu: int, underlay: int, rate: str | None, ps: list[str],
                dirs: list[tuple[str, str]], duration: float,
-               after_deploy: Callable[[Testbed, Datapath], None] | None) -> list[dict]:
+               after_deploy: Callable[[Testbed, Datapath], None] | None, overhead: int) -> list[dict]:
     """The paths of one deployment of `mode` at `mtu`; one that does not deploy (a kernel
     that refuses the MTU, a missing feature) gives each path a row with its `error`."""
     try:
-        dp, raised = deploy(mode, tb, mtu, underlay, rate)
+        dp, raised = deploy(mode, tb, mtu, underlay, rate, overhead)
     except SshError:
         raise
     except HarnessError as e:
         log.info("mode %s at overlay MTU %s did not deploy: %s", mode.name, mtu, e)     # the row says it
-        return [{**path_row(mode, p, src, dst, mtu, None), "error": f"did not deploy at overlay MTU {mtu}: {e}",
-                 "deployed_over_raised_underlay": False} for p in ps for src, dst in dirs]
+        return error_rows(mode, ps, dirs, mtu, overhead, f"did not deploy at overlay MTU {mtu}: {e}")
     try:
         if after_deploy is not None:
             after_deploy(tb, dp)
-        got = measure_paths(tb, dp, mode, ps, dirs, duration)
+        got = measure_paths(tb, dp, mode, ps, dirs, duration, overhead)
     finally:
         try:
             mode.teardown(tb, dp)
@@ -187,6 +190,17 @@ def deployment(tb: Testbed, mode: Mode, mtu: int, underlay: int, rate: str | Non
     for r in got:
         r["deployed_over_raised_underlay"] = raised
     return got
+
+
+def error_rows(mode: Mode, ps: list[str], dirs: list[tuple[str, str]], mtu: int | None, overhead: int | None,
+               why: str) -> list[dict]:
+    return [{**path_row(mode, p, src, dst, mtu, None, overhead), "error": why, "deployed_over_raised_underlay": False}
+            for p in ps for src, dst in dirs]
+
+
+# modes whose MTU is not the doctor's to choose: the underlay's own (native), a cluster's pod
+# network as its CNI set it (cni: found, never redeployed, so no cost at the MTU that fits)
+AS_FOUND = ("native", "cni")
 
 
 def measure(tb: Testbed, modes: list[Mode], overlay_requests: list[int | str], placements: tuple[str, ...],
@@ -203,16 +217,22 @@ def measure(tb: Testbed, modes: list[Mode], overlay_requests: list[int | str], p
     rows: list[dict] = []
     for mode in modes:
         ps = placements_of(mode, placements)
-        for requested in dict.fromkeys(overlay_requests if mode.kind != "native" else ["auto"]):
-            mtu = underlay if mode.kind == "native" else overlay_mtu(mode, underlay, requested)
-            got = deployment(tb, mode, mtu, underlay, rate, ps, dirs, duration, after_deploy)
+        try:
+            oh = mode.overhead_on(tb)
+        except HarnessError as e:
+            rows += [{**r, "underlay_mtu": underlay, "underlay_path_mtu": under.get((r["src"], r["dst"])),
+                      "requested": "auto"} for r in error_rows(mode, ps, dirs, None, None, str(e))]
+            continue
+        for requested in dict.fromkeys(overlay_requests if mode.kind not in AS_FOUND else ["auto"]):
+            mtu = underlay if mode.kind == "native" else overlay_mtu(mode, underlay, requested, oh)
+            got = deployment(tb, mode, mtu, underlay, rate, ps, dirs, duration, after_deploy, oh)
             for r in got:
                 r.update(underlay_mtu=underlay, underlay_path_mtu=under.get((r["src"], r["dst"])),
                          requested=requested)
-            fits = [u - mode.overhead for u in (r["underlay_path_mtu"] for r in got) if u]
+            fits = [u - oh for u in (r["underlay_path_mtu"] for r in got) if u]
             fit = min(fits) if fits else None
             devs = {m for r in got for m in (r.get("src_dev_mtu"), r.get("dst_dev_mtu")) if m}
-            if fit and mode.kind != "native" and devs and devs != {fit} and fit >= probes.MIN_MTU:
+            if fit and mode.kind not in AS_FOUND and devs and devs != {fit} and fit >= probes.MIN_MTU:
                 try:
                     thr = fit_throughputs(tb, mode, fit, ps, dirs, duration)
                 except SshError:
@@ -245,6 +265,13 @@ def doctor(scenario_path: str | None, overrides: dict, options, settings, quiet:
         if o != "auto":
             check_mtu(int(o), "overlay MTU")
     modes = [sc.mode(m) for m in sc.modes]
+    if any(m.kind == "cni" for m in modes):
+        if [o for o in overlays if o != "auto"]:
+            raise HarnessError(f"--overlay-mtu {','.join(map(str, overlays))}: a cluster's pod MTU is its CNI's "
+                               f"to set; the doctor probes it as found (leave --overlay-mtu out)")
+        if "native" not in sc.modes:            # the nodes' path MTU, from their hostNetwork pods
+            sc = dataclasses.replace(sc, modes=("native", *sc.modes))
+            modes = [sc.mode(m) for m in sc.modes]
     check_modes(modes)
     for m in modes:
         m.local_check()

@@ -27,6 +27,7 @@ import pytest
 
 from conftest import needs_root
 from harness.testbeds.kubernetes import specs
+from harness.tools import mtu, mtu_udp
 
 pytestmark = [needs_root(), pytest.mark.lab]
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -202,6 +203,21 @@ def test_the_image_holds_every_tool_and_runs_them_as_nobody(image, working):
     p = inside(working, "sh", "-c", script, user="65534:65534", timeout=90)
     assert p.returncode == 0 and "IPERF3-OK" in p.stdout, p.stdout + p.stderr
     assert '"blast":"send"' in p.stdout and '"sent":' in p.stdout, p.stdout + p.stderr
+
+
+def test_the_mtu_doctors_udp_probe_runs_as_nobody(working):
+    """The doctor's UDP probe (harness/tools/mtu_udp.py's two programs, on the image's
+    python3-minimal) as a pod-network pod runs it: a 1400-byte DF datagram to a receiver on
+    loopback comes back `passed`. The sender is sent again until its receiver listens (each
+    waits 1 s for the answer; at most 50), all of it under timeout(1)."""
+    port = _free_port()
+    script = (f'timeout 60 python3 -c "$1" 127.0.0.1 {port} >/dev/null & r=$!; i=0; '
+              f'until printf %s "$2" | timeout 5 python3 - 127.0.0.1 {port} 1400 1 >/tmp/u.out; '
+              f"grep -q '^passed 1400$' /tmp/u.out; do "
+              f"i=$((i+1)); [ $i -lt 50 ] || {{ kill $r; cat /tmp/u.out; exit 1; }}; done; kill $r; cat /tmp/u.out")
+    p = inside(working, "sh", "-c", script, "sh", mtu_udp.RECEIVER, mtu_udp.SENDER, user="65534:65534", timeout=90)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert mtu_udp.parse_udp_probe(1400, p.stdout, p.stderr, 0) == mtu.Probe(1400, mtu.PASSED), p.stdout
 
 
 def test_a_second_build_is_a_no_op(image):

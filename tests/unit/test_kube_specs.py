@@ -135,7 +135,9 @@ def test_pod_network_pod_passes_restricted_and_drops_everything():
     (c,) = p["spec"]["containers"]
     assert c["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     assert p["spec"]["securityContext"] == {"seccompProfile": {"type": "RuntimeDefault"}, "runAsNonRoot": True,
-                                            "runAsUser": 65534, "runAsGroup": 65534}
+                                            "runAsUser": 65534, "runAsGroup": 65534,
+                                            "sysctls": [{"name": "net.ipv4.ping_group_range",
+                                                         "value": "65534 65534"}]}
     assert "tolerations" not in p["spec"]               # no blanket toleration
 
 

@@ -15,10 +15,10 @@ from harness.run import mtu
 
 def test_auto_fits_and_a_number_is_taken_even_when_it_does_not():
     fastdp = modes.get("fastdp")
-    assert mtu.overlay_mtu(fastdp, 1500, "auto") == 1450
-    assert mtu.overlay_mtu(fastdp, 1500, 1500) == 1500          # the fault the doctor is for
+    assert mtu.overlay_mtu(fastdp, 1500, "auto", fastdp.overhead) == 1450
+    assert mtu.overlay_mtu(fastdp, 1500, 1500, fastdp.overhead) == 1500          # the fault the doctor is for
     with pytest.raises(HarnessError, match="outside 576–65535"):
-        mtu.overlay_mtu(fastdp, 1500, 575)
+        mtu.overlay_mtu(fastdp, 1500, 575, fastdp.overhead)
 
 
 class Unstated(Mode):
@@ -35,8 +35,32 @@ def test_a_mode_must_state_its_overhead():
     mtu.check_modes([modes.get("native"), modes.get("fastdp"), modes.get("sleeve-l3"), modes.get("flannel-host-gw")])
     with pytest.raises(HarnessError, match="mode unstated states no encapsulation overhead"):
         mtu.check_modes([Unstated()])
-    with pytest.raises(HarnessError, match="found, not stated"):
-        mtu.check_modes([modes.get("cni")])
+    mtu.check_modes([modes.get("cni")])          # a cluster's: found once the testbed is up
+
+
+@pytest.mark.parametrize("fp, want", [
+    ({"cni": "flannel", "encapsulation": "vxlan", "routing": "tunnel", "encryption": "none"}, 50),
+    ({"cni": "flannel", "encapsulation": "none", "routing": "native"}, 0),              # host-gw
+    ({"cni": "calico", "encapsulation": "ipip", "routing": "tunnel"}, 20),
+    ({"cni": "cilium", "encapsulation": "geneve", "routing": "tunnel", "encryption": "wireguard"}, 110),
+    ({"cni": "flannel", "encapsulation": "wireguard", "encryption": "wireguard"}, 60),   # counted once
+])
+def test_a_clusters_encapsulation_is_read_off_its_fingerprint(fp, want):
+    tb = types.SimpleNamespace(pod_network=lambda: {"fingerprint": fp})
+    assert modes.get("cni").overhead_on(tb) == want
+    assert modes.get("fastdp").overhead_on(tb) == 50             # a stated one, whatever the testbed
+
+
+@pytest.mark.parametrize("fp, needle", [
+    ({"cni": "weave"}, "encapsulation was not read (weave CNI"),
+    ({"cni": "calico", "encapsulation": "vxlan", "routing": "cross-subnet"}, "tunnels only between subnets"),
+    ({"cni": "cilium", "encapsulation": "vxlan", "encryption": "ipsec"}, "ipsec encryption's size depends"),
+])
+def test_an_encapsulation_the_doctor_cannot_size_is_one_line(fp, needle):
+    tb = types.SimpleNamespace(pod_network=lambda: {"fingerprint": fp})
+    with pytest.raises(HarnessError) as e:
+        modes.get("cni").overhead_on(tb)
+    assert needle in str(e.value) and "\n" not in str(e.value)
 
 
 def test_every_pair_both_ways_once():

@@ -57,7 +57,9 @@ def test_ends_that_disagree_or_directions_that_differ_are_asymmetric():
 
 def test_the_fix_names_where_each_kind_of_mode_sets_it():
     assert "--underlay-mtu 1500" in v.fix_text({"mode": "native"}, 1500)
-    assert "CNI's own setting" in v.fix_text({"mode": "cni"}, 1450)
+    assert "the CNI's own MTU setting" in v.fix_text({"mode": "cni"}, 1450)
+    assert "cni-conf.json), the delegate's \"mtu\"" in v.fix_text({"mode": "cni", "cni": "flannel"}, 1450)
+    assert "Helm value MTU" in v.fix_text({"mode": "cni", "cni": "cilium"}, 1450)
     assert "flannel" in v.fix_text({"mode": "flannel-vxlan"}, 1450)
     assert "[modes.sleeve] overlay_mtu" in v.fix_text({"mode": "sleeve"}, 1450)
 

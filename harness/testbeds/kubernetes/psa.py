@@ -10,8 +10,10 @@ Each pod gets only what its tools need, and the namespace's Pod Security level f
                                                                 "baseline" admits no NET_RAW
                  + hostNetwork pods (root, NET_RAW)             the native reference, host-* placements
 
-Every container drops ALL capabilities (adding back NET_RAW only where ping runs), forbids
-privilege escalation and runs under the runtime's default seccomp profile.
+Every container drops ALL capabilities (adding back NET_RAW only where ping -f runs), forbids
+privilege escalation and runs under the runtime's default seccomp profile. A non-root pod's
+own group may open ICMP datagram sockets (net.ipv4.ping_group_range, a sysctl every level
+admits): a single ping, such as the MTU doctor's DF probes, needs no NET_RAW.
 
 `violations(pod, level)` checks a pod manifest against the Pod Security Standards' rules
 the run's pods could break (host namespaces, privileged, capabilities, runAsNonRoot and
@@ -52,7 +54,8 @@ def security(host_network: bool, raw_sockets: bool) -> tuple[dict, dict]:
     if host_network or raw_sockets:
         container["capabilities"]["add"] = ["NET_RAW"]          # ping's ICMP socket, as root
     else:
-        pod.update(runAsNonRoot=True, runAsUser=NONROOT_UID, runAsGroup=NONROOT_UID)
+        pod.update(runAsNonRoot=True, runAsUser=NONROOT_UID, runAsGroup=NONROOT_UID,
+                   sysctls=[{"name": "net.ipv4.ping_group_range", "value": f"{NONROOT_UID} {NONROOT_UID}"}])
     return pod, container
 
 
