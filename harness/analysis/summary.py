@@ -61,7 +61,7 @@ TAIL_TESTS = ("sockperf.pingpong", "sockperf.pingpong_tcp")     # UDP, TCP: a co
 # The packet-rate tests (a fixed UDP payload each), smallest payload first.
 PPS_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, Iperf3Pps)), key=lambda t: t.payload))
 # blast's packet rates and rate searches (tools/blast.py, tools/ndr.py), smallest payload first
-BLAST_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastPps)), key=lambda t: t.payload))
+BLAST_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastPps)), key=lambda t: (t.packet, t.payload)))
 SEARCH_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastSearch)),
                             key=lambda t: (t.payload, t.kind)))
 BOUND = "_sender_bound"               # a rate column's field + this: the share of repeats the sender set
@@ -132,13 +132,16 @@ def valued(key: str, label: str, *, metric: str, **kw) -> Column:
 
 
 def _rate_columns(t) -> tuple[Column, ...]:
-    """A blast test's rate (udp_ppsN, ndrN, pdrN), its % of native, and (hidden) the share of
-    its repeats whose sender set the rate, which marks the rate's cells (tablefmt's SENDER_MARK)."""
-    kind = t.kind if isinstance(t, BlastSearch) else "udp_pps"
-    key, metric = f"{kind}{t.payload}", "pps" if kind == "udp_pps" else f"{kind}_pps"
-    label = {"udp_pps": "UDP Mpps", "ndr": "NDR Mpps", "pdr": "PDR Mpps"}[kind]
-    field = f"{kind.replace('pps', 'mpps') if kind == 'udp_pps' else kind + '_mpps'}_{t.payload}"
-    what = f"{t.payload}-byte " + ("blast packet rate" if kind == "udp_pps" else kind.upper())
+    """A blast test's rate (udp_ppsN, pkt_ppsN, ndrN, pdrN), its % of native, and (hidden) the
+    share of its repeats whose sender set the rate, which marks the rate's cells (tablefmt's
+    SENDER_MARK)."""
+    kind = t.kind if isinstance(t, BlastSearch) else "pkt_pps" if t.packet else "udp_pps"
+    rate = kind.endswith("_pps")
+    key, metric = f"{kind}{t.payload}", "pps" if rate else f"{kind}_pps"
+    label = {"udp_pps": "UDP Mpps", "pkt_pps": "PKT Mpps", "ndr": "NDR Mpps", "pdr": "PDR Mpps"}[kind]
+    field = f"{kind.replace('pps', 'mpps') if rate else kind + '_mpps'}_{t.payload}"
+    what = f"{t.payload}-byte " + ("blast packet rate" if kind == "udp_pps" else
+                                   "blast packet rate through a packet socket" if rate else kind.upper())
     return (Column(key, f"{label} {t.payload} B", field=field, tests=(t.name,), metric=metric,
                    scale=metrics.of(metric).scale, ranged=True, text_range=False, what=what),
             Column(f"{key}_pct", f"{label.split()[0]} {t.payload} B %", kind="pct", field=f"{field}_pct", of=key),

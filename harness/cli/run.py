@@ -16,7 +16,8 @@ from harness.core.pairs import SCHEDULES
 TEST_NAMES = ("iperf3.tcp", "iperf3.udp", "iperf3.pps64", "iperf3.pps256", "iperf3.pps1400", "qperf.tcp_bw",
               "qperf.tcp_lat", "qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp",
               "ping.flood", "load.bounceback", "load.irtt", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400",
-              "irtt.udp", "udp.pps64", "udp.pps1400", "udp.ndr64", "udp.pdr64")
+              "irtt.udp", "udp.pps64", "udp.pps1400", "packet.pps64", "packet.pps1400", "udp.ndr64",
+              "udp.pdr64")
 
 
 def add(sub) -> None:

@@ -32,7 +32,7 @@ _SWEEPS = ("iperf3.udp_sweep64", "iperf3.udp_sweep1400")
 EVERY_TEST = "*"                     # a metric the runner records around any test (its CPU meter)
 _SOCKPERF = ("sockperf.pingpong", "sockperf.pingpong_tcp")
 _ANY = (EVERY_TEST,)
-_BLAST = ("udp.pps64", "udp.pps1400")            # blast's packet rates (tools/blast.py)
+_BLAST = ("udp.pps64", "udp.pps1400", "packet.pps64", "packet.pps1400")   # blast's packet rates (tools/blast.py)
 _NDR, _PDR = ("udp.ndr64",), ("udp.pdr64",)      # blast's rate searches (tools/ndr.py)
 
 

@@ -1,7 +1,7 @@
 """The measurement tools by test name (TOOLS: iperf3.tcp, iperf3.udp, the iperf3 packet-rate tests,
 qperf's bandwidth and latency, sockperf's ping-pong, ping.flood; latency under load (iperf 2's
 bounceback, irtt beside iperf 2's load);
-blast's packet rates udp.ppsN and rate searches udp.ndrN, udp.pdrN)."""
+blast's packet rates udp.ppsN and packet.ppsN and rate searches udp.ndrN, udp.pdrN)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,8 @@ TOOLS: dict[str, Tool] = {
         IrttUdp(),
         BlastPps(64),
         BlastPps(1400),
+        BlastPps(64, packet=True),
+        BlastPps(1400, packet=True),
         BlastSearch("ndr", 64),
         BlastSearch("pdr", 64),
     )

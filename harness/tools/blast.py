@@ -3,7 +3,13 @@
 iperf3 sends one datagram per syscall from one thread, so at small payloads its packet rate
 is often the generator's, not the path's. `blast send` batches sendmmsg over FLOWS connected
 sockets (one per flow, each to its own port, so receive-side steering can spread them) and
-`blast recv` counts with recvmmsg on one bound socket per flow. When the send window ends,
+`blast recv` counts with recvmmsg on one bound socket per flow. Two senders, two tests each:
+
+- udp.ppsN: through the UDP sockets (no privilege: a Pod Security "restricted" pod runs it);
+- packet.ppsN: `--packet`, the same datagrams written whole into a packet socket on the
+  route's device past its qdisc (CAP_NET_RAW), as a packet generator does: the sender's own
+  UDP, routing and qdisc work is left out of every packet, so more of one CPU goes to the path.
+ When the send window ends,
 the sender asks the receiver for its counts of that run over the path itself and prints one
 JSON line with both sides (overlay/blast/README.md). Per run:
 
@@ -35,11 +41,13 @@ SATURATED_CPU_PCT = 90.0       # a sender at this share of one CPU could not go 
 RECV_MARGIN = 30.0             # the receiver's hard bound past the client's own
 
 
-def send_argv(binary: str, spec: TestSpec, size: int, duration: float, rate: float = 0.0) -> list[str]:
-    """`blast send` of `size`-byte payloads for `duration` s at `rate` packets/s (0: all it can)."""
+def send_argv(binary: str, spec: TestSpec, size: int, duration: float, rate: float = 0.0,
+              packet: bool = False) -> list[str]:
+    """`blast send` of `size`-byte payloads for `duration` s at `rate` packets/s (0: all it
+    can); `packet`: through a packet socket (--packet)."""
     return [binary, "send", "--addr", spec.server_addr, "--port", str(spec.port or DEFAULT_PORT),
             "--flows", str(FLOWS), "--size", str(size), "--mtu", str(spec.overlay_mtu),
-            "--duration", f"{duration:g}", "--rate", f"{rate:.0f}"]
+            "--duration", f"{duration:g}", "--rate", f"{rate:.0f}"] + (["--packet"] if packet else [])
 
 
 def recv_argv(binary: str, spec: TestSpec, bound: float) -> list[str]:
@@ -119,17 +127,19 @@ class Blast(Tool):
 
 
 class BlastPps(Blast):
-    """udp.ppsN: N-byte payloads as fast as blast sends them, for the test's duration."""
+    """udp.ppsN (packet.ppsN with `packet`): N-byte payloads as fast as blast sends them, for
+    the test's duration."""
 
-    def __init__(self, size: int, locate=blast_build.local_binary):
+    def __init__(self, size: int, locate=blast_build.local_binary, packet: bool = False):
         super().__init__(locate)
         if not MIN_PAYLOAD <= size <= MAX_PAYLOAD:
             raise ValueError(f"blast payload must be {MIN_PAYLOAD}..{MAX_PAYLOAD} bytes, not {size}")
-        self.name = f"udp.pps{size}"
+        self.name = f"{'packet' if packet else 'udp'}.pps{size}"
         self.payload = size
+        self.packet = packet
 
     def client_argv(self, spec: TestSpec) -> list[str]:
-        return send_argv(self.locate(), spec, self.payload, spec.duration)
+        return send_argv(self.locate(), spec, self.payload, spec.duration, packet=self.packet)
 
     def timeout(self, spec: TestSpec) -> float:
         return spec.duration + 15  # the report's ask (1.5 s) and a loaded machine on top

@@ -58,6 +58,7 @@ receiver_done() {
     kill -TERM "$RPID"; wait "$RPID"; record "$RNAME" $? "${RARGV[@]}"; RPID=""
 }
 
+if [ "${ONLY:-}" != packet ]; then    # ONLY=packet: the --packet captures alone
 receiver blast_recv recv --port 9000 --flows 4 --mtu 1500 --duration 60
 cap blast_pps64 20 "$NSA" send --addr 198.18.0.2 --port 9000 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0
 cap blast_pps1400 20 "$NSA" send --addr 198.18.0.2 --port 9000 --flows 4 --size 1400 --mtu 1500 --duration 1 --rate 0
@@ -68,3 +69,14 @@ cap blast_norecv 20 "$NSA" send --addr 198.18.0.2 --port 9100 --flows 4 --size 6
 cap blast_recv_idle 20 "$NSB" recv --port 9200 --flows 4 --mtu 1500 --duration 1
 cap blast_badsize 20 "$NSA" send --addr 198.18.0.2 --port 9000 --size 10 --mtu 1500 --duration 1
 cap blast_toobig 20 "$NSA" send --addr 198.18.0.2 --port 9000 --size 1473 --mtu 1500 --duration 1
+fi
+receiver blast_recv_packet recv --port 9300 --flows 4 --mtu 1500 --duration 60
+cap blast_packet64 20 "$NSA" send --addr 198.18.0.2 --port 9300 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0 --packet
+cap blast_packet1400 20 "$NSA" send --addr 198.18.0.2 --port 9300 --flows 4 --size 1400 --mtu 1500 --duration 1 --rate 0 --packet
+receiver_done
+cap blast_packet_v6 20 "$NSA" send --addr fd00::2 --port 9300 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0 --packet
+# --packet without CAP_NET_RAW (uid 65534, no capabilities): one line, exit 1
+timeout -s KILL 20 ip netns exec "$NSA" setpriv --reuid=65534 --regid=65534 --clear-groups "$B" send --addr 198.18.0.2 \
+    --port 9300 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0 --packet \
+    >"$DIR/blast_packet_noraw.out" 2>"$DIR/blast_packet_noraw.err"
+record blast_packet_noraw $? send --addr 198.18.0.2 --port 9300 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0 --packet

@@ -31,7 +31,7 @@ EVERY_TEST = ALL_TESTS + ["qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", 
                            "load.bounceback", "iperf.crr", "iperf3.udp_sweep64",
                            "iperf3.udp_sweep1400", "irtt.udp"]     # every column the table has
 # blast's tests draw no noise, so the rest of a run keeps the numbers it had before them
-BLAST_TESTS = ["udp.pps64", "udp.pps1400", "udp.ndr64", "udp.pdr64"]
+BLAST_TESTS = ["udp.pps64", "udp.pps1400", "packet.pps64", "packet.pps1400", "udp.ndr64", "udp.pdr64"]
 EVERY_TEST += BLAST_TESTS
 # load.irtt draws no noise either (the same reason): its round trips follow the mode's latency
 EVERY_TEST += ["load.irtt"]
@@ -140,7 +140,7 @@ def _blast_rows(ctx: dict) -> list[dict]:
     sent = PPS["native"] * 1.3 * (1 + 0.02 * ctx["repeat"])
     got = min(sent, PPS.get(mode, 0.3e6) * 1.3 * (1 + 0.02 * ctx["repeat"]))
     bound = float(mode == "native")
-    if test.startswith("udp.pps"):
+    if test.startswith(("udp.pps", "packet.pps")):
         return [_row(ctx, "pps", got, "pps"), _row(ctx, "sent_pps", sent, "pps"),
                 _row(ctx, "loss_pct", 100 * (sent - got) / sent, "pct"), _row(ctx, "socket_drops", 0.0, "count"),
                 _row(ctx, "sender_cpu_pct", 99.0, "pct"), _row(ctx, "sender_bound", bound, "bool")]

@@ -419,6 +419,8 @@ def test_which_faults_are_asked_again(err, verb, resource, want):
     (["native"], ["host-host"], ["ping.flood"], True, False),            # ping in hostNetwork pods only
     (["cni"], ["host-container"], ["ping.flood"], True, False),
     (["cni"], ["same-node"], ["ping.flood"], False, True),
+    (["cni"], ["container-container"], ["udp.pps64"], False, False),       # blast's UDP sockets: no NET_RAW
+    (["cni"], ["container-container"], ["packet.pps64"], False, True),     # its packet socket: NET_RAW
 ])
 def test_what_a_run_needs_follows_its_placements_and_tests(modes, placements, tests, host, raw):
     from harness.run.scenario import from_command_line

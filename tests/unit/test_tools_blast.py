@@ -1,4 +1,4 @@
-"""blast's tests (udp.ppsN, udp.ndrN, udp.pdrN) on real blast output (tests/data/capture_blast.sh):
+"""blast's tests (udp.ppsN, packet.ppsN, udp.ndrN, udp.pdrN) on real blast output (tests/data/capture_blast.sh):
 the argv builders, the pure parser, the adaptive search's phases."""
 
 from __future__ import annotations
@@ -64,6 +64,28 @@ def test_paced_at_its_rate_is_not_sender_bound():
 def test_1400_bytes():
     v = values(parse_send(*capture("blast_pps1400"), 0))
     assert v["pps"] == pytest.approx(198080 / 1.000226) and v["loss_pct"] == 0
+
+
+def test_the_packet_sender_is_the_same_test_through_a_packet_socket():
+    t = BlastPps(64, locate=lambda: "blast", packet=True)
+    assert t.name == "packet.pps64" and TOOLS["packet.pps1400"].payload == 1400
+    assert t.client_argv(dataclasses.replace(SPEC, port=9300)) == captured_argv("blast_packet64")
+    assert t.server_argv(SPEC) == BlastPps(64, locate=lambda: "blast").server_argv(SPEC)   # the same receiver
+    o = out("blast_packet64")
+    assert '"sender":"packet"' in o.stdout
+    v = values(parse_send(o.stdout, o.stderr, o.returncode))
+    assert v["pps"] == pytest.approx(755392 / 0.997040 * 0.997040 / 1.000057)
+    assert v["loss_pct"] == 0 and v["sender_cpu_pct"] == pytest.approx(100 * 0.9875 / 1.000057, abs=0.01)
+    assert v["sender_bound"] == 1          # a whole CPU, nothing lost: the sender set the rate
+    v = values(parse_send(*capture("blast_packet1400"), 0))
+    assert v["pps"] == pytest.approx(580544 / 1.000036) and v["loss_pct"] == 0
+
+
+def test_a_packet_sender_without_cap_net_raw_or_over_ipv6_fails_with_why():
+    res = parse_send(*capture("blast_packet_noraw"), rc("blast_packet_noraw"))
+    assert not res.ok and "it needs CAP_NET_RAW" in res.error
+    res = parse_send(*capture("blast_packet_v6"), rc("blast_packet_v6"))
+    assert not res.ok and "--packet is the sender's, over IPv4" in res.error
 
 
 def test_no_receiver_fails_with_why():

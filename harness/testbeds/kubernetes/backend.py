@@ -169,7 +169,7 @@ class KubeTestbed(Testbed):
                    'ping runs as root with NET_RAW, which needs a namespace admitting "privileged" pods')
             raise HarnessError(f'namespace {self.namespace} enforces Pod Security "{enforced}": {why}; there, '
                                f"--modes cni --placements container-container,container-service"
-                               f"{' without ping tests' if self.raw_sockets else ''} can run")
+                               f"{' without ping or packet tests' if self.raw_sockets else ''} can run")
 
     def native_mtu(self) -> int:
         """The first node's MTU, read in its hostNetwork pod: the pods are made here (build

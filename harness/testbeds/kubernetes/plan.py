@@ -124,10 +124,13 @@ def needs_host_network(sc) -> bool:
     return any(HOST in (PLACEMENTS[p].client, PLACEMENTS[p].server) for p in _chosen(sc))
 
 
+RAW_TESTS = ("ping", "packet")     # ping -f (root, NET_RAW); blast --packet (a packet socket: NET_RAW)
+
+
 def needs_raw_sockets(sc) -> bool:
-    """Whether ping runs in a pod-network pod (ping -f: as root with NET_RAW): a ping test and
-    a placement whose client is a container (a hostNetwork pod has NET_RAW anyway)."""
-    return any(t.split(".")[0] == "ping" for t in sc.tests) and \
+    """Whether a pod-network pod needs a raw socket (as root with NET_RAW): a ping or packet
+    test and a placement whose client is a container (a hostNetwork pod has NET_RAW anyway)."""
+    return any(t.split(".")[0] in RAW_TESTS for t in sc.tests) and \
         any(PLACEMENTS[p].client != HOST for p in _chosen(sc))
 
 

@@ -6,7 +6,8 @@ Each pod gets only what its tools need, and the namespace's Pod Security level f
     restricted   pod-network pods, non-root (uid 65534)         iperf3, qperf, sockperf, iperf, irtt
                                                                 on unprivileged ports need nothing
     privileged   + pod-network pods as root with NET_RAW        ping -f: an unprivileged user may not
-                                                                flood (iputils: interval >= 2 ms), and
+                                                                flood (iputils: interval >= 2 ms);
+                                                                packet.*: blast's packet socket; and
                                                                 "baseline" admits no NET_RAW
                  + hostNetwork pods (root, NET_RAW)             the native reference, host-* placements
 

@@ -30,6 +30,7 @@ struct bl_opts {
 	double rate;              /* packets/s, 0: as fast as it goes */
 	double duration;          /* seconds: the send window, or the receiver's hard bound */
 	unsigned src_port;        /* send: first source port (flow i: + i); 0: the kernel's */
+	int packet;               /* send: whole packets into a packet socket, qdisc bypassed */
 };
 
 /* The datagram's header, in network byte order on the wire (README.md). */
@@ -53,6 +54,7 @@ double bl_ts(const struct timespec *a, const struct timespec *b);
 double bl_cpu_seconds(void);
 
 /* send.c, recv.c */
+#define BL_SAID 1                 /* a failure already said on stderr */
 int bl_send(const struct bl_opts *o);
 int bl_recv(const struct bl_opts *o);
 

@@ -20,6 +20,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ret = o.role == BL_SEND ? bl_send(&o) : bl_recv(&o);
+	if (ret == BL_SAID)
+		return 1;
 	if (ret) {
 		fprintf(stderr, "%s: %s failed: %s\n", BL_NAME, o.role == BL_SEND ? "send" : "recv", strerror(-ret));
 		return 1;

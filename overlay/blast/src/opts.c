@@ -41,7 +41,7 @@ int bl_parse_opts(int argc, char **argv, struct bl_opts *o, char *err, size_t er
 		{"flows", required_argument, 0, 'f'}, {"size", required_argument, 0, 's'},
 		{"mtu", required_argument, 0, 'm'}, {"batch", required_argument, 0, 'b'},
 		{"rate", required_argument, 0, 'r'}, {"duration", required_argument, 0, 'd'},
-		{"src-port", required_argument, 0, 'S'}, {0, 0, 0, 0},
+		{"src-port", required_argument, 0, 'S'}, {"packet", no_argument, 0, 'K'}, {0, 0, 0, 0},
 	};
 	int c, ret = 0;
 
@@ -54,7 +54,7 @@ int bl_parse_opts(int argc, char **argv, struct bl_opts *o, char *err, size_t er
 	o->duration = 2;
 	if (argc < 2 || (strcmp(argv[1], "send") && strcmp(argv[1], "recv"))) {
 		snprintf(err, errlen, "usage: blast send|recv [--addr A] [--port P] [--flows N] [--size B] "
-			 "[--mtu M] [--batch N] [--rate PPS] [--duration S] [--src-port P]");
+			 "[--mtu M] [--batch N] [--rate PPS] [--duration S] [--src-port P] [--packet]");
 		return -EINVAL;
 	}
 	o->role = argv[1][0] == 's' ? BL_SEND : BL_RECV;
@@ -69,6 +69,7 @@ int bl_parse_opts(int argc, char **argv, struct bl_opts *o, char *err, size_t er
 		case 'm': ret = uint_opt("mtu", optarg, 68, 65535, &o->mtu, err, errlen); break;
 		case 'b': ret = uint_opt("batch", optarg, 1, BL_MAX_BATCH, &o->batch, err, errlen); break;
 		case 'S': ret = uint_opt("src-port", optarg, 0, 65535, &o->src_port, err, errlen); break;
+		case 'K': o->packet = 1; break;
 		case 'r':
 			if (num(optarg, 0, 1e9, &o->rate)) {
 				snprintf(err, errlen, "--rate must be packets/s 0..1e9 (0: as fast as it goes), not '%s'", optarg);
@@ -102,6 +103,10 @@ int bl_check_opts(const struct bl_opts *o, int ipv6, char *err, size_t errlen)
 
 	if (o->role == BL_SEND && !o->addr) {
 		snprintf(err, errlen, "send needs --addr");
+		return -EINVAL;
+	}
+	if (o->packet && (o->role != BL_SEND || ipv6)) {
+		snprintf(err, errlen, "--packet is the sender's, over IPv4");
 		return -EINVAL;
 	}
 	if (o->size < BL_HDR) {

@@ -1,4 +1,5 @@
-/* blast send: batched sendmmsg over connected sockets, one per flow, paced per batch. */
+/* blast send: batched sendmmsg over connected sockets, one per flow, paced per batch; with
+ * --packet, the same datagrams as whole packets into a packet socket (packet.c). */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -12,6 +13,7 @@
 
 #include "blast.h"
 #include "net.h"
+#include "packet.h"
 
 #define REPORT_WAIT_MS 1500       /* how long the sender asks for the receiver's counts */
 #define END_EVERY_MS 100
@@ -24,6 +26,8 @@ struct sender {
 	uint64_t seq[BL_MAX_FLOWS];
 	uint64_t sent, errors;
 	uint32_t run;
+	size_t stride;                /* a buffer's bytes: the payload, or (--packet) the whole packet */
+	struct bl_packet pk;
 };
 
 static int open_flows(const struct bl_opts *o, struct sender *s)
@@ -60,10 +64,18 @@ static int send_batch(const struct bl_opts *o, struct sender *s, unsigned f, uns
 	int got;
 
 	for (i = 0; i < n; i++) {
+		uint8_t *b = s->bufs + (size_t)i * s->stride;
+
 		h.seq = s->seq[f] + i;
-		bl_put_hdr(s->bufs + (size_t)i * o->size, &h);
+		if (o->packet) {
+			memcpy(b, s->pk.hdr[f], BL_IP_UDP);
+			bl_put_hdr(b + BL_IP_UDP, &h);
+			bl_udp_csum(b);
+		} else {
+			bl_put_hdr(b, &h);
+		}
 	}
-	got = sendmmsg(s->fds[f], s->msgs, n, 0);
+	got = sendmmsg(o->packet ? s->pk.fd : s->fds[f], s->msgs, n, 0);
 	if (got < 0) {
 		/* no receiver (ICMP unreachable), a full queue, a signal: counted, not fatal */
 		if (errno == ECONNREFUSED || errno == ENOBUFS || errno == EAGAIN || errno == EINTR ||
@@ -123,10 +135,14 @@ static void fill_msgs(const struct bl_opts *o, struct sender *s)
 	unsigned i;
 
 	for (i = 0; i < o->batch; i++) {
-		s->iovs[i].iov_base = s->bufs + (size_t)i * o->size;
-		s->iovs[i].iov_len = o->size;
+		s->iovs[i].iov_base = s->bufs + (size_t)i * s->stride;
+		s->iovs[i].iov_len = s->stride;
 		s->msgs[i].msg_hdr.msg_iov = &s->iovs[i];
 		s->msgs[i].msg_hdr.msg_iovlen = 1;
+		if (o->packet) {
+			s->msgs[i].msg_hdr.msg_name = &s->pk.to;
+			s->msgs[i].msg_hdr.msg_namelen = sizeof(s->pk.to);
+		}
 	}
 }
 
@@ -159,7 +175,7 @@ static int send_loop(const struct bl_opts *o, struct sender *s, double *seconds)
 int bl_send(const struct bl_opts *o)
 {
 	struct sender s;
-	char rep[1024] = "null";
+	char rep[1024] = "null", err[256] = "";
 	double seconds = 0, cpu0, cpu;
 	unsigned i;
 	int ret;
@@ -167,7 +183,9 @@ int bl_send(const struct bl_opts *o)
 	memset(&s, 0, sizeof(s));
 	for (i = 0; i < BL_MAX_FLOWS; i++)
 		s.fds[i] = -1;
-	s.bufs = calloc(o->batch, o->size);
+	s.pk.fd = -1;
+	s.stride = o->size + (o->packet ? BL_IP_UDP : 0);
+	s.bufs = calloc(o->batch, s.stride);
 	s.msgs = calloc(o->batch, sizeof(*s.msgs));
 	s.iovs = calloc(o->batch, sizeof(*s.iovs));
 	if (!s.bufs || !s.msgs || !s.iovs) {
@@ -176,10 +194,17 @@ int bl_send(const struct bl_opts *o)
 	}
 	if (getrandom(&s.run, sizeof(s.run), 0) != sizeof(s.run))
 		s.run = (uint32_t)getpid() ^ (uint32_t)time(NULL);
-	fill_msgs(o, &s);
 	ret = open_flows(o, &s);
 	if (ret)
 		goto out;
+	if (o->packet && (ret = bl_packet_open(o, s.fds, &s.pk, err, sizeof(err)))) {
+		if (err[0]) {
+			fprintf(stderr, "%s: send failed: %s\n", BL_NAME, err);
+			ret = BL_SAID;
+		}
+		goto out;
+	}
+	fill_msgs(o, &s);
 	cpu0 = bl_cpu_seconds();
 	ret = send_loop(o, &s, &seconds);
 	if (ret)
@@ -188,16 +213,18 @@ int bl_send(const struct bl_opts *o)
 	usleep(50000);                /* what is in flight lands before END asks */
 	if (ask_report(&s, rep, sizeof(rep)) == -ETIMEDOUT)
 		snprintf(rep, sizeof(rep), "null");
-	printf("{\"blast\":\"send\",\"version\":\"%s\",\"run\":%" PRIu32 ",\"flows\":%u,\"size\":%u,"
+	printf("{\"blast\":\"send\",\"version\":\"%s\",\"sender\":\"%s\",\"run\":%" PRIu32 ",\"flows\":%u,\"size\":%u,"
 	       "\"batch\":%u,\"asked_pps\":%.0f,\"sent\":%" PRIu64 ",\"sent_pps\":%.1f,\"seconds\":%.6f,"
 	       "\"cpu_s\":%.4f,\"errors\":%" PRIu64 ",\"receiver\":%s}\n",
-	       BL_VERSION, s.run, o->flows, o->size, o->batch, o->rate, s.sent,
+	       BL_VERSION, o->packet ? "packet" : "socket", s.run, o->flows, o->size, o->batch, o->rate, s.sent,
 	       seconds > 0 ? (double)s.sent / seconds : 0.0, seconds, cpu, s.errors, rep);
 	fflush(stdout);
 out:
 	for (i = 0; i < BL_MAX_FLOWS; i++)
 		if (s.fds[i] >= 0)
 			close(s.fds[i]);
+	if (s.pk.fd >= 0)
+		close(s.pk.fd);
 	free(s.bufs);
 	free(s.msgs);
 	free(s.iovs);

@@ -2,7 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+
 #include "blast.h"
+#include "packet.h"
 
 static int failures;
 
@@ -45,6 +48,9 @@ static void test_opts(void)
 	CHECK(parse(&o, err, "send --size 64") == -2 && strstr(err, "needs --addr"));
 	CHECK(parse(&o, err, "flood") == -1 && strstr(err, "usage"));
 	CHECK(parse(&o, err, "recv --port 65535 --flows 2") == -2 && strstr(err, "past 65535"));
+	CHECK(parse(&o, err, "send --addr 198.18.0.2 --packet") == 0 && o.packet);
+	CHECK(parse(&o, err, "send --addr fd00::2 --packet") == -2 && strstr(err, "over IPv4"));
+	CHECK(parse(&o, err, "recv --packet") == -2 && strstr(err, "the sender's"));
 }
 
 static void test_hdr(void)
@@ -74,11 +80,35 @@ static void test_pace(void)
 	CHECK(bl_cpu_seconds() >= 0);
 }
 
+/* --packet's headers against checksums computed apart (Python's struct, RFC 1071's sum). */
+static void test_packet_headers(void)
+{
+	uint8_t pkt[BL_IP_UDP + 19];
+	struct bl_hdr h = {.magic = BL_MAGIC_DATA, .run = 1, .seq = 0, .flow = 7};
+	uint32_t src, dst;
+
+	inet_pton(AF_INET, "198.18.0.1", &src);
+	inet_pton(AF_INET, "198.18.0.2", &dst);
+	bl_ipv4_udp(pkt, src, dst, htons(40000), htons(9000), 18);
+	bl_put_hdr(pkt + BL_IP_UDP, &h);
+	bl_udp_csum(pkt);
+	CHECK(pkt[0] == 0x45 && pkt[2] == 0 && pkt[3] == 46 && pkt[6] == 0x40 && pkt[9] == 17);
+	CHECK(pkt[10] == 0xae && pkt[11] == 0x97);          /* IPv4 header checksum */
+	CHECK(pkt[24] == 0 && pkt[25] == 26);                /* UDP length */
+	CHECK(pkt[26] == 0x2d && pkt[27] == 0xa4);          /* UDP checksum */
+	bl_ipv4_udp(pkt, src, dst, htons(40000), htons(9000), 19);      /* an odd payload */
+	bl_put_hdr(pkt + BL_IP_UDP, &h);
+	pkt[BL_IP_UDP + 18] = 0x55;
+	bl_udp_csum(pkt);
+	CHECK(pkt[26] == 0xd8 && pkt[27] == 0xa1);
+}
+
 int main(void)
 {
 	test_opts();
 	test_hdr();
 	test_pace();
+	test_packet_headers();
 	if (failures) {
 		fprintf(stderr, "unit: %d failed\n", failures);
 		return 1;
