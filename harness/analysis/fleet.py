@@ -163,3 +163,12 @@ def lines(df: pd.DataFrame, meta: dict) -> list[str]:
         out += [str(m) + "." for m in mesh(df)]
     out += [str(o) + "." for o in outliers(df)]
     return out
+
+
+def zones_of(meta: dict) -> dict[str, str]:
+    """Each host's zone, by the name its pairs use, from run.json's testbed (Kubernetes nodes'
+    topology.kubernetes.io/zone); {} where none is recorded."""
+    hosts = ((meta or {}).get("testbed") or {}).get("hosts")      # the lab's: a count
+    if not isinstance(hosts, dict):
+        return {}
+    return {h["name"]: h["zone"] for h in hosts.values() if isinstance(h, dict) and h.get("name") and h.get("zone")}

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from harness.analysis.fleet import zones_of
 from harness.analysis.stats import has_pairs, join_unique, key_value
 from harness.analysis.summary import (
     BOUND,
@@ -315,8 +316,8 @@ def mode_answers(summary: pd.DataFrame) -> list[str]:
 
 def run_notes(meta: dict) -> list[str]:
     """What the figures were measured under, for the table's footer: where the hosts' processes
-    ran (run.json's testbed `cpus`: the lab's placement, or real hosts pinned) and how idle
-    CPUs waited (`cpu_idle`)."""
+    ran (run.json's testbed `cpus`: the lab's placement, or real hosts pinned), the zones of a
+    cluster's nodes (the pairs' labels name the nodes) and how idle CPUs waited (`cpu_idle`)."""
     notes = []
     scenario = meta.get("scenario") if isinstance(meta.get("scenario"), dict) else {}
     repeats, duration = scenario.get("repeats"), scenario.get("duration")
@@ -337,6 +338,9 @@ def run_notes(meta: dict) -> list[str]:
         where = ", ".join(f"{h} on CPU {c}" for h, c in (cpus.get("hosts") or {}).items())
         notes.append(f"CPUs: more lab hosts than CPUs, shared round-robin ({where})." if cpus.get("shared")
                      else f"CPUs: each lab host on CPUs of its own ({where}).")
+    zones = zones_of(meta)
+    if zones:
+        notes.append("Zones: " + ", ".join(f"{h} {z}" for h, z in zones.items()) + ".")
     idle = meta.get("cpu_idle")
     if idle == "poll-latency":
         notes.append("Idle CPUs polled while latency tests ran (no mode's latency includes waking a halted "

@@ -101,17 +101,8 @@ def pair_heatmaps(summary: pd.DataFrame, looks: Looks | None = None, zones: dict
                 "pair in the same repeats.", alt="heatmaps of host pairs per mode")
 
 
-def zones_of(meta: dict) -> dict[str, str]:
-    """Each host's zone, by the name its pairs use, from run.json's testbed (Kubernetes nodes'
-    topology.kubernetes.io/zone); {} where none is recorded."""
-    hosts = ((meta or {}).get("testbed") or {}).get("hosts")      # the lab's: a count
-    if not isinstance(hosts, dict):
-        return {}
-    return {h["name"]: h["zone"] for h in hosts.values() if isinstance(h, dict) and h.get("name") and h.get("zone")}
-
-
 def figures(summary: pd.DataFrame, df: pd.DataFrame, looks: Looks | None = None, meta: dict | None = None) -> list[Plot]:
-    p = pair_heatmaps(summary, _looks(df, looks), zones_of(meta or {}))
+    p = pair_heatmaps(summary, _looks(df, looks), fleet.zones_of(meta or {}))
     return [p] if p is not None else []
 
 

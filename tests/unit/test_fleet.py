@@ -81,11 +81,13 @@ def test_the_report_has_the_pair_heatmaps_and_names_the_outlier(tmp_path):
 def test_a_hosts_heatmap_label_carries_its_zone_from_run_json():
     meta = {"testbed": {"hosts": {"h0": {"name": "node-a", "zone": "eu-1a"}, "h1": {"name": "node-b", "zone": None},
                                   "h2": {"name": "node-c"}}}}
-    zones = report_fleet.zones_of(meta)
+    zones = fleet.zones_of(meta)
     assert zones == {"node-a": "eu-1a"}
     assert [report_fleet.tick(h, zones) for h in ("node-a", "node-b")] == ["node-a\neu-1a", "node-b"]
-    assert report_fleet.zones_of({}) == {} and report_fleet.zones_of({"testbed": {"hosts": None}}) == {}
-    assert report_fleet.zones_of({"testbed": {"hosts": 2}}) == {}       # the lab records a count
+    assert fleet.zones_of({}) == {} and fleet.zones_of({"testbed": {"hosts": None}}) == {}
+    assert fleet.zones_of({"testbed": {"hosts": 2}}) == {}       # the lab records a count
+    assert "Zones: node-a eu-1a." in tablefmt.run_notes(meta)           # the text table's footer
+    assert not [n for n in tablefmt.run_notes({"testbed": {"hosts": 2}}) if n.startswith("Zones")]
 
 
 def test_the_heatmaps_leave_same_node_out_and_the_table_shows_it_last():
