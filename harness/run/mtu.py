@@ -29,7 +29,7 @@ from harness.core.errors import CommandError, HarnessError, SshError
 from harness.hosts.base import Host
 from harness.modes.base import Datapath, Mode
 from harness.run.endpoints import endpoints
-from harness.run.mtu_probe import device_mtu, path_mtu, transfer, udp_path_mtu
+from harness.run.mtu_probe import device_mtu, path_mtu, ports, transfer, udp_path_mtu
 from harness.tools import mtu as probes
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,7 @@ def measure_paths(tb: Testbed, dp: Datapath, mode: Mode, placements: list[str], 
                   duration: float, overhead: int) -> list[dict]:
     """Every path of a deployment; a path whose probe cannot run is a row with its `error`."""
     rows = []
+    tcp_port, udp_port = ports(getattr(tb, "tool_ports", None))
     for placement in placements:
         for src, dst in dirs:
             c, s = endpoints(tb, dp, placement, src, dst)
@@ -141,8 +142,8 @@ def measure_paths(tb: Testbed, dp: Datapath, mode: Mode, placements: list[str], 
                 row.update(src_dev_mtu=device_mtu(c.host, s.addr), dst_dev_mtu=device_mtu(s.host, c.addr))
                 high = row["src_dev_mtu"] or dp.overlay_mtu
                 row.update(path_mtu(c.host, s.addr, high))
-                row.update(udp_path_mtu(c.host, s.host, s.addr, high, row["path_mtu"]))
-                row.update(transfer(c.host, s.host, s.addr, duration, row["src_dev_mtu"], watched(tb)))
+                row.update(udp_path_mtu(c.host, s.host, s.addr, high, row["path_mtu"], udp_port))
+                row.update(transfer(c.host, s.host, s.addr, duration, row["src_dev_mtu"], watched(tb), tcp_port))
             except SshError:
                 raise
             except HarnessError as e:
@@ -160,7 +161,8 @@ def fit_throughputs(tb: Testbed, mode: Mode, fit: int, placements: list[str], di
         for placement in placements:
             for src, dst in dirs:
                 c, s = endpoints(tb, dp, placement, src, dst)
-                out[(placement, src, dst)] = transfer(c.host, s.host, s.addr, duration, None, [])["throughput_bps"]
+                out[(placement, src, dst)] = transfer(c.host, s.host, s.addr, duration, None, [],
+                                                      ports(getattr(tb, "tool_ports", None))[0])["throughput_bps"]
         return out
     finally:
         mode.teardown(tb, dp)

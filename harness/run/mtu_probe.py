@@ -20,6 +20,14 @@ from harness.tools import iperf3 as iperf3_tool, mtu as probes, mtu_udp
 PORT = PORTS["iperf3"][0]
 
 
+def ports(tool_ports: dict | None) -> tuple[int, int]:
+    """(the transfer's TCP port, the UDP probe's): iperf3's and the probe's own, or where a
+    testbed moves the tools' ports (--port-base on a cluster: Testbed.tool_ports) iperf3's
+    first port and the one after it, which a pair measured alone leaves free."""
+    moved = (tool_ports or {}).get("iperf3")
+    return (moved[0], moved[0] + 1) if moved else (PORT, mtu_udp.PORT)
+
+
 def device_mtu(host: Host, addr: str) -> int | None:
     """The MTU of the device `host` reaches `addr` through."""
     route = host.run(["ip", "-o", "route", "get", addr], check=False, timeout=10)
@@ -42,9 +50,9 @@ def ping_prober(host: Host, addr: str) -> Callable[[int], probes.Probe]:
     return probe
 
 
-def udp_prober(host: Host, addr: str) -> Callable[[int], probes.Probe]:
+def udp_prober(host: Host, addr: str, port: int = mtu_udp.PORT) -> Callable[[int], probes.Probe]:
     def probe(size: int) -> probes.Probe:
-        done = host.run(mtu_udp.sender_argv(addr, size), input=mtu_udp.SENDER, check=False, timeout=10)
+        done = host.run(mtu_udp.sender_argv(addr, size, port=port), input=mtu_udp.SENDER, check=False, timeout=10)
         return mtu_udp.parse_udp_probe(size, done.stdout, done.stderr, done.returncode)
     return probe
 
@@ -76,7 +84,8 @@ def path_mtu(host: Host, addr: str, high: int) -> dict:
             "discovery_mtu": d.mtu if d else None}
 
 
-def udp_path_mtu(client: Host, server: Host, addr: str, high: int, hint: int | None = None) -> dict:
+def udp_path_mtu(client: Host, server: Host, addr: str, high: int, hint: int | None = None,
+                 port: int = mtu_udp.PORT) -> dict:
     """The largest DF UDP datagram `server` receives from `client` at `addr` (bisected up to
     `high`, the DF ping's path MTU tried first as `hint`: where UDP agrees with it, two
     probes) and its discovery one byte over; `udp_error` instead where the probe cannot run
@@ -85,13 +94,13 @@ def udp_path_mtu(client: Host, server: Host, addr: str, high: int, hint: int | N
     for h in (client, server):
         if h.which("python3") is None:
             return {"udp_path_mtu": None, "udp_error": f"{h.name}: no python3 for the UDP probe"}
-    rcv = server.start(mtu_udp.receiver_argv(addr))
+    rcv = server.start(mtu_udp.receiver_argv(addr, port))
     try:
-        why = wait_listening(server, mtu_udp.PORT, rcv, proto="udp")
+        why = wait_listening(server, port, rcv, proto="udp")
         if why:
             return {"udp_path_mtu": None, "udp_error": f"{server.name}: UDP probe receiver: {why}"}
         try:
-            b, d = bisected(client, udp_prober(client, addr), high, hint)
+            b, d = bisected(client, udp_prober(client, addr, port), high, hint)
         except probes.ProbeError as e:
             return {"udp_path_mtu": None, "udp_error": f"{client.name}: UDP probe to {addr}: {e}"}
     finally:
@@ -108,19 +117,19 @@ def counters(hosts: list[Host]) -> dict[str, dict[str, int]]:
 
 
 def transfer(client: Host, server: Host, addr: str, duration: float, full: int | None,
-             watch: list[Host]) -> dict:
+             watch: list[Host], port: int = PORT) -> dict:
     """One TCP transfer of `duration` s (and three non-DF pings of `full` bytes beside it),
     the fragment counters of `watch` read around both."""
-    srv = server.start(["iperf3", "-s", "-1", "-p", str(PORT)])
+    srv = server.start(["iperf3", "-s", "-1", "-p", str(port)])
     out: dict = {"tcp_mss": None, "tcp_mtu": None, "throughput_bps": None, "fragments": {}}
     try:
-        why = wait_listening(server, PORT, srv)
+        why = wait_listening(server, port, srv)
         if why:
             out["transfer_error"] = why
             return out
         before = counters(watch)
         secs = max(1, round(duration))
-        done = client.run(["iperf3", "-c", addr, "-p", str(PORT), "-t", str(secs), "-J"], check=False,
+        done = client.run(["iperf3", "-c", addr, "-p", str(port), "-t", str(secs), "-J"], check=False,
                           timeout=secs + 15)
         if full:
             client.run(["ping", "-M", "dont", "-s", str(full - probes.IP_ICMP_HEADERS), "-c", "3", "-i", "0.2",

@@ -7,7 +7,8 @@ both use it.
 
 The sleeve is built on each host (sleeve_build.install_remote); a host that cannot build
 it gets this machine's binary instead, which works only where `uname -m` is this
-machine's. So a scenario with a mode that may deploy the sleeve (its kind "sleeve", or
+machine's. blast is always this machine's binary, shipped (remote.py): a host of another
+architecture is one line for its tests. So a scenario with a mode that may deploy the sleeve (its kind "sleeve", or
 "auto", which falls back to it) fails here, not after the testbed is up, when a host
 lacks what the build needs and is of another architecture.
 """
@@ -43,8 +44,8 @@ for f in $FEATURES; do
   out=$(sh -c "$probe" 2>&1) || echo "nofeature $f ${out##*:}"
 done
 [ -z "$PINNED" ] || echo "allowed $(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status)"
+echo "arch $(uname -m)"
 if [ -n "$BUILD_NEEDS" ]; then
-  echo "arch $(uname -m)"
   miss=$(sh -c "$MISSING_SH" sh $BUILD_NEEDS | tr '\n' ' ')
   [ -z "$miss" ] || echo "nobuild $miss"
 fi
@@ -52,9 +53,10 @@ fi
 
 
 def needed_binaries(sc, base: list[str] = BASE_BINARIES, without: tuple[str, ...] = ()) -> list[str]:
-    """The commands every host needs for `sc`: `base`, its tests' tools, its modes' binaries."""
+    """The commands every host needs for `sc`: `base`, its tests' tools (not one the harness
+    builds: this machine's binary is shipped, remote.py), its modes' binaries."""
     need = list(base)
-    tool_bins = [b for t in map(tools.get, sc.tests) for b in (t.builds or (t.binary,)) + t.also_needs]
+    tool_bins = [b for t in map(tools.get, sc.tests) for b in (() if t.builds else (t.binary,)) + t.also_needs]
     for b in tool_bins + [b for m in sc.modes for b in sc.mode(m).binaries]:
         if b not in need and b not in without:
             need.append(b)
@@ -152,7 +154,7 @@ def host_problems(host: Host, name: str, sc, without: tuple[str, ...] = (), cpus
     if not done.ok and not problems:
         problems.append(f"{name}: the checks did not run ({(done.stderr.strip() or 'no output')[-200:]})")
     built_here = [t for t in sc.tests if tools.get(t).builds]
-    if built_here:      # blast: built on this machine and run by its path there, which the lab's hosts share
-        problems.append(f"{name}: {', '.join(built_here)} run blast, which only the lab (this machine's "
-                        f"namespaces) runs so far: leave these tests out on remote hosts")
+    if built_here and arch and arch != platform.machine():    # blast: this machine's binary is shipped
+        problems.append(f"{name}: {', '.join(built_here)} run blast, which is built on this machine "
+                        f"({platform.machine()}) and shipped; {name} is {arch}: leave these tests out there")
     return problems

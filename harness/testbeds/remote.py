@@ -9,8 +9,10 @@ On each host, and nothing else:
     inet <P>-h<i>  the side's nftables table: the bridge and an L3 mode's tunnel device
                    forward to each other and nowhere else (harness/net/confine.py)
     /run/overlaybench/<P>/   state.json (owner: orchestrator host, pid, run id; what the
-                   underlay was), the pinned sleeve, keys, counters; made 0700 with a
-                   plain mkdir, so a prefix another testbed holds is drawn again
+                   underlay was), the pinned sleeve, keys, counters, and blast (this
+                   machine's build, shipped where a test runs it: Testbed.tool_paths);
+                   made 0700 with a plain mkdir, so a prefix another testbed holds is
+                   drawn again
 
 <P> = "ob" + 4 hex digits. The NIC is the underlay; its MTU and qdisc are never changed
 unless the inventory says manage_underlay = true (then restored at teardown). Every
@@ -79,6 +81,7 @@ class RemoteTestbed(Testbed):
         self._claimed: set[int] = set()     # sides whose host holds the prefix's directory for this testbed
         self._torn_down = False
         self._sleeves: dict[tuple, str] = {}
+        self._ships: tuple[str, ...] = ()       # the tools the harness builds that the scenario runs
         self._sleeve_sources: dict[int, dict[str, str | None]] = {}   # side → build label → source hash
         self.sides: tuple[Side, ...] = ()
         self._name("ob" + secrets.token_hex(2))
@@ -109,6 +112,8 @@ class RemoteTestbed(Testbed):
 
     # ------------------------------------------------------------- preflight
     def preflight(self, sc) -> None:
+        from harness import tools
+        self._ships = tuple(sorted({tools.get(t).binary for t in sc.tests if tools.get(t).builds}))
         problems = []
         for s, spec in zip(self.sides, self.specs):
             host, (cpus, cpus_from) = self._unpinned[s.index], self.pins[s.index]
@@ -204,6 +209,7 @@ class RemoteTestbed(Testbed):
                 self._build_side(s)
             for s in self.sides:
                 self.containers.verify(s.host, s.container.netns)
+            self._ship_tools()
             self.set_underlay(underlay_mtu, rate)
         except BaseException:
             self.teardown()
@@ -284,6 +290,22 @@ class RemoteTestbed(Testbed):
                                        f"{s.underlay_dev}: the path between the hosts carries less than MTU {mtu}")
 
     # ------------------------------------------------------------- sleeve
+    def _ship_tools(self) -> None:
+        """blast (the one tool the harness builds), this machine's build at the same path on
+        every host, in the prefix's state directory (removed with it): the tests run it there."""
+        if not self._ships:
+            return
+        from harness.sleeve import blast as blast_build
+        local, dest = blast_build.local_binary(), f"{self.state}/blast"
+        for s, spec in zip(self.sides, self.specs):
+            s.host.put(local, dest, 0o755)
+            libs = s.host.run(["ldd", dest], check=False, timeout=10)
+            lost = [ln.split()[0] for ln in libs.stdout.splitlines() if "not found" in ln]
+            if lost:
+                raise HarnessError(f"{spec.name}: the shipped blast needs {', '.join(lost)}, which it lacks: "
+                                   f"leave blast's tests out there")
+        self.tool_paths = {"blast": dest}
+
     def install_sleeve(self, side: Side, source=None) -> str:
         key = (side.index, str(source.path) if source else None, source.label if source else None)
         if key not in self._sleeves:

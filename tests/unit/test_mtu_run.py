@@ -74,3 +74,9 @@ def test_placements_native_is_host_to_host_overlays_their_own():
     assert mtu.placements_of(modes.get("native"), ("container-container",)) == ["host-host"]
     assert mtu.placements_of(modes.get("fastdp"), ("host-host",)) == ["container-container"]
     assert mtu.placements_of(modes.get("fastdp"), ("host-host", "host-container")) == ["host-container"]
+
+
+def test_the_probes_ports_follow_a_testbeds_moved_ones():
+    from harness.run.mtu_probe import ports
+    assert ports(None) == (5201, 19801)                              # iperf3's own, the UDP probe's own
+    assert ports({"iperf3": (30000, None), "qperf": (30002, 30003)}) == (30000, 30001)   # --port-base 30000
