@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -589,8 +590,11 @@ def test_blast_is_shipped_to_ssh_hosts_and_removed_with_the_testbed(ssh_lab, tmp
            "--repeats", "1", "--duration", "1", "-q", "--inventory", inv, "--results", str(tmp_path),
            env=ssh_lab.env())
     assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
-    recs = results.read_records(next(tmp_path.iterdir()))
+    run = next(tmp_path.iterdir())
+    recs = results.read_records(run)
     assert recs and all(r["ok"] for r in recs), [r for r in recs if not r["ok"]][:3]
+    argv0 = {json.loads(f.read_text())["argv"][0] for f in (run / "raw").glob("*pps64*.cmd.json")}
+    assert len(argv0) == 1 and re.fullmatch(r"/run/overlaybench/ob[0-9a-f]{4}/blast", argv0.pop())   # the shipped copy
     by = {(r["mode"], r["test"], r["metric"]): r["value"] for r in recs}
     for mode in ("native", "fastdp"):
         for test in ("udp.pps64", "packet.pps64"):
