@@ -53,17 +53,20 @@ class Recorder:
         self.tb, self.rate = testbed, rate
 
     def row(self, case: Case, datapath: str, s: Sample, ok: bool = True, error: str | None = None,
-            intervals=None) -> Measurement:
+            intervals=None, overlay_mtu: int | None = None) -> Measurement:
+        """`overlay_mtu`: the deployment's, where it is not the case's (a cluster's pod network
+        runs at the MTU its CNI set, whatever the scenario expanded)."""
         src, dst = pair_sides(self.tb, case.src, case.dst)
         return Measurement(case=case.key, mode=case.mode, datapath=datapath,
-                           underlay_mtu=case.underlay_mtu, overlay_mtu=case.overlay_mtu,
+                           underlay_mtu=case.underlay_mtu, overlay_mtu=overlay_mtu or case.overlay_mtu,
                            placement=case.placement, test=case.test, streams=case.streams,
                            repeat=case.repeat, metric=s.metric, value=s.value, unit=s.unit, ok=ok,
                            error=error, rate=self.rate, intervals=intervals,
                            src_host=src.name, dst_host=dst.name, pair=case.pair)
 
-    def failed(self, case: Case, datapath: str, reason: str) -> Measurement:
-        return self.row(case, datapath, Sample("failed", math.nan, ""), ok=False, error=reason)
+    def failed(self, case: Case, datapath: str, reason: str, overlay_mtu: int | None = None) -> Measurement:
+        return self.row(case, datapath, Sample("failed", math.nan, ""), ok=False, error=reason,
+                        overlay_mtu=overlay_mtu)
 
 
 @dataclasses.dataclass
@@ -108,7 +111,7 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
     host_errors: list[str] = []
 
     def fail(i: int, why: str, host: bool = False) -> None:
-        rows[i] = [rec.failed(cases[i], dp.kind, why)]
+        rows[i] = [rec.failed(cases[i], dp.kind, why, dp.overlay_mtu)]
         if host:
             host_errors.append(why)
 
@@ -210,7 +213,8 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
         for proc in running + [s.server for s in started]:
             if proc is not None and proc.poll() is None:
                 proc.stop()
-    out = [r if r is not None else [rec.failed(c, dp.kind, "not measured")] for r, c in zip(rows, cases)]
+    out = [r if r is not None else [rec.failed(c, dp.kind, "not measured", dp.overlay_mtu)]
+           for r, c in zip(rows, cases)]
     every = len(host_errors) == len(cases)
     return Outcome(out, host_errors[-1] if every and host_errors else None)
 
@@ -227,10 +231,10 @@ def _parse(rec: Recorder, case: Case, dp: Datapath, s: _Started, srv_out: Comple
         reason = res.error or "tool failed"
         if srv_out is not None and srv_out.returncode not in (0, None, -15) and srv_out.stderr.strip():
             reason += f" (server: {srv_out.stderr.strip().splitlines()[-1]})"
-        return [rec.failed(case, dp.kind, reason)]
+        return [rec.failed(case, dp.kind, reason, dp.overlay_mtu)]
     samples = [x for x in res.samples if not x.metric.startswith("cpu_")] + cpu_samples
     return [rec.row(case, dp.kind, x, intervals=res.intervals if x.metric == "throughput_bps" and res.intervals
-                    else None)
+                    else None, overlay_mtu=dp.overlay_mtu)
             for x in samples]
 
 

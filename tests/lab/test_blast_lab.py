@@ -35,15 +35,20 @@ duration = 1
 """
 
 
-def test_blast_and_its_search_on_native_and_fastdp(tmp_path):
-    f = tmp_path / "blast-short.toml"
-    f.write_text(SCENARIO)
+def _run(tmp_path: pathlib.Path, scenario: str) -> tuple[pathlib.Path, dict]:
+    """The scenario run on the lab, every case ok: (its run directory, {(mode, test, metric): value})."""
+    f = tmp_path / "scenario.toml"
+    f.write_text(scenario)
     p = ob("run", str(f), "-q", "--results", str(tmp_path / "results"))
     assert p.returncode == 0, p.stderr[-2000:]
     (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
     recs = read_records(run)
     assert recs and all(r["ok"] for r in recs), [r for r in recs if not r["ok"]][:3]
-    by = {(r["mode"], r["test"], r["metric"]): r["value"] for r in recs}
+    return run, {(r["mode"], r["test"], r["metric"]): r["value"] for r in recs}
+
+
+def test_blast_and_its_search_on_native_and_fastdp(tmp_path):
+    run, by = _run(tmp_path, SCENARIO)
     for mode in ("native", "fastdp"):
         pps, sent = by[(mode, "udp.pps64", "pps")], by[(mode, "udp.pps64", "sent_pps")]
         assert 0 < pps <= sent
@@ -94,14 +99,7 @@ def test_the_packet_sender_crosses_every_kind_of_device(tmp_path):
     link address): every datagram the receiver counts was a whole packet blast built, so a
     wrong header, checksum or next hop would count none (the kernel drops what does not
     check out before the socket)."""
-    f = tmp_path / "blast-packet.toml"
-    f.write_text(PACKET)
-    p = ob("run", str(f), "-q", "--results", str(tmp_path / "results"))
-    assert p.returncode == 0, p.stderr[-2000:]
-    (run,) = [d for d in (tmp_path / "results").iterdir() if d.is_dir()]
-    recs = read_records(run)
-    assert recs and all(r["ok"] for r in recs), [r for r in recs if not r["ok"]][:3]
-    by = {(r["mode"], r["test"], r["metric"]): r["value"] for r in recs}
+    run, by = _run(tmp_path, PACKET)
     for mode in ("native", "fastdp", "sleeve"):
         for test in ("packet.pps64", "packet.pps1400"):
             pps, sent = by[(mode, test, "pps")], by[(mode, test, "sent_pps")]

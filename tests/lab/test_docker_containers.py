@@ -6,6 +6,7 @@ overlaybench.prefix label, no namespace and no link of the runs remains."""
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import secrets
@@ -92,6 +93,20 @@ def test_trimmed_quick_scenario_in_docker_containers_on_the_lab(clean, tools_ima
     prefix = _check_run(pathlib.Path(p.stdout.splitlines()[0]), tools_image, started)
     assert not [c for c in labelled() if c.startswith(prefix)]
     assert prefix not in lab_state.leftovers()          # no namespace, link or directory of it
+
+
+def test_the_mtu_doctor_probes_between_docker_containers(clean, tools_image):
+    """`overlaybench mtu --containers docker`: fastdp's and the sleeve's paths between two
+    Docker containers, both ways, `ok` at 1450 to the byte by ping, UDP and the MSS (the
+    probes are the host's tools, run in the containers' namespaces); exit 0."""
+    p = ob("mtu", "--containers", "docker", "--modes", "fastdp,sleeve", "--format", "json", "-q")
+    assert p.returncode == 0, p.stderr[-3000:]
+    paths = [x for x in json.loads(p.stdout)["paths"] if x["mode"] != "native"]
+    assert {(x["mode"], x["src"], x["dst"]) for x in paths} == {(m, a, b) for m in ("fastdp", "sleeve")
+                                                               for a, b in (("h0", "h1"), ("h1", "h0"))}
+    for x in paths:
+        assert x["verdict"] == "ok" and x["placement"] == "container-container", x
+        assert x["path_mtu"] == x["udp_path_mtu"] == x["tcp_mtu"] == x["src_dev_mtu"] == 1450, x
 
 
 def test_trimmed_quick_scenario_in_docker_containers_over_ssh(tools_image, tmp_path):

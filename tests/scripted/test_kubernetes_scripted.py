@@ -92,6 +92,8 @@ def test_a_run_measures_native_and_cni_and_leaves_nothing(api, tmp_path):
     assert fp["kube_proxy"] == "iptables"                             # as kube-proxy answered on node-a
     assert "node node-a: kube-proxy answers /proxyMode on 127.0.0.1:10249: iptables" in fp["seen"]
     assert {r["datapath"] for r in rows if r["mode"] == "cni"} == {"cni (flannel v0.26.7)"}
+    # the rows carry the pod MTU the CNI set, not the underlay's the scenario expanded
+    assert {(r["mode"], r["overlay_mtu"]) for r in rows} == {("native", 1500), ("cni", 1450)}
     # made in the run's namespace only, and gone
     made = [c for c in api.calls if c[0].startswith("create_")]
     assert [c[0] for c in made] == ["create_namespace"] + ["create_pod"] * 4
