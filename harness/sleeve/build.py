@@ -166,6 +166,12 @@ def cannot_build(name: str, arch: str, missing: list[str]) -> str:
             f"is for {platform.machine()}, the host is {arch}: apt-get install -y {' '.join(pkgs)}")
 
 
+def missing_libs(host: Host, path: str) -> list[str]:
+    """The shared libraries a binary copied to `host` at `path` needs and the host lacks (ldd)."""
+    libs = host.run(["ldd", path], check=False, timeout=10)
+    return [ln.split()[0] for ln in libs.stdout.splitlines() if "not found" in ln]
+
+
 def install_remote(host: Host, dest: str, source: Source | None = None) -> str:
     """Put a sleeve built from `source` at `dest` on `host` (a copy pinned for one run):
     built on the host and cached by the source's hash, or this machine's binary where the
@@ -201,9 +207,8 @@ def install_remote(host: Host, dest: str, source: Source | None = None) -> str:
     if arch != platform.machine():
         raise HarnessError(cannot_build(host.name, arch, missing_needs(host) if missing is None else missing))
     host.put(str(local), dest, 0o755)
-    libs = host.run(["ldd", dest], check=False, timeout=10)
-    if "not found" in libs.stdout:
-        lost = [ln.split()[0] for ln in libs.stdout.splitlines() if "not found" in ln]
+    lost = missing_libs(host, dest)
+    if lost:
         raise HarnessError(f"{host.name}: the shipped sleeve binary needs {', '.join(lost)}: "
                            f"apt-get install -y libssl3 on {host.name}, or make gcc libssl-dev to build it there")
     return dest

@@ -299,8 +299,7 @@ class RemoteTestbed(Testbed):
         local, dest = blast_build.local_binary(), f"{self.state}/blast"
         for s, spec in zip(self.sides, self.specs):
             s.host.put(local, dest, 0o755)
-            libs = s.host.run(["ldd", dest], check=False, timeout=10)
-            lost = [ln.split()[0] for ln in libs.stdout.splitlines() if "not found" in ln]
+            lost = sleeve_build.missing_libs(s.host, dest)
             if lost:
                 raise HarnessError(f"{spec.name}: the shipped blast needs {', '.join(lost)}, which it lacks: "
                                    f"leave blast's tests out there")
