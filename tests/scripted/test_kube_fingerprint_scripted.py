@@ -63,3 +63,41 @@ def test_an_unknown_daemonset_stays_unknown():
     fp = found.pod_network(api, [])["fingerprint"]
     assert fp["cni"] == "unknown" and "daemonset kube-system/mynet (reg.example/mynet:2)" in fp["seen"]
     assert not [c for c in api.calls if c[0].startswith("read_")]
+
+
+class _Pod:
+    def __init__(self, answers: dict):
+        self.answers = answers
+
+    def run(self, argv, check=False, timeout=None):
+        import types
+        out = self.answers.get(" ".join(argv), "")
+        return types.SimpleNamespace(ok=bool(out), stdout=out, stderr="" if out else "not scripted")
+
+
+def _cilium_node():
+    import types
+    links = (DATA.parent / "ip_d_link_cilium_vxlan.txt").read_text()     # a node of the local cluster with Cilium
+    return types.SimpleNamespace(name="n1", host=_Pod({"ip -d -o link show": links}),
+                                 container=_Pod({"cat /sys/class/net/eth0/mtu": "1450\n"}))
+
+
+def test_a_cni_its_devices_name_is_read_from_its_configmap_without_a_daemonset():
+    # Cilium's agents run as node processes (no DaemonSet), configured from cilium-config
+    api = _fake("cilium/helm-native-wireguard-kpr.yaml")
+    api.daemonsets = {}
+    info = found.pod_network(api, [_cilium_node()])
+    fp = info["fingerprint"]
+    assert (info["cni"], info["cni_from"]) == ("cilium", "fingerprint")
+    assert (fp["routing"], fp["encryption"], fp["kube_proxy"]) == ("native", "wireguard", "replaced by cilium")
+    assert ("read_configmap", "kube-system", "cilium-config") in api.calls
+    assert any("devices name cilium, no DaemonSet does" in s for s in fp["seen"])
+
+
+def test_without_its_configmap_the_devices_alone_name_the_cni():
+    api = FakeApi()
+    info = found.pod_network(api, [_cilium_node()])
+    fp = info["fingerprint"]
+    assert (info["cni"], info["cni_from"]) == ("cilium", "devices")
+    assert (fp["encapsulation"], fp["routing"]) == ("vxlan", "tunnel")
+    assert any(s.startswith("devices of cilium on node(s) n1: cilium_vxlan (vxlan") for s in fp["seen"])

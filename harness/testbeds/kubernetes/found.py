@@ -75,15 +75,16 @@ def device_names(text: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^\d+:\s+([^:@\s]+)", text, re.M)]
 
 
-# what each recogniser reads, asked for only where a listed DaemonSet names its CNI:
-# (DaemonSet name pattern, ConfigMaps in that DaemonSet's namespace, custom resources)
+# what each recogniser reads, asked for where a listed DaemonSet names its CNI (or, with no
+# DaemonSet, the nodes' devices do: node_configmaps): (CNI, DaemonSet name pattern,
+# ConfigMaps in that DaemonSet's namespace, custom resources)
 CALICO_CRDS = (("crd.projectcalico.org", "v1"), ("projectcalico.org", "v3"))
-READS = ((re.compile(r"^cilium$"), ("cilium-config",), False),
-         (re.compile(r"^(calico-node|canal)$"), ("calico-config", "canal-config"), True),
-         (re.compile(r"flannel"), ("kube-flannel-cfg",), False),
-         (re.compile(r"^aws-node$"), (), False),
-         (re.compile(r"^kube-router"), (), False),
-         (re.compile(r"^kube-proxy"), ("kube-proxy", "kube-proxy-config"), False))
+READS = (("cilium", re.compile(r"^cilium$"), ("cilium-config",), False),
+         ("calico", re.compile(r"^(calico-node|canal)$"), ("calico-config", "canal-config"), True),
+         ("flannel", re.compile(r"flannel"), ("kube-flannel-cfg",), False),
+         ("aws-vpc-cni", re.compile(r"^aws-node$"), (), False),
+         ("kube-router", re.compile(r"^kube-router"), (), False),
+         ("kube-proxy", re.compile(r"^kube-proxy"), ("kube-proxy", "kube-proxy-config"), False))
 
 
 def datapath_objects(api, daemonsets: list[dict]) -> dict:
@@ -93,7 +94,7 @@ def datapath_objects(api, daemonsets: list[dict]) -> dict:
     objects: dict = {"daemonsets": [], "configmaps": [], "ippools": [], "felixconfigurations": [], "unread": []}
     calico = False
     for d in daemonsets:
-        wanted = next(((cms, crds) for pattern, cms, crds in READS if pattern.search(d["name"])), None)
+        wanted = next(((cms, crds) for _cni, pattern, cms, crds in READS if pattern.search(d["name"])), None)
         if wanted is None:
             objects["daemonsets"].append(_listed(d))
             continue
@@ -172,6 +173,14 @@ def _listed(d: dict) -> dict:
                                                           for i, im in enumerate(d["images"])]}}}}
 
 
+def node_configmaps(api, cni: str) -> list[dict]:
+    """The ConfigMaps the recogniser of `cni` reads, looked for in the system namespaces: for
+    a CNI the nodes' devices name that no DaemonSet does (its agents run as node processes,
+    configured from its ConfigMap as a chart would leave it)."""
+    names = next((cms for c, _pattern, cms, _crds in READS if c == cni), ())
+    return [cm for ns in SYSTEM_NAMESPACES for name in names if (cm := api.read_configmap(ns, name)) is not None]
+
+
 def pod_network(api, sides, node_pods: bool = True) -> dict:
     """Everything of the module doc, read through the API and the run's pods (the nodes'
     devices only where the run has hostNetwork pods, `node_pods`)."""
@@ -183,9 +192,7 @@ def pod_network(api, sides, node_pods: bool = True) -> dict:
             if ns == "kube-system" or e.status not in (403, 404):
                 info["errors"].append(str(e))
     info["cni"], info["cni_from"] = which_cni(info["daemonsets"]), "daemonsets"
-    fp = fingerprint.of(datapath_objects(api, info["daemonsets"]))
-    if not info["cni"] and fp.cni != "unknown":
-        info["cni"], info["cni_from"] = fp.cni, "fingerprint"
+    objects = datapath_objects(api, info["daemonsets"])
     info["pod_mtu"] = None
     for s in sides:
         done = s.container.run(["cat", "/sys/class/net/eth0/mtu"], check=False, timeout=20)
@@ -202,6 +209,14 @@ def pod_network(api, sides, node_pods: bool = True) -> dict:
             names[s.name] = device_names(done.stdout)
         else:
             info["errors"].append(f"{s.name}: ip -d link: {(done.stderr or done.stdout).strip()[-200:]}")
+    fp = fingerprint.of(objects)
+    by_devices = cni_of_devices([n for ns in names.values() for n in ns])
+    if fp.cni == "unknown" and by_devices and (cms := node_configmaps(api, by_devices)):
+        objects["configmaps"] += cms
+        fp = fingerprint.of(objects)
+        fp.seen.append(f"the nodes' devices name {by_devices}, no DaemonSet does: its configmap read for it")
+    if not info["cni"] and fp.cni != "unknown":
+        info["cni"], info["cni_from"] = fp.cni, "fingerprint"
     proxy = None
     if node_pods and sides:
         done = sides[0].host.run(PROXY_MODE_ARGV, check=False, timeout=20)
@@ -211,7 +226,7 @@ def pod_network(api, sides, node_pods: bool = True) -> dict:
     from_nodes(fp, names, info["encapsulation"], proxy)
     info["fingerprint"] = fp.as_dict()
     if not info["cni"]:
-        info["cni"] = cni_of_devices([n for ns in names.values() for n in ns])
+        info["cni"] = by_devices
         info["cni_from"] = "devices" if info["cni"] else ""
     if not info["errors"]:
         del info["errors"]
