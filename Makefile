@@ -55,7 +55,7 @@ APT_REGISTRY := docker-registry apache2-utils
 .PHONY: setup setup-test bench test soak lint docs sleeve aws-lc clean down
 .PHONY: wireguard-tools wireguard-go flanneld
 .PHONY: dockerd-up dockerd-down images vagrant-image tools-image tools-archive
-.PHONY: k8s-build k8s-up k8s-tools k8s-down test-k8s
+.PHONY: k8s-build k8s-cilium k8s-up k8s-tools k8s-down test-k8s
 
 # Everything: every mode and test tool of this machine (make bench needs less).
 setup: .venv/.stamp sleeve aws-lc .apt-run.stamp
@@ -201,6 +201,12 @@ k8s-build: .apt-test.stamp
 k8s-up: k8s-build flanneld
 	@k8s/cluster.sh up
 
+# Cilium for the local cluster (OBK8S_CNI=cilium make k8s-up): built from its Go module (about
+# five minutes), with clang 19 from Debian, which compiles its datapath when the agent starts.
+k8s-cilium: k8s-build
+	@[ -x /usr/lib/llvm-19/bin/clang ] || { apt-get update -q && apt-get install -y -q clang-19 llvm-19; }
+	@k8s/build.sh cilium >/dev/null
+
 k8s-tools: tools-archive
 	@k8s/cluster.sh load $(or $(ARCHIVE),$(or $(OVERLAYBENCH_IMAGE_CACHE),/var/cache/overlaybench)/overlaybench-tools.tar)
 
@@ -208,11 +214,11 @@ k8s-down:
 	@k8s/cluster.sh down
 
 # The local cluster's tests (built first where missing; make test runs them only where built).
-test-k8s: k8s-build flanneld setup-test
+test-k8s: k8s-build k8s-cilium flanneld setup-test
 	@started=; images/dockerd.sh status >/dev/null || started=1; images/dockerd.sh up; \
 	trap '[ -z "$$started" ] || images/dockerd.sh down' EXIT; trap 'exit 130' INT TERM; \
 	$(PY) -m pytest -q tests/lab/test_k8s_cluster.py tests/lab/test_kubernetes_lab.py tests/lab/test_k8s_platform_lab.py \
-		tests/lab/test_k8s_mtu_lab.py
+		tests/lab/test_k8s_mtu_lab.py tests/lab/test_k8s_cilium.py
 
 # The CI workflow, linted with actionlint (built from the Go module proxy; needs go).
 # docs/ as a site (mkdocs.yml, strict: a broken link, anchor or an unlisted page fails).

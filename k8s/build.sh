@@ -2,7 +2,8 @@
 # Builds the local Kubernetes cluster's binaries from Go modules into
 # $OVERLAYBENCH_CACHE/k8s/<K8S_VERSION>/bin (default ~/.cache/overlaybench), skipping each
 # component whose stamp (bin/.stamp-<name>-<version>) is already there.
-#   k8s/build.sh [component ...]   components: kube pause etcd containerd runc cni crictl
+#   k8s/build.sh [component ...]   components: kube pause etcd containerd runc cni crictl (the
+#                                  default), cilium (asked for by name)
 # Prints the bin directory as its last line. Needs go, gcc and libseccomp-dev (runc).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -98,6 +99,25 @@ build_crictl() {
 		sigs.k8s.io/cri-tools/cmd/crictl )
 }
 
+# cilium (not built by default: k8s/cluster.sh runs it with OBK8S_CNI=cilium): the agent, its
+# CLI (the cluster asks it whether the agent is up) and its CNI plugin, and from the same
+# module the datapath's C sources the agent compiles at run time and its CRDs, into
+# $cache/cilium/{bin,lib/bpf,crds} (cilium-cni beside the other plugins).
+build_cilium() {
+	check_pin cilium github.com/cilium/cilium "$CILIUM_VERSION"
+	local m=github.com/cilium/cilium src d=$cache/cilium crds
+	src=$(cd "$here/modules/cilium" && go mod download -json "$m@$CILIUM_VERSION" | sed -n 's/.*"Dir": "\(.*\)",/\1/p')
+	rm -rf "$d"; mkdir -p "$d/bin" "$d/lib" "$d/crds" "$bin/cni"
+	( cd "$here/modules/cilium" && export CGO_ENABLED=0 &&
+		go build -trimpath -ldflags "-s -w" -o "$d/bin/cilium-agent" $m/daemon &&
+		go build -trimpath -ldflags "-s -w" -o "$d/bin/cilium-dbg" $m/cilium-dbg &&
+		go build -trimpath -ldflags "-s -w" -o "$bin/cni/cilium-cni" $m/plugins/cilium-cni )
+	cp -r "$src/bpf" "$d/lib/bpf"
+	crds=$src/pkg/k8s/apis/cilium.io/client/crds
+	cp "$crds"/v2/*.yaml "$crds"/v2alpha1/*.yaml "$d/crds/"
+	chmod -R u+w "$d"
+}
+
 components=("$@")
 [ ${#components[@]} -gt 0 ] || components=(kube pause etcd containerd runc cni crictl)
 for c in "${components[@]}"; do
@@ -109,7 +129,8 @@ for c in "${components[@]}"; do
 	runc) run_step runc "$RUNC_VERSION" build_runc ;;
 	cni) run_step cni "$CNI_PLUGINS_VERSION" build_cni ;;
 	crictl) run_step crictl "$CRICTL_VERSION" build_crictl ;;
-	*) echo "k8s/build.sh: unknown component '$c' (kube pause etcd containerd runc cni crictl)" >&2; exit 2 ;;
+	cilium) run_step cilium "$CILIUM_VERSION" build_cilium ;;
+	*) echo "k8s/build.sh: unknown component '$c' (kube pause etcd containerd runc cni crictl cilium)" >&2; exit 2 ;;
 	esac
 done
 echo "$bin"

@@ -30,6 +30,8 @@
 # --kube-subnet-mgr (its lease is the node's podCIDR; backend OBK8S_FLANNEL_BACKEND, vxlan by
 # default, or host-gw), and the node's CNI config is the one flannel's CNI plugin would hand
 # to its delegate: a bridge with host-local addresses from the lease, at flanneld's MTU.
+# cilium: a cilium-agent per node, VXLAN tunnels, configured from kube-system/cilium-config
+# (k8s/cilium.sh; k8s/build.sh cilium builds it).
 # bridge: that bridge alone, no route between nodes (one node). kube-proxy (iptables mode,
 # touching no conntrack sysctl) runs on every node. OBK8S_NODES nodes (default 2).
 # The kubelet rewrites kernel.panic, kernel.panic_on_oops and vm.overcommit_memory (not
@@ -54,6 +56,7 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10.2
 SYSCTLS="kernel.panic kernel.panic_on_oops vm.overcommit_memory"
 export PATH=$BIN:$PATH
 . "$here/config.sh"      # the files it writes: certificates, configurations, cgroups
+. "$here/cilium.sh"      # OBK8S_CNI=cilium: an agent per node
 
 say() { echo "k8s/cluster.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
@@ -132,6 +135,7 @@ dead() { ! alive "$1"; }
 pod_mtu() { # N | flannel
 	local i mtu
 	[ -f "$S/ready" ] || die "pod-mtu: no cluster is up"
+	[ ! -d "$S/cilium-config" ] || die "pod-mtu: the pods of a cluster on Cilium take its MTU, not a CNI config's"
 	case ${1:-} in
 	flannel) [ -f "$S/flannel-net.json" ] || die "pod-mtu flannel: no cluster with flannel is up" ;;
 	*[!0-9]*|'') die "pod-mtu: an MTU from 576 to 9000, or flannel, not '${1:-}'" ;;
@@ -153,8 +157,9 @@ up() {
 	ip netns list | grep -q "^$P-" && die "namespaces $P-* exist: run k8s/cluster.sh down first"
 	case $CNI in
 	flannel) [ -x "$FLANNELD" ] || die "no flanneld at $FLANNELD: run make flanneld" ;;
+	cilium) cilium_check ;;
 	bridge) [ "$NODES" = 1 ] || die "OBK8S_CNI=bridge routes no pod between nodes: use it with OBK8S_NODES=1" ;;
-	*) die "OBK8S_CNI=$CNI: flannel or bridge" ;;
+	*) die "OBK8S_CNI=$CNI: flannel, cilium or bridge" ;;
 	esac
 	local t0=$SECONDS i n
 	trap 'say "up failed: removing the cluster; its logs are in ${OBK8S_KEEP_LOGS:=/tmp/$P-failed-logs}"; down' EXIT
@@ -226,7 +231,7 @@ up() {
 	for i in $(seq 1 "$NODES"); do
 		n=$S/n$i
 		containerd_config "$i"
-		start "containerd-n$i" "$P-n$i" containerd --config "$n/containerd.toml"
+		start "containerd-n$i" "$P-n$i" env CILIUM_SOCK="$(cilium_sock "$i")" containerd --config "$n/containerd.toml"
 		wait_for 60 "containerd-n$i" ctr --address "$n/containerd.sock" version
 		ctr --address "$n/containerd.sock" -n k8s.io images import "$S/pause-oci.tar" 2>&1 >/dev/null | quiet >&2
 		kubelet_config "$i"
@@ -236,6 +241,7 @@ up() {
 			--hostname-override "$P-n$i" --node-ip "$(node_ip "$i")" --v 1
 	done
 	[ "$CNI" != flannel ] || flannel_net_config
+	[ "$CNI" != cilium ] || cilium_prepare
 	for i in $(seq 1 "$NODES"); do
 		wait_for 120 "node $P-n$i's pod CIDR" node_cidr "$i"
 		case $CNI in
@@ -245,8 +251,10 @@ up() {
 		esac
 		kube_proxy_config "$i"
 		start "kube-proxy-n$i" "$P-n$i" kube-proxy --config "$S/n$i/kube-proxy.yaml"
+		[ "$CNI" != cilium ] || start_cilium "$i"
 	done
 	[ "$CNI" != flannel ] || flannel_ready
+	[ "$CNI" != cilium ] || cilium_ready
 	for i in $(seq 1 "$NODES"); do
 		wait_for 60 "kube-proxy on $P-n$i" nsenter --net=/run/netns/$P-n$i curl -fsS http://127.0.0.1:10256/healthz
 		wait_for 60 "kube-proxy's rules on $P-n$i" kube_rules "$i"
@@ -372,6 +380,7 @@ down() {
 		rm -rf "$OBK8S_KEEP_LOGS"; cp -r "$S/log" "$OBK8S_KEEP_LOGS"
 	fi
 	[ -z "$(findmnt -rn -o TARGET | grep "^$S/" || true)" ] || die "mounts left under $S"
+	[ ! -d "$S" ] || cilium_down
 	rm -rf "$S"
 	say "down ($((SECONDS - t0)) s)"
 }

@@ -19,6 +19,7 @@ VERSIONS = dict(line.split("=", 1) for line in (ROOT / "k8s" / "versions.env").r
 VERSION = VERSIONS["K8S_VERSION"]         # the cluster's Kubernetes (v1.34.4)
 BIN = pathlib.Path(os.environ.get("OVERLAYBENCH_CACHE", pathlib.Path.home() / ".cache" / "overlaybench")) \
     / "k8s" / VERSION / "bin"
+CILIUM = BIN.parent / "cilium"            # k8s/build.sh cilium: the agent, its CLI, datapath sources, CRDs
 # the flanneld k8s/cluster.sh runs (OBK8S_FLANNELD there too): the checkout's, built by make flanneld
 FLANNELD = pathlib.Path(os.environ.get("OBK8S_FLANNELD") or ROOT / ".venv" / "bin" / "flanneld")
 
@@ -31,6 +32,15 @@ def missing() -> str | None:
     if not FLANNELD.exists():
         return f"no flanneld at {FLANNELD} (make flanneld)"
     return None
+
+
+def cilium_missing() -> str | None:
+    """Why the cluster cannot come up with Cilium here (None: it can)."""
+    if not (CILIUM / "bin" / "cilium-agent").exists() or not (BIN / "cni" / "cilium-cni").exists():
+        return f"Cilium is not built in {CILIUM} (k8s/build.sh cilium)"
+    if not pathlib.Path("/usr/lib/llvm-19/bin/clang").exists():
+        return "no clang 19 for Cilium's datapath (apt-get install clang-19 llvm-19)"
+    return missing()
 
 
 def objects() -> list[str]:
@@ -48,7 +58,7 @@ def objects() -> list[str]:
             exe = os.readlink(f"/proc/{pid}/exe")
         except OSError:
             continue
-        if exe.startswith(str(BIN)) or (exe == str(FLANNELD.resolve()) and str(STATE) in _cmdline(pid)):
+        if exe.startswith((str(BIN), str(CILIUM))) or (exe == str(FLANNELD.resolve()) and str(STATE) in _cmdline(pid)):
             found.append(f"process {pid} {exe}")
     if STATE.exists():
         found.append(f"directory {STATE}")
