@@ -250,8 +250,8 @@ def test_a_restricted_namespace_runs_the_pod_network_and_refuses_host_host_in_on
      r"^overlaybench: --across-zones: .* span 1 zone \(zone-a\); a pair across zones needs two$"),
     (["--nodes", "all", "--pairs", "all", "--schedule", "mesh", "--modes", "cni", "--placements",
       "container-service", "--port-base", "65510"],
-     r"^overlaybench: --port-base 65510: 3 pairs at once need ports 65510\.\.65539, past 65535; give one from 1024 to "
-     r"65506$"),
+     r"^overlaybench: --port-base 65510: 3 pairs at once need ports 65510\.\.65551, past 65535; give one from 1024 to "
+     r"65494$"),
     (["--tests", "udp.ndr64", "--modes", "cni", "--placements", "container-service"],
      r"^overlaybench: test udp\.ndr64 runs blast, whose flows' ports the Services do not carry"),
 ], ids=["image-without-its-secret", "missing-secret", "forbidden-namespace", "one-zone", "ports-past-65535",

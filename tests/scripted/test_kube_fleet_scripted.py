@@ -205,8 +205,9 @@ def test_port_base_moves_the_services_and_the_tools_ports(api, tmp_path):
     assert all(r["ok"] for r in _rows(store))
     (s0, s1) = api.calls_of("create_service")
     ports = [(p["port"], p["targetPort"], p["protocol"]) for p in s1["spec"]["ports"]]
-    assert {p for p, _t, _ in ports} == {30000, 30002, 30003, 30004, 30006, 30008, 30009}
-    assert all(p == t for p, t, _ in ports) and len(ports) == 14                    # TCP and UDP each
+    assert {p for p, _t, _ in ports} == {30000, 30002, 30003, 30004, 30006, 30008, 30009,
+                                         30010, 30011, 30012, 30013}            # blast: a port per flow
+    assert all(p == t for p, t, _ in ports) and len(ports) == 22                    # TCP and UDP each
     assert not {5201, 19765, 19766, 11111, 5001, 2112} & {p["port"] for p in s0["spec"]["ports"]}
     assert store.read_meta()["testbed"]["tool_ports"]["iperf3"] == [30000, None]
     api.assert_clean()
@@ -246,14 +247,15 @@ def test_a_mesh_across_zones_serves_each_pair_on_its_own_moved_port_through_the_
     for svc in services:
         carried = {p["port"] for p in svc["spec"]["ports"]}
         assert set(ports) <= carried and {30006, 30007, 30008, 30009, 30010, 30011} <= carried     # qperf's block
-        assert max(carried) == 30000 + 10 * 3 - 1                   # irtt's data port's last: 30025 + 2 × 2
+        assert {30024, 30025, 30028, 30029} <= carried             # irtt's, its data's last: 30025 + 2 × 2
+        assert max(carried) == 30000 + 14 * 3 - 1                   # blast's third receiver's last flow
     assert store.read_meta()["testbed"]["tool_ports"]["qperf"] == [30006, 30007]
     api.assert_clean()
 
 
 # ------------------------------------------------------------------ the command line
 @pytest.mark.parametrize("argv, line", [
-    (["--port-base", "80"], "--port-base 80: below 1024 (the pods run as non-root); give one from 1024 to 65526"),
+    (["--port-base", "80"], "--port-base 80: below 1024 (the pods run as non-root); give one from 1024 to 65522"),
     (["--node-selector", "pool"], "--node-selector pool: not KEY=VALUE of a node label"),
     (["--nodes", "node-a,node-b", "--node-selector", "pool=perf"], "--node-selector with the nodes named"),
     (["--same-node", "--across-zones"], "--same-node and --across-zones: both ends on one node cannot be in"),
