@@ -5,6 +5,7 @@ flow's among them), and the flags that contradict.
 Each test names what a defect would break."""
 
 import itertools
+import re
 
 import pytest
 
@@ -232,3 +233,16 @@ def test_blasts_fixed_block_meets_no_other_tool_wherever_the_fixed_ports_hold():
             plan.tool_ports(Options(), sets)
         assert str(e.value).startswith(f"{sets} pairs at once: ") and "\n" not in str(e.value)
         assert str(e.value).endswith("measure fewer pairs at once, or give --port-base")
+
+
+@pytest.mark.parametrize("test", ["udp.ndr64", "udp.pdr64", "udp.pps64", "packet.pps64"])
+def test_blast_through_a_service_passes_the_tools_check_and_an_image_without_it_does_not(test, monkeypatch):
+    """The Services carry blast's flows, so container-service is no reason to refuse it; an
+    image that does not build it still is, in one line."""
+    from harness.run.scenario import from_command_line
+    sc = from_command_line(None, {"testbed": {"backend": "kubernetes"},
+                                  "matrix": {"modes": ["cni"], "placements": ["container-service"], "tests": [test]}})
+    plan.refuse_tools(sc, "img")
+    monkeypatch.setattr(specs, "IMAGE_BUILT", frozenset())
+    with pytest.raises(HarnessError, match=rf"^test {re.escape(test)} needs blast, which the image img does not hold "):
+        plan.refuse_tools(sc, "img")
