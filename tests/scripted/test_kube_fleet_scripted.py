@@ -50,8 +50,9 @@ def _incidental(api: FakeApi, picked: list[str], port: int = 5201) -> None:
         api.allow_exec(f"c{i}", "cat /sys/class/net/eth0/mtu", stdout="1450\n")
 
 
-def _run(tmp_path, modes=("cni",), placements=("container-container",), pairs=None, schedule=None, **opts):
-    matrix = {"modes": list(modes), "placements": list(placements), "tests": ["iperf3.tcp"], "repeats": 1,
+def _run(tmp_path, modes=("cni",), placements=("container-container",), pairs=None, schedule=None,
+         tests=("iperf3.tcp",), **opts):
+    matrix = {"modes": list(modes), "placements": list(placements), "tests": list(tests), "repeats": 1,
               "duration": 1, **({"pairs": pairs} if pairs else {}), **({"schedule": schedule} if schedule else {})}
     return session.run(overrides={"matrix": matrix, "testbed": {"backend": "kubernetes"}},
                        results_dir=str(tmp_path / "results"), quiet=True, options=Options(**opts))
@@ -205,8 +206,9 @@ def test_port_base_moves_the_services_and_the_tools_ports(api, tmp_path):
     assert all(r["ok"] for r in _rows(store))
     (s0, s1) = api.calls_of("create_service")
     ports = [(p["port"], p["targetPort"], p["protocol"]) for p in s1["spec"]["ports"]]
-    assert {p for p, _t, _ in ports} == {30000, 30002, 30003, 30004, 30006, 30008, 30009}
-    assert all(p == t for p, t, _ in ports) and len(ports) == 14                    # TCP and UDP each
+    assert {p for p, _t, _ in ports} == {30000, 30002, 30003, 30004, 30006, 30008, 30009,
+                                         30010, 30011, 30012, 30013}            # blast: a port per flow
+    assert all(p == t for p, t, _ in ports) and len(ports) == 22                    # TCP and UDP each
     assert not {5201, 19765, 19766, 11111, 5001, 2112} & {p["port"] for p in s0["spec"]["ports"]}
     assert store.read_meta()["testbed"]["tool_ports"]["iperf3"] == [30000, None]
     api.assert_clean()
@@ -246,14 +248,45 @@ def test_a_mesh_across_zones_serves_each_pair_on_its_own_moved_port_through_the_
     for svc in services:
         carried = {p["port"] for p in svc["spec"]["ports"]}
         assert set(ports) <= carried and {30006, 30007, 30008, 30009, 30010, 30011} <= carried     # qperf's block
-        assert max(carried) == 30000 + 10 * 3 - 1                   # irtt's data port's last: 30025 + 2 × 2
+        assert {30024, 30025, 30028, 30029} <= carried             # irtt's, its data's last: 30025 + 2 × 2
+        assert max(carried) == 30000 + 14 * 3 - 1                   # blast's third receiver's last flow
     assert store.read_meta()["testbed"]["tool_ports"]["qperf"] == [30006, 30007]
+    api.assert_clean()
+
+
+def test_a_mesh_of_blast_through_the_services_gives_each_receiver_a_block_the_services_carry(api, tmp_path):
+    """udp.pps64 for three pairs at once behind the Services, from --port-base: each pair's
+    receiver binds four ports (a flow each) from its own first, FLOWS apart past irtt's
+    block, and every Service carries all twelve. Blocks sized like the other tools' (2 ×
+    pairs) would have the second receiver bind the first's flows; a Service without a
+    flow's port would leave kube-proxy no rule for its datagrams."""
+    _incidental(api, ["node-a", "node-c", "node-d"], port=30000)
+    out = (DATA / "blast_pps64.out").read_text()
+    for i in range(3):
+        api.allow_exec(f"c{i}", re.compile(r"ss -Hlun 'sport = :300(30|34|38)'"), stdout="UNCONN 0 0 *:30030 *:*\n")
+    for server in ("c1", "c2", "c2"):
+        api.expect_start(server, re.compile(r"blast recv --port 300(30|34|38) --flows 4 .*--addr 10\.244\.[12]\.5$"))
+    for client in ("c0", "c0", "c1"):
+        api.expect_start(client, re.compile(r"blast send --addr 10\.96\.0\.1[23] --port 300(30|34|38) --flows 4 .*"),
+                         returncode=0, stdout=out, runs=False)
+    store = _run(tmp_path, placements=("container-service",), schedule="mesh", across_zones=True, node_count=3,
+                 port_base=30000, tests=("udp.pps64",))
+    rows = [r for r in _rows(store) if r["metric"] == "pps"]
+    assert len(rows) == 3 and all(r["ok"] for r in rows), [r["error"] for r in rows]
+    served = [a[a.index("blast"):] for a in (c[3] for c in api.calls if c[0] == "exec") if "blast" in a]
+    firsts = sorted(int(a[a.index("--port") + 1]) for a in served if a[1] == "recv")
+    assert firsts == [30030, 30034, 30038]                      # FLOWS apart: no receiver's flows another's
+    flows = {p + f for p in firsts for f in range(4)}
+    for svc in api.calls_of("create_service"):
+        carried = {(p["protocol"], p["port"]) for p in svc["spec"]["ports"]}
+        assert {("UDP", p) for p in flows} <= carried
+    assert store.read_meta()["testbed"]["tool_ports"]["blast"] == [30030, None]
     api.assert_clean()
 
 
 # ------------------------------------------------------------------ the command line
 @pytest.mark.parametrize("argv, line", [
-    (["--port-base", "80"], "--port-base 80: below 1024 (the pods run as non-root); give one from 1024 to 65526"),
+    (["--port-base", "80"], "--port-base 80: below 1024 (the pods run as non-root); give one from 1024 to 65522"),
     (["--node-selector", "pool"], "--node-selector pool: not KEY=VALUE of a node label"),
     (["--nodes", "node-a,node-b", "--node-selector", "pool=perf"], "--node-selector with the nodes named"),
     (["--same-node", "--across-zones"], "--same-node and --across-zones: both ends on one node cannot be in"),

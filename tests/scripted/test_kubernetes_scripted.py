@@ -117,9 +117,10 @@ def test_service_path_reaches_the_far_pod_through_its_cluster_ip(api, tmp_path):
     assert all(r["ok"] for r in _rows(store))
     made = [c for c in api.calls if c[0].startswith("create_")]
     assert [c[2]["metadata"]["name"] for c in made if c[0] == "create_service"] == ["s0", "s1"]
-    # one pair at a time: one port per server, TCP and UDP (iperf3, qperf + data, sockperf, iperf, irtt + data)
+    # one pair at a time: one port per server, TCP and UDP (iperf3, qperf + data, sockperf, iperf, irtt + data,
+    # blast a port per flow)
     ports = {p["port"] for p in made[-1][2]["spec"]["ports"]}
-    assert ports == {5201, 19765, 19766, 11111, 5001, 2112, 2113}
+    assert ports == {5201, 19765, 19766, 11111, 5001, 2112, 2113, 9000, 9001, 9002, 9003}
     meta = store.read_meta()
     assert meta["testbed"]["hosts"]["h1"]["service_ip"] == "10.96.0.12"
     # no host end: no hostNetwork pod, and the namespace enforces "restricted", which its pods pass
@@ -673,13 +674,29 @@ def test_blast_runs_from_the_image_in_pods_a_restricted_namespace_admits(api, tm
     api.assert_clean()
 
 
-def test_blast_through_a_service_is_refused_before_anything_is_made(api, tmp_path):
-    with pytest.raises(HarnessError, match=r"^test udp\.ndr64 runs blast, whose flows' ports the Services do not "
-                                           r"carry: leave container-service out of a run with it$"):
-        session.run(overrides={"matrix": {"modes": ["cni"], "placements": ["container-service"], "tests": ["udp.ndr64"],
-                                          "repeats": 1, "duration": 1}, "testbed": {"backend": "kubernetes"}},
-                    results_dir=str(tmp_path / "results"), quiet=True, options=Options())
-    _nothing_made(api, tmp_path)
+def test_blast_runs_through_a_service_on_every_flows_port(api, tmp_path):
+    """udp.pps64 with container-service: blast's receiver in the pod behind the Service,
+    bound to the pod's own address, the sender to the Service's ClusterIP from its
+    first port; the Service carries each of its four flows' ports (UDP), so no flow is one
+    kube-proxy has no rule for, and the report comes back over the flow (conntrack)."""
+    _incidental(api)
+    out, err = ((DATA / f"blast_pps64.{x}").read_text() for x in ("out", "err"))
+    api.allow_exec("c1", ["ss", "-Hlun", "sport = :9000"], stdout="UNCONN 0 0 10.244.1.5:9000 *:*\n")
+    api.expect_start("c1", re.compile(r"blast recv --port 9000 --flows 4 .*--addr 10\.244\.1\.5$"))
+    api.expect_start("c0", re.compile(r"blast send --addr 10\.96\.0\.12 --port 9000 --flows 4 .*--size 64 .*"),
+                     returncode=0, stdout=out, stderr=err, runs=False)
+    store = session.run(overrides={"matrix": {"modes": ["cni"], "placements": ["container-service"],
+                                              "tests": ["udp.pps64"], "repeats": 1, "duration": 1},
+                                   "testbed": {"backend": "kubernetes"}},
+                        results_dir=str(tmp_path / "results"), quiet=True, options=Options())
+    rows = _rows(store)
+    assert rows and all(r["ok"] for r in rows) and "pps" in {r["metric"] for r in rows}, rows
+    assert {r["placement"] for r in rows} == {"container-service"}
+    for svc in api.calls_of("create_service"):
+        carried = {(p["protocol"], p["port"]) for p in svc["spec"]["ports"]}
+        assert {("UDP", 9000 + f) for f in range(4)} <= carried
+    assert all(psa.violations(p, "restricted") == [] for p in api.calls_of("create_pod"))
+    api.assert_clean()
 
 
 def test_the_image_recipe_holds_every_tool_a_cluster_test_needs():

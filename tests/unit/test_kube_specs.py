@@ -117,11 +117,15 @@ def test_service_selects_the_pod_on_every_server_port():
     for base in (5201, 19765, 19766, 11111, 5001, 2112, 2113):   # iperf3, qperf (+data), sockperf, iperf 2, irtt (+data)
         for k in (0, 1):
             assert {("TCP", base + 2 * k), ("UDP", base + 2 * k)} <= ports
+    assert {("UDP", p) for p in range(9000, 9008)} <= ports   # blast: both receivers' every flow
     assert len({p["name"] for p in svc["spec"]["ports"]}) == len(svc["spec"]["ports"])
-    assert len(specs.service_ports(1)) == 7                  # one pair at once: one port per server
+    assert len(specs.service_ports(1)) == 7 + 4              # one pair at once: a port per server, blast's per flow
 
 
-@pytest.mark.parametrize("sets, needle", [(3000, "3000 pairs at once: sockperf's ports 11111..17109 meet iperf3's from 5201")])
+@pytest.mark.parametrize("sets, needle", [
+    (3000, "3000 pairs at once: sockperf's ports 11111..17109 meet iperf3's from 5201"),
+    (101, "101 pairs at once: iperf's ports 5001..5201 meet iperf3's from 5201"),      # the first set refused
+])
 def test_service_ports_that_collide_are_one_line(sets, needle):
     with pytest.raises(HarnessError) as e:
         specs.service_ports(sets)

@@ -11,7 +11,8 @@ made beforehand, which the run leaves as it is. Per node i:
     c<i>   pod-network pod pinned to the node: the cluster's pod network (its CNI)
     l<i>   a second pod-network pod pinned to the node, beside c<i>: the same-node placement's
            server (the CNI's node-local path); never runs ping, so always non-root
-    s<i>   ClusterIP Service selecting c<i> on the tools' ports (the container-service placement)
+    s<i>   ClusterIP Service selecting c<i> on the tools' ports, blast's every flow's among them
+           (the container-service placement)
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import re
 
 from harness.core.errors import HarnessError
 from harness.testbeds.kubernetes import psa
+from harness.tools.blast import FLOWS as BLAST_FLOWS
 
 MANAGED = "app.kubernetes.io/managed-by"
 RUN, OWNER_PID, OWNER_HOST, PREFIX, SIDE = ("overlaybench/run", "overlaybench/owner-pid", "overlaybench/owner-host",
@@ -154,47 +156,70 @@ def secret_copy(secret: dict, labels: dict) -> dict:
 
 
 # the tools' servers' (control port, data port) by binary, as harness/run/procs.py has them
-# (iperf3, qperf and its data, sockperf, iperf 2, irtt and its data: load.irtt's working load),
-# each for the pairs of a set measured at once (their port + 2 × place); --port-base lays the
-# same tools out in this order from its base, a block of 2 × (pairs at once) ports each
+# (iperf3, qperf and its data, sockperf, iperf 2, irtt and its data: load.irtt's working load,
+# blast's receiver: FLOWS ports from its first, one per flow), each for the pairs of a set
+# measured at once (their port + stride × place: blast's FLOWS, the rest's 2, as
+# Tool.port_stride has them); --port-base lays the same tools out in this order from its
+# base, a block of stride × (pairs at once) ports each
 TOOL_PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None), "iperf": (5001, None),
-              "irtt": (2112, 2113)}
+              "irtt": (2112, 2113), "blast": (9000, None)}
 LOWEST_BASE = 1024          # the pod-network pods run as non-root: no privileged port
+
+
+def span(tool: str) -> int:
+    """How many ports from its port one server of `tool` binds (its data port aside): blast's
+    receiver one per flow (harness/tools/blast.py), the rest one."""
+    return BLAST_FLOWS if tool == "blast" else 1
+
+
+def stride(tool: str) -> int:
+    """How many ports apart the servers of a set's pairs are for `tool` (Tool.port_stride,
+    what harness/run/case.py steps by): a server's span, at least 2 (a port and its data's)."""
+    return max(2, span(tool))
+
+
+def per_pair() -> int:
+    """The ports --port-base lays out per pair at once: every tool's stride (14)."""
+    return sum(stride(t) for t in TOOL_PORTS)
 
 
 def tool_ports(sets: int, base: int | None = None) -> dict[str, tuple[int, int | None]]:
     """Each tool's (port, data port) for `sets` pairs at once: the fixed ones (None), or from
-    `base` (--port-base) a block of 2 × `sets` ports per tool: iperf3 from base, qperf's
-    control and data ports interleaved in the next, then sockperf, iperf, irtt; the whole
-    range base .. base + 10 × sets − 1. HarnessError, one line, where it does not fit."""
+    `base` (--port-base) a block of stride × `sets` ports per tool: iperf3 from base, qperf's
+    control and data ports interleaved in the next, then sockperf, iperf, irtt (2 × `sets`
+    each) and blast (FLOWS × `sets`: each receiver's flows); the whole range base .. base +
+    14 × sets − 1. HarnessError, one line, where it does not fit."""
     if base is None:
         return dict(TOOL_PORTS)
-    last = base + 2 * sets * len(TOOL_PORTS) - 1
+    last = base + per_pair() * sets - 1
     if base < LOWEST_BASE or last > 65535:
         why = (f"below {LOWEST_BASE} (the pods run as non-root)" if base < LOWEST_BASE else
                f"{sets} pair{'s' * (sets != 1)} at once need{'s' * (sets == 1)} ports {base}..{last}, past 65535")
-        raise HarnessError(f"--port-base {base}: {why}; give one from {LOWEST_BASE} to "
-                           f"{65536 - 2 * sets * len(TOOL_PORTS)}")
-    return {tool: (base + 2 * sets * k, None if data is None else base + 2 * sets * k + 1)
-            for k, (tool, (_port, data)) in enumerate(TOOL_PORTS.items())}
+        raise HarnessError(f"--port-base {base}: {why}; give one from {LOWEST_BASE} to {65536 - per_pair() * sets}")
+    out, first = {}, base
+    for tool, (_port, data) in TOOL_PORTS.items():
+        out[tool] = (first, None if data is None else first + 1)
+        first += stride(tool) * sets
+    return out
 
 
 def service_ports(sets: int, base: int | None = None) -> list[int]:
-    """Every server port of `sets` pairs measured at once (tool_ports); HarnessError, one
-    line, where two tools' ports would meet (a set too large for the fixed ports) or the
-    range does not fit."""
+    """Every server port of `sets` pairs measured at once (tool_ports; blast's receivers with
+    all their flows' ports); HarnessError, one line, where two tools' ports would meet (a set
+    too large for the fixed ports) or the range does not fit."""
     owner: dict[int, tuple[str, int]] = {}
     for tool, (port, data) in tool_ports(sets, base).items():
-        for first, what in ((port, tool), (data, f"{tool}'s data")):
+        # (first port, whose, ports a server binds from it, ports apart the pairs' servers)
+        for first, what, width, step in ((port, tool, span(tool), stride(tool)), (data, f"{tool}'s data", 1, 2)):
             if first is None:
                 continue
-            for k in range(sets):
-                p = first + 2 * k
+            last = first + step * (sets - 1) + width - 1
+            for p in (first + step * k + j for k in range(sets) for j in range(width)):
                 if p in owner or p > 65535:
                     meet = f"meet {owner[p][0]}'s from {owner[p][1]}" if p in owner else "pass 65535"
-                    fixed = "harness/run/procs.py's fixed ports" if base is None else f"--port-base {base}"
-                    raise HarnessError(f"{sets} pairs at once: {what}'s ports {first}..{first + 2 * (sets - 1)} "
-                                       f"{meet} ({fixed}); measure fewer pairs at once"
-                                       + ("" if base is not None else ", or give --port-base"))
+                    fixed, out = ((f"--port-base {base}", "") if base is not None else
+                                  ("harness/run/procs.py's fixed ports", ", or give --port-base"))
+                    raise HarnessError(f"{sets} pairs at once: {what}'s ports {first}..{last} {meet} ({fixed}); "
+                                       f"measure fewer pairs at once{out}")
                 owner[p] = (what, first)
     return sorted(owner)
