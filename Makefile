@@ -204,7 +204,7 @@ k8s-up: k8s-build flanneld
 # Cilium for the local cluster (OBK8S_CNI=cilium make k8s-up): built from its Go module (about
 # five minutes), with clang 19 from Debian, which compiles its datapath when the agent starts.
 k8s-cilium: k8s-build
-	@[ -x /usr/lib/llvm-19/bin/clang ] || { apt-get update -q && apt-get install -y -q clang-19 llvm-19; }
+	@$(APT) --no-install-recommends clang-19 llvm-19
 	@k8s/build.sh cilium >/dev/null
 
 k8s-tools: tools-archive
