@@ -29,13 +29,16 @@ def ports(tool_ports: dict | None) -> tuple[int, int]:
 
 
 def device_mtu(host: Host, addr: str) -> int | None:
-    """The MTU of the device `host` reaches `addr` through."""
+    """The MTU `host` sends to `addr` at: the device's the route leaves by, or the route's
+    own where it sets a lower one (a learnt path MTU is not counted)."""
     route = host.run(["ip", "-o", "route", "get", addr], check=False, timeout=10)
     dev = probes.parse_route_dev(route.stdout) if route.ok else None
     if dev is None:
         return None
     link = host.run(["ip", "-o", "link", "show", "dev", dev], check=False, timeout=10)
-    return probes.parse_link_mtu(link.stdout) if link.ok else None
+    mtu = probes.parse_link_mtu(link.stdout) if link.ok else None
+    own = probes.parse_route_mtu(route.stdout)
+    return min(m for m in (mtu, own) if m is not None) if (mtu or own) else None
 
 
 def forget_path_mtus(host: Host) -> None:

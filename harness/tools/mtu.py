@@ -190,6 +190,17 @@ def parse_route_dev(stdout: str) -> str | None:
     return m[1] if m else None
 
 
+def parse_route_mtu(stdout: str) -> int | None:
+    """`ip -o route get ADDR` → the MTU the route itself sets (a route's `mtu` metric, as
+    Cilium gives a pod's routes below its device's MTU), or None: none, or only a path MTU
+    the host learnt (`cache expires …s mtu N`: discovered, not configured)."""
+    line = stdout.strip().splitlines()[0] if stdout.strip() else ""
+    if "expires" in line:
+        return None
+    m = _MTU.search(line)
+    return int(m[1]) if m else None
+
+
 def parse_link_mtu(stdout: str) -> int | None:
     """`ip -o link show dev DEV` → its MTU."""
     m = _MTU.search(stdout)

@@ -71,6 +71,17 @@ def test_route_and_link():
     assert m.parse_route_dev("") is None and m.parse_link_mtu("") is None
 
 
+def test_a_routes_own_mtu_counts_and_a_learnt_one_does_not():
+    # captured: a pod of the local cluster on Cilium (eth0 at 1500, its routes at 1450) …
+    pod = "198.19.225.5 via 198.19.225.180 dev eth0 src 198.19.225.17 uid 0 \\    cache mtu 1450 \n"
+    assert m.parse_route_mtu(pod) == 1450 and m.parse_route_dev(pod) == "eth0"
+    # … and a host that learnt a path MTU from a router's frag-needed (namespaces, 2026-12-07)
+    learnt = "198.18.251.1 via 198.18.250.254 dev obcap-a0 src 198.18.250.1 uid 0 \\    cache expires 599sec mtu 1400 \n"
+    assert m.parse_route_mtu(learnt) is None
+    assert m.parse_route_mtu("198.18.2.2 via 198.18.1.254 dev eth0 src 198.18.1.1 uid 0 \\    cache ") is None
+    assert m.parse_route_mtu("") is None
+
+
 def path(mtu: int | None, refusal: str = m.LOCAL):
     """A probe of a path that carries `mtu` bytes, refusing bigger ones as `refusal` says."""
     asked = []
