@@ -79,7 +79,10 @@ def _cilium_node():
     import types
     links = (DATA.parent / "ip_d_link_cilium_vxlan.txt").read_text()     # a node of the local cluster with Cilium
     return types.SimpleNamespace(name="n1", host=_Pod({"ip -d -o link show": links}),
-                                 container=_Pod({"cat /sys/class/net/eth0/mtu": "1450\n"}))
+                                 container=_Pod({"cat /sys/class/net/eth0/mtu": "1500\n",
+                                                 # captured in that node's pod: Cilium's routes at the tunnel's MTU
+                                                 "ip -o route show default":
+                                                 "default via 198.19.225.180 dev eth0 mtu 1450 \n"}))
 
 
 def test_a_cni_its_devices_name_is_read_from_its_configmap_without_a_daemonset():
@@ -92,6 +95,7 @@ def test_a_cni_its_devices_name_is_read_from_its_configmap_without_a_daemonset()
     assert (fp["routing"], fp["encryption"], fp["kube_proxy"]) == ("native", "wireguard", "replaced by cilium")
     assert ("read_configmap", "kube-system", "cilium-config") in api.calls
     assert any("devices name cilium, no DaemonSet does" in s for s in fp["seen"])
+    assert (info["pod_mtu"], info["pod_device_mtu"]) == (1450, 1500)     # what the pod sends at, and its eth0
 
 
 def test_without_its_configmap_the_devices_alone_name_the_cni():

@@ -48,6 +48,7 @@ def _incidental(api: FakeApi, picked: list[str], port: int = 5201) -> None:
             api.allow_exec(pod, re.compile(r"ethtool -k \S+"))
             api.allow_exec(pod, ["ss", "-Hltn", f"sport = :{port}"], stdout=f"LISTEN 0 5 *:{port} *:*\n")
         api.allow_exec(f"c{i}", "cat /sys/class/net/eth0/mtu", stdout="1450\n")
+        api.allow_exec(f"c{i}", "ip -o route show default", stdout="default via 10.244.0.1 dev eth0 \n")
 
 
 def _run(tmp_path, modes=("cni",), placements=("container-container",), pairs=None, schedule=None,

@@ -54,6 +54,7 @@ def _incidental(api: FakeApi) -> None:
             api.allow_exec(pod, re.compile(r"ethtool -k \S+"))
             api.allow_exec(pod, ["ss", "-Hltn", "sport = :5201"], stdout="LISTEN 0 5 *:5201 *:*\n")
         api.allow_exec(f"c{i}", "cat /sys/class/net/eth0/mtu", stdout="1450\n")
+        api.allow_exec(f"c{i}", "ip -o route show default", stdout="default via 10.244.0.1 dev eth0 \n")
 
 
 def _run(tmp_path, modes=("native", "cni"), placements=("host-host", "container-container"), **opts):

@@ -5,7 +5,8 @@
     cni             the CNI those names and images point to (flannel, calico, cilium …), else
                     the one the nodes' device names point to (flanneld run as a node daemon
                     has no DaemonSet, but its flannel.1), else ""; `cni_from` says which
-    pod_mtu         the MTU of a pod-network pod's eth0
+    pod_mtu         the MTU a pod-network pod sends at: its eth0's, or its default route's
+                    where that is lower (then pod_device_mtu is eth0's)
     encapsulation   per node, the tunnel devices `ip -d link` shows in a hostNetwork pod
                     (vxlan with its id and port, geneve, wireguard, ipip's tunl …)
     fingerprint     the datapath, named (fingerprint.py): the CNI's own configuration read
@@ -198,6 +199,12 @@ def pod_network(api, sides, node_pods: bool = True) -> dict:
         done = s.container.run(["cat", "/sys/class/net/eth0/mtu"], check=False, timeout=20)
         if done.ok and done.stdout.strip().isdigit():
             info["pod_mtu"] = int(done.stdout.strip())
+            # the default route's own MTU where it sets a lower one (Cilium: eth0 at the
+            # node's MTU, the routes at the tunnel's): what the pod sends at
+            route = s.container.run(["ip", "-o", "route", "show", "default"], check=False, timeout=20)
+            own = re.search(r"\bmtu (\d+)", route.stdout) if route.ok else None
+            if own and int(own[1]) < info["pod_mtu"]:
+                info["pod_mtu"], info["pod_device_mtu"] = int(own[1]), info["pod_mtu"]
             break
         info["errors"].append(f"{s.container.name}: pod MTU: {(done.stderr or done.stdout).strip()[-200:]}")
     info["encapsulation"] = {}
