@@ -153,7 +153,8 @@ ND_NOTE = (f"{ND_MARK}: not distinguishable from native in this run: the repeats
 
 SENDER_MARK = "†"
 SENDER_NOTE = (f"{SENDER_MARK}: sender-bound: in some repeats the generator (blast), not the path, set "
-               "the rate (it fell short of the rate asked, or nothing was lost while it used a whole CPU); "
+               "the rate (it fell short of the rate asked, or nothing was lost while it ran, or waited for a CPU to "
+               "run, all the window); "
                "a path's rate is then at least the figure, and a % of such a native figure at most the ratio.")
 
 

@@ -150,6 +150,7 @@ def _table() -> list[Metric]:
         _m("socket_drops", "datagrams the receiving sockets dropped (SO_RXQ_OVFL)", _BLAST, unit="",
            scale=1.0),
         _m("sender_cpu_pct", "the sender's CPU (% of one CPU)", _BLAST, **_PCT),
+        _m("sender_wait_pct", "the sender's wait for a CPU while runnable (% of the window)", _BLAST, **_PCT),
         _m("sender_bound", "the sender, not the path, set the rate (1/0)", _BLAST + _NDR + _PDR, unit="",
            scale=1.0),
         _m("ndr_pps", "non-drop rate (NDR)", _NDR, True, unit="Mpps", scale=1e-6),

@@ -17,8 +17,11 @@ JSON line with both sides (overlay/blast/README.md). Per run:
 - `sent_pps`: what the sender managed; `loss_pct`: the share of sent datagrams not counted;
 - `socket_drops`: the receiving sockets' own drop counter (SO_RXQ_OVFL) over the run;
 - `sender_cpu_pct`: the sender's CPU (user + system) as % of one CPU;
+- `sender_wait_pct`: how long the sender waited, runnable, for a CPU, as % of the window
+  (its schedstat run delay): a sender starved by the machine rather than blocked by the path;
 - `sender_bound` (1/0): the sender was the limit, not the path: it fell short of a rate it
-  was asked for, or, asked for all it could, nothing was lost while it used a whole CPU.
+  was asked for, or, asked for all it could, nothing was lost while it ran or waited to run
+  for the whole window (a CPU of its own saturated, or a share of a busy one: starved).
 """
 
 from __future__ import annotations
@@ -68,11 +71,13 @@ def last_json(stdout: str, role: str) -> dict[str, Any] | None:
     return None
 
 
-def sender_bound(asked: float, sent_pps: float, loss_pct: float, cpu_pct: float) -> bool:
-    """Whether the sender, not the path, set the rate (module doc)."""
+def sender_bound(asked: float, sent_pps: float, loss_pct: float, cpu_pct: float, wait_pct: float = 0.0) -> bool:
+    """Whether the sender, not the path, set the rate (module doc). Unpaced and lossless, a
+    sender that ran or waited for a CPU nearly all the window set the rate; one that spent
+    the window blocked (a path's back-pressure) did not."""
     if asked > 0:
         return sent_pps < SHORT_OF_ASKED * asked
-    return loss_pct < CLEAN_LOSS_PCT and cpu_pct >= SATURATED_CPU_PCT
+    return loss_pct < CLEAN_LOSS_PCT and cpu_pct + max(0.0, wait_pct) >= SATURATED_CPU_PCT
 
 
 def figures(doc: dict[str, Any]) -> list[Sample]:
@@ -87,10 +92,14 @@ def figures(doc: dict[str, Any]) -> list[Sample]:
     sent_pps = sent / seconds
     loss = 100.0 * max(0, sent - got) / sent if sent else 100.0
     cpu = 100.0 * float(doc["cpu_s"]) / seconds
-    return [Sample("pps", got / seconds, "pps"), Sample("sent_pps", sent_pps, "pps"),
-            Sample("loss_pct", loss, "pct"), Sample("socket_drops", float(rx["drops"]), "count"),
-            Sample("sender_cpu_pct", round(cpu, 2), "pct"),
-            Sample("sender_bound", float(sender_bound(asked, sent_pps, loss, cpu)), "bool")]
+    wait = float(doc.get("wait_s", -1))          # older senders, or a kernel without schedstat: unknown
+    out = [Sample("pps", got / seconds, "pps"), Sample("sent_pps", sent_pps, "pps"),
+           Sample("loss_pct", loss, "pct"), Sample("socket_drops", float(rx["drops"]), "count"),
+           Sample("sender_cpu_pct", round(cpu, 2), "pct")]
+    if wait >= 0:
+        out.append(Sample("sender_wait_pct", round(100.0 * wait / seconds, 2), "pct"))
+    return out + [Sample("sender_bound", float(sender_bound(asked, sent_pps, loss, cpu, 100.0 * wait / seconds)),
+                         "bool")]
 
 
 def parse_send(stdout: str, stderr: str, returncode: int | None) -> ToolResult:

@@ -58,7 +58,7 @@ receiver_done() {
     kill -TERM "$RPID"; wait "$RPID"; record "$RNAME" $? "${RARGV[@]}"; RPID=""
 }
 
-if [ "${ONLY:-}" != packet ]; then    # ONLY=packet: the --packet captures alone
+if [ -z "${ONLY:-}" ]; then           # ONLY=packet or ONLY=starved: those captures alone
 receiver blast_recv recv --port 9000 --flows 4 --mtu 1500 --duration 60
 cap blast_pps64 20 "$NSA" send --addr 198.18.0.2 --port 9000 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0
 cap blast_pps1400 20 "$NSA" send --addr 198.18.0.2 --port 9000 --flows 4 --size 1400 --mtu 1500 --duration 1 --rate 0
@@ -70,6 +70,7 @@ cap blast_recv_idle 20 "$NSB" recv --port 9200 --flows 4 --mtu 1500 --duration 1
 cap blast_badsize 20 "$NSA" send --addr 198.18.0.2 --port 9000 --size 10 --mtu 1500 --duration 1
 cap blast_toobig 20 "$NSA" send --addr 198.18.0.2 --port 9000 --size 1473 --mtu 1500 --duration 1
 fi
+if [ -z "${ONLY:-}" ] || [ "$ONLY" = packet ]; then
 receiver blast_recv_packet recv --port 9300 --flows 4 --mtu 1500 --duration 60
 cap blast_packet64 20 "$NSA" send --addr 198.18.0.2 --port 9300 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0 --packet
 cap blast_packet1400 20 "$NSA" send --addr 198.18.0.2 --port 9300 --flows 4 --size 1400 --mtu 1500 --duration 1 --rate 0 --packet
@@ -80,3 +81,15 @@ timeout -s KILL 20 ip netns exec "$NSA" setpriv --reuid=65534 --regid=65534 --cl
     --port 9300 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0 --packet \
     >"$DIR/blast_packet_noraw.out" 2>"$DIR/blast_packet_noraw.err"
 record blast_packet_noraw $? send --addr 198.18.0.2 --port 9300 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0 --packet
+fi
+if [ -z "${ONLY:-}" ] || [ "$ONLY" = starved ]; then
+# the sender on CPU 0 beside a busy loop there: starved (it waits, runnable, for its CPU), nothing lost
+receiver blast_recv_starved recv --port 9400 --flows 4 --mtu 1500 --duration 60
+taskset -c 0 sh -c 'while :; do :; done' &
+HOG=$!
+timeout -s KILL 20 ip netns exec "$NSA" taskset -c 0 "$B" send --addr 198.18.0.2 --port 9400 --flows 4 --size 64 \
+    --mtu 1500 --duration 1 --rate 0 >"$DIR/blast_pps64_starved.out" 2>"$DIR/blast_pps64_starved.err"
+record blast_pps64_starved $? send --addr 198.18.0.2 --port 9400 --flows 4 --size 64 --mtu 1500 --duration 1 --rate 0
+kill "$HOG"
+receiver_done
+fi

@@ -52,8 +52,17 @@ def test_unpaced_64_bytes():
     assert res.ok and v["pps"] == pytest.approx(220992 / 1.001050)
     assert v["sent_pps"] == v["pps"] and v["loss_pct"] == 0 and v["socket_drops"] == 0
     assert v["sender_cpu_pct"] == pytest.approx(100 * 0.2416 / 1.001050, abs=0.01)
-    # nothing lost, but the sender had a quarter of a CPU (a busy machine): not judged sender-bound
-    assert v["sender_bound"] == 0
+    # nothing lost, but the sender had a quarter of a CPU, and this older sender did not say
+    # whether it waited for the rest (no wait_s): not judged sender-bound
+    assert v["sender_bound"] == 0 and "sender_wait_pct" not in v
+
+
+def test_a_starved_sender_is_sender_bound():
+    # on CPU 0 beside a busy loop there: 30 % of a CPU run, 70 % waited for, nothing lost
+    v = values(parse_send(*capture("blast_pps64_starved"), 0))
+    assert v["sender_cpu_pct"] == pytest.approx(100 * 0.3014 / 1.000603, abs=0.01)
+    assert v["sender_wait_pct"] == pytest.approx(100 * 0.6995 / 1.000603, abs=0.01)
+    assert v["loss_pct"] == 0 and v["sender_bound"] == 1
 
 
 def test_paced_at_its_rate_is_not_sender_bound():
@@ -119,15 +128,17 @@ def test_a_receiver_that_reports_garbage_fails():
     assert not parse_send("not json\n", "", 0).ok
 
 
-@pytest.mark.parametrize("asked, sent, loss, cpu, bound", [
-    (0, 5e5, 0.0, 99.0, True),       # the path kept up with a saturated sender
-    (0, 5e5, 0.0, 40.0, False),      # back-pressure (or a starved sender): not judged bound
-    (0, 5e5, 3.0, 99.0, False),      # the path lost: its limit
-    (1e6, 9e5, 0.0, 99.0, True),     # short of what was asked
-    (1e6, 9.6e5, 0.0, 99.0, False),
+@pytest.mark.parametrize("asked, sent, loss, cpu, wait, bound", [
+    (0, 5e5, 0.0, 99.0, 0.0, True),  # the path kept up with a saturated sender
+    (0, 5e5, 0.0, 40.0, 0.0, False),  # back-pressure (blocked, not waiting for a CPU): the path's
+    (0, 5e5, 0.0, 40.0, 55.0, True),  # starved: it ran or waited to run all the window
+    (0, 5e5, 3.0, 40.0, 55.0, False),  # starved, but the path lost: its limit
+    (0, 5e5, 3.0, 99.0, 0.0, False),  # the path lost: its limit
+    (1e6, 9e5, 0.0, 99.0, 0.0, True),  # short of what was asked
+    (1e6, 9.6e5, 0.0, 99.0, 0.0, False),
 ])
-def test_sender_bound(asked, sent, loss, cpu, bound):
-    assert sender_bound(asked, sent, loss, cpu) is bound
+def test_sender_bound(asked, sent, loss, cpu, wait, bound):
+    assert sender_bound(asked, sent, loss, cpu, wait) is bound
 
 
 def with_loss(name: str, asked: float, sent: int, got: int) -> PhaseOutput:

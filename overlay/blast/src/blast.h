@@ -52,6 +52,7 @@ unsigned bl_batch_for(double rate, unsigned batch);
 int64_t bl_batch_ns(double rate, unsigned n);
 double bl_ts(const struct timespec *a, const struct timespec *b);
 double bl_cpu_seconds(void);
+double bl_wait_seconds(void);
 
 /* send.c, recv.c */
 #define BL_SAID 1                 /* a failure already said on stderr */

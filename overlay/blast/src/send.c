@@ -176,7 +176,7 @@ int bl_send(const struct bl_opts *o)
 {
 	struct sender s;
 	char rep[1024] = "null", err[256] = "";
-	double seconds = 0, cpu0, cpu;
+	double seconds = 0, cpu0, cpu, wait0, wait;
 	unsigned i;
 	int ret;
 
@@ -206,18 +206,20 @@ int bl_send(const struct bl_opts *o)
 	}
 	fill_msgs(o, &s);
 	cpu0 = bl_cpu_seconds();
+	wait0 = bl_wait_seconds();
 	ret = send_loop(o, &s, &seconds);
 	if (ret)
 		goto out;
 	cpu = bl_cpu_seconds() - cpu0;
+	wait = wait0 < 0 ? -1 : bl_wait_seconds() - wait0;
 	usleep(50000);                /* what is in flight lands before END asks */
 	if (ask_report(&s, rep, sizeof(rep)) == -ETIMEDOUT)
 		snprintf(rep, sizeof(rep), "null");
 	printf("{\"blast\":\"send\",\"version\":\"%s\",\"sender\":\"%s\",\"run\":%" PRIu32 ",\"flows\":%u,\"size\":%u,"
 	       "\"batch\":%u,\"asked_pps\":%.0f,\"sent\":%" PRIu64 ",\"sent_pps\":%.1f,\"seconds\":%.6f,"
-	       "\"cpu_s\":%.4f,\"errors\":%" PRIu64 ",\"receiver\":%s}\n",
+	       "\"cpu_s\":%.4f,\"wait_s\":%.4f,\"errors\":%" PRIu64 ",\"receiver\":%s}\n",
 	       BL_VERSION, o->packet ? "packet" : "socket", s.run, o->flows, o->size, o->batch, o->rate, s.sent,
-	       seconds > 0 ? (double)s.sent / seconds : 0.0, seconds, cpu, s.errors, rep);
+	       seconds > 0 ? (double)s.sent / seconds : 0.0, seconds, cpu, wait, s.errors, rep);
 	fflush(stdout);
 out:
 	for (i = 0; i < BL_MAX_FLOWS; i++)

@@ -1,5 +1,6 @@
 /* The datagram header, pacing arithmetic and clocks: pure, unit-checked (tests/unit.c). */
 #include <endian.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -75,4 +76,19 @@ double bl_cpu_seconds(void)
 		return -1;
 	return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
 	       (double)ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
+
+/* How long this thread has waited, runnable, for a CPU so far (the second field of
+ * /proc/thread-self/schedstat, in ns); -1 where the kernel does not say. */
+double bl_wait_seconds(void)
+{
+	unsigned long long on_cpu, waited;
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	int n;
+
+	if (!f)
+		return -1;
+	n = fscanf(f, "%llu %llu", &on_cpu, &waited);
+	fclose(f);
+	return n == 2 ? (double)waited / 1e9 : -1;
 }
