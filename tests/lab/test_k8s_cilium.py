@@ -10,7 +10,8 @@ the agent sets (kernel.unprivileged_bpf_disabled, kernel.timer_migration) and th
 kubelet rewrites are as they were.
 
 Needs the cluster's binaries and Cilium (k8s/build.sh cilium) with clang 19: skipped
-where they are not there (make test-k8s builds them).
+where they are not there, so a fresh machine's `make test` builds no Cilium (make test-k8s
+builds them). Nothing measured is judged; every wait is bounded far above what it takes.
 """
 
 from __future__ import annotations
@@ -26,8 +27,7 @@ from conftest import needs_root
 
 SYSCTLS = ("kernel.panic", "kernel.panic_on_oops", "vm.overcommit_memory",
            "kernel.unprivileged_bpf_disabled", "kernel.timer_migration")
-# unsoaked: make test leaves it out (make test-k8s runs it) until its 30 rounds under load
-pytestmark = [needs_root(), pytest.mark.lab, pytest.mark.unsoaked,
+pytestmark = [needs_root(), pytest.mark.lab,
               pytest.mark.skipif(kc.cilium_missing() is not None, reason=kc.cilium_missing() or "")]
 
 
