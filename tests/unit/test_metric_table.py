@@ -52,6 +52,7 @@ SINGLE = {
     "iperf2_crr": ["iperf.crr"], "iperf2_crr_refused": ["iperf.crr"],
     "irtt_ok": ["irtt.udp"], "irtt_noserver": ["irtt.udp"], "irtt_killed": ["irtt.udp"],
     "blast_pps64": ["udp.pps64"], "blast_paced": ["udp.pps64"], "blast_pps1400": ["udp.pps1400"],
+    "blast_pps64_starved": ["udp.pps64"],
     "blast_killed": ["udp.pps64"], "blast_norecv": ["udp.pps64"], "blast_badsize": ["udp.pps64"],
     "blast_toobig": ["udp.pps1400"],
     "blast_packet64": ["packet.pps64"], "blast_packet1400": ["packet.pps1400"],
@@ -73,7 +74,8 @@ PHASED = [
 ]
 # The tool's captures that are not a whole result of one test: iperf3 3.1.3's UDP output (a
 # version check of its own, test_tools_iperf3.py), blast's receiver lines (test_tools_blast.py).
-NOT_A_RESULT = {"iperf3_udp_3.1.3", "blast_recv", "blast_recv_idle", "blast_recv_packet"}  # blast's receiver: no test parses it
+# blast's receivers: no test parses them
+NOT_A_RESULT = {"iperf3_udp_3.1.3", "blast_recv", "blast_recv_idle", "blast_recv_packet", "blast_recv_starved"}
 # The MTU doctor's probes (tests/data/capture_mtu.sh): no run's metrics, read by tests/unit/test_tools_mtu.py
 MTU_PROBES = {"ping_df_ok", "ping_df_fragneeded", "ping_df_local", "ping_df_local_dev", "ping_df_blackhole", "nstat_frag",
               "udp_df_ok", "udp_df_fragneeded", "udp_df_local", "udp_df_local_dev", "udp_df_blackhole",
