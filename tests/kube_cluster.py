@@ -43,6 +43,15 @@ def cilium_missing() -> str | None:
     return missing()
 
 
+# the host-wide sysctls the kubelet rewrites (up saves them, down restores them)
+KUBELET_SYSCTLS = ("kernel.panic", "kernel.panic_on_oops", "vm.overcommit_memory")
+
+
+def sysctls(keys) -> dict[str, str]:
+    """The values of these sysctls now."""
+    return {k: pathlib.Path("/proc/sys", *k.split(".")).read_text().strip() for k in keys}
+
+
 def objects() -> list[str]:
     """Everything of the cluster's the machine still has, named."""
     found = []

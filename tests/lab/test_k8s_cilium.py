@@ -25,21 +25,16 @@ import pytest
 import kube_cluster as kc
 from conftest import needs_root
 
-SYSCTLS = ("kernel.panic", "kernel.panic_on_oops", "vm.overcommit_memory",
-           "kernel.unprivileged_bpf_disabled", "kernel.timer_migration")
+SYSCTLS = kc.KUBELET_SYSCTLS + ("kernel.unprivileged_bpf_disabled", "kernel.timer_migration")  # and the agent's
 pytestmark = [needs_root(), pytest.mark.lab,
               pytest.mark.skipif(kc.cilium_missing() is not None, reason=kc.cilium_missing() or "")]
-
-
-def _sysctls() -> dict[str, str]:
-    return {k: pathlib.Path("/proc/sys", *k.split(".")).read_text().strip() for k in SYSCTLS}
 
 
 def test_two_nodes_on_cilium_vxlan_pods_reached_across_nodes_and_nothing_left():
     kc.clear_killed()
     if kc.objects():
         pytest.skip(f"a cluster is up here already: {kc.objects()}")
-    before, run_cilium = _sysctls(), pathlib.Path("/run/cilium").exists()
+    before, run_cilium = kc.sysctls(SYSCTLS), pathlib.Path("/run/cilium").exists()
     try:
         up = kc.run("up", timeout=300, env={"OBK8S_CNI": "cilium"})
         assert up.returncode == 0, up.stderr
@@ -90,4 +85,4 @@ def test_two_nodes_on_cilium_vxlan_pods_reached_across_nodes_and_nothing_left():
     assert down.returncode == 0, down.stderr
     assert kc.objects() == []
     assert pathlib.Path("/run/cilium").exists() == run_cilium
-    assert _sysctls() == before
+    assert kc.sysctls(SYSCTLS) == before

@@ -13,26 +13,20 @@ skipped when they are not there, so a fresh machine's `make test` builds no Kube
 from __future__ import annotations
 
 import json
-import pathlib
 
 import pytest
 
 import kube_cluster as kc
 from conftest import needs_root
 
-SYSCTLS = ("kernel.panic", "kernel.panic_on_oops", "vm.overcommit_memory")
 pytestmark = [needs_root(), pytest.mark.skipif(kc.missing() is not None, reason=kc.missing() or "")]
-
-
-def _sysctls() -> dict[str, str]:
-    return {k: pathlib.Path("/proc/sys", *k.split(".")).read_text().strip() for k in SYSCTLS}
 
 
 def test_two_nodes_flannel_and_kube_proxy_up_pods_running_and_nothing_left():
     kc.clear_killed()
     if kc.objects():
         pytest.skip(f"a cluster is up here already: {kc.objects()}")
-    before = _sysctls()
+    before = kc.sysctls(kc.KUBELET_SYSCTLS)
     try:
         up = kc.run("up", timeout=300)
         assert up.returncode == 0, up.stderr
@@ -67,4 +61,4 @@ def test_two_nodes_flannel_and_kube_proxy_up_pods_running_and_nothing_left():
         down = kc.run("down", timeout=120)
     assert down.returncode == 0, down.stderr
     assert kc.objects() == []
-    assert _sysctls() == before
+    assert kc.sysctls(kc.KUBELET_SYSCTLS) == before

@@ -57,9 +57,10 @@ def _incidental(api: FakeApi) -> None:
         api.allow_exec(f"c{i}", "ip -o route show default", stdout="default via 10.244.0.1 dev eth0 \n")
 
 
-def _run(tmp_path, modes=("native", "cni"), placements=("host-host", "container-container"), **opts):
+def _run(tmp_path, modes=("native", "cni"), placements=("host-host", "container-container"), tests=("iperf3.tcp",),
+         **opts):
     return session.run(overrides={"matrix": {"modes": list(modes), "placements": list(placements),
-                                             "tests": ["iperf3.tcp"], "repeats": 1, "duration": 1},
+                                             "tests": list(tests), "repeats": 1, "duration": 1},
                                   "testbed": {"backend": "kubernetes"}},
                        results_dir=str(tmp_path / "results"), quiet=True, options=Options(**opts))
 
@@ -663,10 +664,7 @@ def test_blast_runs_from_the_image_in_pods_a_restricted_namespace_admits(api, tm
     api.expect_start("c1", re.compile(r"blast recv --port 9000 --flows 4 .*"))
     api.expect_start("c0", re.compile(r"blast send --addr 10\.244\.1\.5 --port 9000 .*--size 64 .*"), returncode=0,
                      stdout=out, stderr=err, runs=False)
-    store = session.run(overrides={"matrix": {"modes": ["cni"], "placements": ["container-container"],
-                                              "tests": ["udp.pps64"], "repeats": 1, "duration": 1},
-                                   "testbed": {"backend": "kubernetes"}},
-                        results_dir=str(tmp_path / "results"), quiet=True, options=Options())
+    store = _run(tmp_path, modes=("cni",), placements=("container-container",), tests=("udp.pps64",))
     rows = _rows(store)
     assert rows and all(r["ok"] for r in rows) and "pps" in {r["metric"] for r in rows}, rows
     pods = [c[2] for c in api.calls if c[0] == "create_pod"]
@@ -686,10 +684,7 @@ def test_blast_runs_through_a_service_on_every_flows_port(api, tmp_path):
     api.expect_start("c1", re.compile(r"blast recv --port 9000 --flows 4 .*--addr 10\.244\.1\.5$"))
     api.expect_start("c0", re.compile(r"blast send --addr 10\.96\.0\.12 --port 9000 --flows 4 .*--size 64 .*"),
                      returncode=0, stdout=out, stderr=err, runs=False)
-    store = session.run(overrides={"matrix": {"modes": ["cni"], "placements": ["container-service"],
-                                              "tests": ["udp.pps64"], "repeats": 1, "duration": 1},
-                                   "testbed": {"backend": "kubernetes"}},
-                        results_dir=str(tmp_path / "results"), quiet=True, options=Options())
+    store = _run(tmp_path, modes=("cni",), placements=("container-service",), tests=("udp.pps64",))
     rows = _rows(store)
     assert rows and all(r["ok"] for r in rows) and "pps" in {r["metric"] for r in rows}, rows
     assert {r["placement"] for r in rows} == {"container-service"}
