@@ -49,14 +49,14 @@ cilium_config() {
 start_cilium() { # I
 	local n=$S/n$1/cilium sysfile
 	mkdir -p "$n/run" "$n/bpf" "$n/cgroupv2" "$n/sysctl"
-	for sysfile in unprivileged_bpf_disabled timer_migration; do
-		cat "/proc/sys/kernel/$sysfile" >"$n/sysctl/$sysfile"
+	for sysfile in unprivileged_bpf_disabled timer_migration; do     # those this kernel has
+		[ ! -e "/proc/sys/kernel/$sysfile" ] || cat "/proc/sys/kernel/$sysfile" >"$n/sysctl/$sysfile"
 	done
 	start "cilium-n$1" "$P-n$1" env K8S_NODE_NAME="$P-n$1" PATH="$LLVM_BIN:$PATH" \
 		unshare --mount --propagation private sh -c '
 			n=$1; shift
-			for f in unprivileged_bpf_disabled timer_migration; do
-				mount --bind "$n/sysctl/$f" "/proc/sys/kernel/$f"
+			for f in "$n"/sysctl/*; do
+				[ ! -e "$f" ] || mount --bind "$f" "/proc/sys/kernel/${f##*/}"
 			done
 			mount --bind "$n/run" /run/cilium
 			exec "$@"' sh "$n" \
