@@ -191,9 +191,10 @@ def parse_route_dev(stdout: str) -> str | None:
 
 
 def parse_route_mtu(stdout: str) -> int | None:
-    """`ip -o route get ADDR` → the MTU the route itself sets (a route's `mtu` metric, as
-    Cilium gives a pod's routes below its device's MTU), or None: none, or only a path MTU
-    the host learnt (`cache expires …s mtu N`: discovered, not configured)."""
+    """`ip -o route get ADDR` (or `ip -o route show default`) → the MTU the route itself
+    sets (a route's `mtu` metric, as Cilium gives a pod's routes below its device's MTU), or
+    None: none, or only a path MTU the host learnt (`cache expires …s mtu N`: discovered,
+    not configured)."""
     line = stdout.strip().splitlines()[0] if stdout.strip() else ""
     if "expires" in line:
         return None

@@ -27,6 +27,7 @@ import re
 
 from harness.hosts.kube.api import ApiError
 from harness.testbeds.kubernetes import fingerprint
+from harness.tools.mtu import parse_route_mtu
 
 SYSTEM_NAMESPACES = ("kube-system", "kube-flannel", "calico-system", "tigera-operator", "cilium", "kube-router")
 KNOWN_CNIS = ("flannel", "calico", "cilium", "antrea", "weave", "kube-router", "kindnet", "ovn", "canal", "multus")
@@ -202,9 +203,9 @@ def pod_network(api, sides, node_pods: bool = True) -> dict:
             # the default route's own MTU where it sets a lower one (Cilium: eth0 at the
             # node's MTU, the routes at the tunnel's): what the pod sends at
             route = s.container.run(["ip", "-o", "route", "show", "default"], check=False, timeout=20)
-            own = re.search(r"\bmtu (\d+)", route.stdout) if route.ok else None
-            if own and int(own[1]) < info["pod_mtu"]:
-                info["pod_mtu"], info["pod_device_mtu"] = int(own[1]), info["pod_mtu"]
+            own = parse_route_mtu(route.stdout) if route.ok else None
+            if own and own < info["pod_mtu"]:
+                info["pod_mtu"], info["pod_device_mtu"] = own, info["pod_mtu"]
             break
         info["errors"].append(f"{s.container.name}: pod MTU: {(done.stderr or done.stdout).strip()[-200:]}")
     info["encapsulation"] = {}
