@@ -6,7 +6,7 @@ UDP throughput, loss and jitter (iperf3.udp, else qperf.udp_bw), UDP latency
 (qperf.udp_lat), ping RTT (ping.flood: avg, and the min/max/mdev of each run's rtt line),
 P99 latency (sockperf.pingpong, and sockperf.pingpong_tcp in a column of its own), the packet rate at each payload size (iperf3.ppsN),
 the P99 latency under a working load, what the load added to it and the load's throughput
-(load.bounceback), the connection rate with its % of native, connect P99 and failures
+(load.sockperf, else load.irtt; load.bounceback's in columns of their own), the connection rate with its % of native, connect P99 and failures
 (iperf.crr), the loss knee at each sweep's payload size (iperf3.udp_sweepN), the
 isochronous UDP round trip's P99 and the probe's loss (irtt.udp),
 the per-stream throughput and Jain's fairness index of the TCP throughput test at the row's
@@ -65,7 +65,8 @@ BLAST_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastPps)
 SEARCH_TESTS = tuple(sorted((t for t in TOOLS.values() if isinstance(t, BlastSearch)),
                             key=lambda t: (t.payload, t.kind)))
 BOUND = "_sender_bound"               # a rate column's field + this: the share of repeats the sender set
-LOAD_TESTS = ("load.irtt",)            # latency under load: irtt's round trips, to the ns
+# latency under load, the fine probes finest first: sockperf's ping-pong every 100 µs, irtt's 1 ms probe
+LOAD_TESTS = ("load.sockperf", "load.irtt")
 BOUNCEBACK_TESTS = ("load.bounceback",)  # iperf 2's bounceback: its percentiles are 100 µs bin edges
 CRR_TESTS = ("iperf.crr",)
 PROBE_TESTS = ("irtt.udp",)

@@ -129,8 +129,8 @@ def add_kube(p: argparse.ArgumentParser, run: bool = True) -> None:
                             "on two nodes)")
         p.add_argument("--port-base", type=port_base, metavar="N",
                        help="the tools' server ports, in the pods and their Services, from N up: 14 per pair "
-                            "measured at once (default: the tools' own, 5201 iperf3, 19765-19766 qperf, 11111 "
-                            "sockperf, 5001 iperf, 2112 irtt, 9000-9003 blast)")
+                            "measured at once (default: the tools' own, 5201 iperf3, 19765-19766 qperf, 11111-11112 "
+                            "sockperf, 5001 iperf, 2112-2113 irtt, 9000-9003 blast)")
         p.add_argument("--image", metavar="REF",
                        help="the tools image the pods run (default: localhost/overlaybench/tools:bookworm; "
                             "make tools-image builds it, make tools-archive writes it as an archive to load)")

@@ -15,7 +15,7 @@ from harness.core.pairs import SCHEDULES
 # tests/unit/test_cli.py holds the two lists equal)
 TEST_NAMES = ("iperf3.tcp", "iperf3.udp", "iperf3.pps64", "iperf3.pps256", "iperf3.pps1400", "qperf.tcp_bw",
               "qperf.tcp_lat", "qperf.udp_bw", "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp",
-              "ping.flood", "load.bounceback", "load.irtt", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400",
+              "ping.flood", "load.bounceback", "load.irtt", "load.sockperf", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400",
               "irtt.udp", "udp.pps64", "udp.pps1400", "packet.pps64", "packet.pps1400", "udp.ndr64",
               "udp.pdr64")
 
@@ -58,7 +58,7 @@ def add_matrix(p: argparse.ArgumentParser) -> None:
                    help=f"{','.join(TEST_NAMES)} ({scen}, built in: iperf3.tcp,qperf.tcp_lat)")
     p.add_argument("--streams", type=csv(int), metavar="N,..",
                    help="parallel streams of iperf3.tcp and iperf3.udp (iperf3 -P), 1..128; "
-                        f"load.bounceback's and load.irtt's working-load streams each way, 1..16 ({scen}, built in: 1)")
+                        f"load.bounceback's, load.irtt's and load.sockperf's working-load streams each way, 1..16 ({scen}, built in: 1)")
     p.add_argument("--repeats", type=int, metavar="N",
                    help=f"how many times every case is measured ({scen}, built in: 3)")
     p.add_argument("--duration", type=float, metavar="S", help=f"seconds per test ({scen}, built in: 5)")

@@ -101,7 +101,8 @@ def _own(case: Case, export: Export) -> dict[str, Any]:
 MAPPING = {
     "latency": "k8s-netperf's field: a round trip in usec (see K8S_NETPERF)",
     "metrics.latency*": "one-way latency (half the round trip qperf or sockperf timed), trip \"one-way\"",
-    "metrics.rtt*": "round trip (ping, irtt, iperf 2's bounceback), trip \"round-trip\"",
+    "metrics.rtt*": "round trip (ping, irtt, sockperf's ping-pong under load, iperf 2's bounceback), "
+                   "trip \"round-trip\"",
     "metrics.*.ratio_to_native": "the median over native's at the same underlay MTU, test and streams",
     "metrics.*.vs_native": "\"distinct\" when the repeats are separated from native's, \"not distinct\" when "
                            "their ranges overlap (the table's ≈), null for native or without a reference",

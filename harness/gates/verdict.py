@@ -49,7 +49,8 @@ HEADLINE = {"iperf3.tcp": "throughput_bps", "qperf.tcp_bw": "throughput_bps", "i
             "ping.flood": "latency_us", "sockperf.pingpong": "latency_p99_us",
             "sockperf.pingpong_tcp": "latency_p99_us",
             **{t.name: "pps" for t in TOOLS.values() if isinstance(t, Iperf3Pps)},
-            "load.bounceback": "lat_loaded_p99_us", "load.irtt": "rtt_loaded_p50_us", "iperf.crr": "conn_per_s", "irtt.udp": "rtt_p50_us",
+            "load.bounceback": "lat_loaded_p99_us", "load.irtt": "rtt_loaded_p50_us",
+            "load.sockperf": "rtt_loaded_p90_us", "iperf.crr": "conn_per_s", "irtt.udp": "rtt_p50_us",
             **{t.name: "knee_bps" for t in TOOLS.values() if isinstance(t, Iperf3Sweep)},
             **{t.name: "pps" for t in TOOLS.values() if isinstance(t, BlastPps)},
             **{t.name: f"{t.kind}_pps" for t in TOOLS.values() if isinstance(t, BlastSearch)}}

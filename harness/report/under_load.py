@@ -1,7 +1,8 @@
 """The report's figures under load: latency idle and beside a working load, and the UDP
 sweeps' offered against received load with each mode's knee marked.
 
-Drawn only where the run measured them (load.irtt, else load.bounceback; iperf3.udp_sweepN);
+Drawn only where the run measured them (load.sockperf, else load.irtt, else load.bounceback;
+iperf3.udp_sweepN);
 `figures` returns nothing otherwise, as the table leaves those columns out.
 """
 
@@ -25,9 +26,13 @@ PERCENTILES = [("p50", "P50"), ("p90", "P90"), ("p99", "P99"), ("p999", "P99.9")
 PHASES = [("idle", "--"), ("loaded", "-")]
 _STEP = re.compile(r"^step(\d+)_(sent_bps|received_bps|loss_pct)$")
 # The probes latency under load is drawn from, finest first: (tests, metric prefix, what the caption says)
-PROBES = [(LOAD_TESTS, "rtt", "irtt: a 60-byte UDP probe every millisecond, each round trip timed to the "
-                              "nanosecond, idle (dashed) and beside N TCP streams each way on the same path "
-                              "(solid, iperf 2); each percentile's median over repeats, log scale."),
+PROBES = [(LOAD_TESTS[:1], "rtt", "sockperf's ping-pong: a 14-byte UDP message every 100 µs, one in flight, each "
+                                  "round trip timed to the nanosecond, idle (dashed) and beside N TCP streams each "
+                                  "way on the same path (solid, iperf 2); each percentile's median over repeats, "
+                                  "log scale."),
+          (LOAD_TESTS[1:], "rtt", "irtt: a 60-byte UDP probe every millisecond, each round trip timed to the "
+                                  "nanosecond, idle (dashed) and beside N TCP streams each way on the same path "
+                                  "(solid, iperf 2); each percentile's median over repeats, log scale."),
           (BOUNCEBACK_TESTS, "lat", "iperf 2 bounceback: a 16 KiB request every millisecond answered at once, "
                                     "idle (dashed) and beside N TCP streams each way on the same path (solid); "
                                     "each percentile's median over repeats, read off iperf's 100 µs histogram "

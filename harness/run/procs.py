@@ -15,8 +15,9 @@ from harness.results import RunStore
 from harness.run.scenario import Case
 
 # Fixed ports: reproducible, and what a firewall rule would name (the tools' own defaults;
-# sockperf's documented example port).
-PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None), "iperf": (5001, None),
+# sockperf's documented example port; a probe's data port carries load.irtt's and load.sockperf's
+# working load).
+PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, 11112), "iperf": (5001, None),
          "irtt": (2112, 2113), "blast": (9000, None)}
 # Deadlines catch a hang, never judge speed: a server listens within milliseconds, and 30 s
 # holds on a machine whose CPUs something else keeps busy.

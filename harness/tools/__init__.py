@@ -1,6 +1,6 @@
 """The measurement tools by test name (TOOLS: iperf3.tcp, iperf3.udp, the iperf3 packet-rate tests,
 qperf's bandwidth and latency, sockperf's ping-pong, ping.flood; latency under load (iperf 2's
-bounceback, irtt beside iperf 2's load);
+bounceback, irtt's and sockperf's probes beside iperf 2's load);
 blast's packet rates udp.ppsN and packet.ppsN and rate searches udp.ndrN, udp.pdrN)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from harness.tools.blast import BlastPps
 from harness.tools.iperf2 import IperfCrr, LoadBounceback
 from harness.tools.irtt import IrttUdp
 from harness.tools.load_irtt import LoadIrtt
+from harness.tools.load_sockperf import LoadSockperf
 from harness.tools.ndr import BlastSearch
 from harness.tools.iperf3 import Iperf3Pps, Iperf3Tcp, Iperf3Udp
 from harness.tools.ping import PingFlood
@@ -38,6 +39,7 @@ TOOLS: dict[str, Tool] = {
         PingFlood(),
         LoadBounceback(),
         LoadIrtt(),
+        LoadSockperf(),
         IperfCrr(),
         Iperf3Sweep(64),
         Iperf3Sweep(1400),

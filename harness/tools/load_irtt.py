@@ -1,136 +1,37 @@
-"""load.irtt: latency under a working load, every round trip timestamped to the nanosecond.
+"""load.irtt: latency under a working load, irtt's probe timed to the nanosecond.
 
 irtt (tools/irtt.py) sends one 60-byte UDP probe a millisecond and reports each round trip
-in nanoseconds, so its percentiles are the round trips themselves, not the upper edges of
-iperf 2's 100 µs bounceback bins (tools/iperf2.py, load.bounceback). The case runs in two
-phases against one server:
-
-- `idle`: the probe alone for the case's duration;
-- `loaded`: the same probe beside iperf 2's working load, N TCP streams each way
-  (`iperf -c … --full-duplex -P N -l 16K`, as flent's RRUL loads both directions), started
-  first and running a second longer than the probe so that every probe meets it.
-
-The server is one shell leading one process group: iperf 2's server (`iperf -s`, bounded by
-`-t`) started in the background and waited for until it listens (its own pid on the port,
-as `ss -p` shows: not whatever else may hold it), then irtt's server beside it. So the case
-routine's wait for irtt's UDP port also means iperf's TCP one is ready. Stopping the group
-(SIGTERM) ends the shell only once both servers are gone: iperf 2 takes over a second to
-leave on SIGTERM, holding its port, so the shell kills it outright and waits for it, and the
-next case's server on the same port never finds it taken.
-
-The loaded phase's shell prints iperf's report, then one line `=== irtt exit R iperf exit
-W`, then irtt's JSON (held until iperf is done so the two never interleave).
-
-Figures (µs, round trips): `rtt_idle_us` / `rtt_loaded_us` (means), their `_min`, `_max`,
-`_p50`, `_p90`, `_p99` and `_p999` (nearest rank over every probe that came back),
-`rtt_added_pNN_us` (loaded minus idle), `load_throughput_bps` (the working load's both
-directions, iperf's [FDn] lines) and `probe_loss_pct` (the loaded phase's probes lost).
+in nanoseconds; the percentiles are nearest ranks over every probe that came back. The two
+phases, the server's shell and the figures are every under-load probe's (tools/underload.py).
+A probe a millisecond leaves the CPUs time to go idle between probes: on a VM, waking one
+sets the idle tail (load.sockperf's probe every 100 µs keeps them busy).
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-
-from harness.core.errors import HarnessError
-from harness.core.samples import Sample
 from harness.tools import irtt
-from harness.tools.base import Phase, PhaseOutput, PhasedTool, TestSpec, ToolResult
-from harness.tools.common import failed, whole_seconds
-from harness.tools.iperf2 import MAX_LOAD_STREAMS, PROBE_BYTES, load_rate, problem
-
-MARK = re.compile(r"^=== irtt exit (\d+) iperf exit (\d+)$", re.MULTILINE)
-LOAD_LEAD_S = 1          # the working load runs this much longer than the probe
-READY_POLL_S = 0.05      # the server's shell asks `ss` this often whether iperf listens
+from harness.tools.base import TestSpec
+from harness.tools.underload import Figures, LoadProbe
 
 
 def load_port(spec: TestSpec) -> int:
     """iperf 2's port: irtt's data port (harness/run/procs.py: the one after irtt's own)."""
-    return spec.data_port or (spec.port or irtt.DEFAULT_PORT) + 1
+    return LoadIrtt().load_port(spec)
 
 
-class LoadIrtt(PhasedTool):
-    phased_as = "idle, then loaded"
+class LoadIrtt(LoadProbe):
     name = "load.irtt"
     binary = "irtt"
     package = "irtt"
-    also_needs = ("iperf",)       # the working load
     version_argv = irtt.IrttUdp.version_argv
     version_re = irtt.IrttUdp.version_re
-    listen = "udp"
-    latency = True
-    parallel = True
-    max_streams = MAX_LOAD_STREAMS
+    default_port = irtt.DEFAULT_PORT
 
-    def server_argv(self, spec: TestSpec) -> list[str]:
-        port = load_port(spec)
-        bound = int(self.timeout(spec)) + 10
-        script = (f"iperf -s -p {port} -t {bound} >/dev/null & p=$!; "
-                  f"until ss -Hltnp 'sport = :{port}' | grep -q \"pid=$p,\"; do "
-                  f"kill -0 $p 2>/dev/null || {{ echo 'iperf -s exited before listening' >&2; exit 1; }}; "
-                  f"sleep {READY_POLL_S}; done; "
-                  f"{shlex.join(irtt.IrttUdp().server_argv(spec))} & q=$!; "
-                  f"trap 'kill -KILL $p $q 2>/dev/null; wait $p $q; exit 143' TERM INT; "
-                  f"wait $q; r=$?; kill -KILL $p 2>/dev/null; wait $p; exit $r")
-        return ["sh", "-c", script]
+    def probe_server(self, spec: TestSpec) -> list[str]:
+        return irtt.IrttUdp().server_argv(spec)
 
-    def _probe(self, spec: TestSpec) -> list[str]:
+    def probe(self, spec: TestSpec) -> list[str]:
         return irtt.IrttUdp().client_argv(spec)
 
-    def phases(self, spec: TestSpec) -> list[Phase]:
-        if not 1 <= spec.streams <= self.max_streams:
-            raise HarnessError(f"{self.name}: {spec.streams} working-load streams; 1 to {self.max_streams} each way")
-        seconds = whole_seconds(spec.duration)
-        load = ["iperf", "-c", spec.server_addr, "-p", str(load_port(spec)), "--full-duplex", "-P", str(spec.streams),
-                "-l", PROBE_BYTES, "-t", str(seconds + LOAD_LEAD_S), "-e"]
-        script = (f"{shlex.join(load)} & p=$!; j=$({shlex.join(self._probe(spec))}); r=$?; wait $p; w=$?; "
-                  f"echo \"=== irtt exit $r iperf exit $w\"; printf '%s\\n' \"$j\"")
-        limit = seconds + 20     # irtt's open timeouts to nowhere, or the wait for its last replies
-        return [Phase("idle", self._probe(spec), limit),
-                Phase("loaded", ["sh", "-c", script], limit + LOAD_LEAD_S)]
-
-    def parse(self, stdout: str, stderr: str, returncode: int | None) -> ToolResult:
-        raise HarnessError(f"{self.name} runs in phases: parse_phases reads them")
-
-    def parse_phases(self, outputs: list[PhaseOutput]) -> ToolResult:
-        if [o.name for o in outputs] != ["idle", "loaded"]:
-            return failed(f"{self.name}: expected phases idle and loaded, got "
-                          f"{', '.join(o.name for o in outputs) or 'none'}")
-        idle_out, loaded_out = outputs
-        idle, why = irtt.round_trips(idle_out.stdout, idle_out.stderr, idle_out.returncode)
-        if why:
-            return failed(f"idle: {why}")
-        loaded, load_bps, why = split_loaded(loaded_out)
-        if why:
-            return failed(f"loaded: {why}")
-        samples = phase_samples("idle", idle) + phase_samples("loaded", loaded)
-        samples += [Sample(f"rtt_added_{p}_us", loaded[p] - idle[p], "us") for p in irtt.PERCENTILES]
-        samples += [Sample("load_throughput_bps", load_bps, "bps"), Sample("probe_loss_pct", loaded["loss"], "pct")]
-        return ToolResult(samples=samples, ok=True)
-
-
-def split_loaded(o: PhaseOutput) -> tuple[dict[str, float], float, str | None]:
-    """The loaded phase's output → (irtt's figures, the load's bits/s, None), or why not."""
-    if o.returncode is None:
-        return {}, 0.0, f"killed at its timeout{': ' + o.stderr.strip()[-200:] if o.stderr.strip() else ''}"
-    mark = MARK.search(o.stdout)
-    if mark is None:
-        return {}, 0.0, f"the probe's shell printed no result line (exit {o.returncode}): {o.stderr.strip()[-200:]}"
-    iperf_out, json_out = o.stdout[:mark.start()], o.stdout[mark.end():]
-    got, why = irtt.round_trips(json_out, o.stderr, int(mark.group(1)))
-    if why:
-        return {}, 0.0, why
-    why = problem(iperf_out, o.stderr, int(mark.group(2)))
-    if why:
-        return {}, 0.0, f"the working load: {why}"
-    bps = load_rate(iperf_out)
-    if bps is None:
-        return {}, 0.0, "iperf printed no working-load totals ([FD] lines)"
-    return got, bps, None
-
-
-def phase_samples(phase: str, got: dict[str, float]) -> list[Sample]:
-    """`rtt_{phase}_us` (the mean), `_min_us`, `_max_us` and `_p50_us` … `_p999_us`."""
-    out = [Sample(f"rtt_{phase}_us", got["mean"], "us"), Sample(f"rtt_{phase}_min_us", got["min"], "us"),
-           Sample(f"rtt_{phase}_max_us", got["max"], "us")]
-    return out + [Sample(f"rtt_{phase}_{p}_us", got[p], "us") for p in irtt.PERCENTILES]
+    def round_trips(self, stdout: str, stderr: str, returncode: int | None) -> tuple[Figures, str | None]:
+        return irtt.round_trips(stdout, stderr, returncode)

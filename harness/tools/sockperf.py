@@ -42,6 +42,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _AVG = re.compile(r"avg-(lat|latency|rtt)=\s*([\d.]+)")
 _PERCENTILE = re.compile(r"---> percentile\s+([\d.]+)\s*=\s*([\d.]+)")
 _OBSERVATION = re.compile(r"---> <(MAX|MIN)> observation\s*=\s*([\d.]+)")
+_MESSAGES = re.compile(r"SentMessages=(\d+); ReceivedMessages=(\d+)")
+_DROPPED = re.compile(r"# dropped messages = (\d+)")
 _PROBLEM = re.compile(r"ERROR|Invalid|No messages were received")
 
 
@@ -107,15 +109,21 @@ def clean_lines(text: str) -> list[str]:
     return [ln.removeprefix("sockperf: ") for ln in lines if ln]
 
 
-def latency_samples(avg_us: float, lines: list[str]) -> list[Sample]:
-    """avg-latency, the percentiles in PERCENTILES and <MAX>/<MIN>, all in µs;
-    KeyError naming the first one missing."""
+def _printed(lines: list[str]) -> dict[float | str, float]:
+    """Every percentile sockperf printed (by its percent) and its <MAX>/<MIN> observations."""
     printed: dict[float | str, float] = {}
     for ln in lines:
         if m := _PERCENTILE.search(ln):
             printed[float(m[1])] = float(m[2])
         elif m := _OBSERVATION.search(ln):
             printed[m[1]] = float(m[2])
+    return printed
+
+
+def latency_samples(avg_us: float, lines: list[str]) -> list[Sample]:
+    """avg-latency, the percentiles in PERCENTILES and <MAX>/<MIN>, all in µs;
+    KeyError naming the first one missing."""
+    printed = _printed(lines)
     wanted = {**PERCENTILES, "latency_max_us": "MAX", "latency_min_us": "MIN"}
     samples = [Sample("latency_us", avg_us, "us")]
     for metric, key in wanted.items():
@@ -123,3 +131,39 @@ def latency_samples(avg_us: float, lines: list[str]) -> list[Sample]:
             raise KeyError(f"{key:.3f} percentile" if isinstance(key, float) else f"<{key}>")
         samples.append(Sample(metric, printed[key], "us"))
     return samples
+
+
+def round_trips(stdout: str, stderr: str, returncode: int | None) -> tuple[dict[str, float], str | None]:
+    """One `sockperf pp --full-rtt` client's output → ({"mean", "min", "max", "p50" … "p999",
+    "loss", "sent"} in µs and %, over sockperf's valid duration, None), or ({}, why not).
+    A ping-pong keeps one message in flight and waits for its reply without a timeout: one
+    lost message or reply stalls it to the end of the run, and it then prints its
+    `[Total Run]` line (one more sent than answered) and no figures."""
+    lines = clean_lines(stdout + "\n" + stderr)
+    problem = next((ln for ln in lines if _PROBLEM.search(ln)), None)
+    avg = next((m for m in map(_AVG.search, lines) if m), None)
+    if returncode != 0:
+        return {}, exit_reason("sockperf", returncode, problem or last_line("\n".join(lines)))
+    if problem:
+        return {}, f"sockperf: {problem}"
+    total, valid = (next((m for ln in lines if ln.startswith(f"[{what}]") and (m := _MESSAGES.search(ln))), None)
+                    for what in ("Total Run", "Valid Duration"))
+    if avg is None and total is not None and valid is None and int(total[1]) > int(total[2]):
+        return {}, (f"sockperf: a message or its reply was lost and the ping-pong waited for it to the end "
+                    f"({total[1]} sent, {total[2]} answered)")
+    if avg is None or valid is None:
+        usage = any(ln.startswith("Usage: sockperf") for ln in lines)
+        return {}, ("sockperf printed its usage: bad arguments" if usage else
+                    f"sockperf printed no results{': ' + lines[-1] if lines else ''}")
+    if avg[1] != "rtt":
+        return {}, "sockperf printed one-way latency, not round trips (--full-rtt)"
+    printed, sent = _printed(lines), int(valid[1])
+    dropped = next((int(m[1]) for m in map(_DROPPED.search, lines) if m), 0)
+    wanted = {"min": "MIN", "max": "MAX", **{p: PERCENTILES[f"latency_{p}_us"] for p in ("p50", "p90", "p99", "p999")}}
+    missing = next((k for k in wanted.values() if k not in printed), None)
+    if missing is not None or sent == 0:
+        what = "messages in its valid duration" if missing is None else (
+            f"{missing:.3f} percentile" if isinstance(missing, float) else f"<{missing}>")
+        return {}, f"sockperf printed no {what}"
+    got = {k: printed[v] for k, v in wanted.items()}
+    return {**got, "mean": float(avg[2]), "loss": 100.0 * dropped / sent, "sent": float(sent)}, None

@@ -207,10 +207,10 @@ def test_port_base_moves_the_services_and_the_tools_ports(api, tmp_path):
     assert all(r["ok"] for r in _rows(store))
     (s0, s1) = api.calls_of("create_service")
     ports = [(p["port"], p["targetPort"], p["protocol"]) for p in s1["spec"]["ports"]]
-    assert {p for p, _t, _ in ports} == {30000, 30002, 30003, 30004, 30006, 30008, 30009,
+    assert {p for p, _t, _ in ports} == {30000, 30002, 30003, 30004, 30005, 30006, 30008, 30009,
                                          30010, 30011, 30012, 30013}            # blast: a port per flow
-    assert all(p == t for p, t, _ in ports) and len(ports) == 22                    # TCP and UDP each
-    assert not {5201, 19765, 19766, 11111, 5001, 2112} & {p["port"] for p in s0["spec"]["ports"]}
+    assert all(p == t for p, t, _ in ports) and len(ports) == 24                    # TCP and UDP each
+    assert not {5201, 19765, 19766, 11111, 11112, 5001, 2112} & {p["port"] for p in s0["spec"]["ports"]}
     assert store.read_meta()["testbed"]["tool_ports"]["iperf3"] == [30000, None]
     api.assert_clean()
 

@@ -119,10 +119,10 @@ def test_service_path_reaches_the_far_pod_through_its_cluster_ip(api, tmp_path):
     assert all(r["ok"] for r in _rows(store))
     made = [c for c in api.calls if c[0].startswith("create_")]
     assert [c[2]["metadata"]["name"] for c in made if c[0] == "create_service"] == ["s0", "s1"]
-    # one pair at a time: one port per server, TCP and UDP (iperf3, qperf + data, sockperf, iperf, irtt + data,
+    # one pair at a time: one port per server, TCP and UDP (iperf3, qperf + data, sockperf + data, iperf, irtt + data,
     # blast a port per flow)
     ports = {p["port"] for p in made[-1][2]["spec"]["ports"]}
-    assert ports == {5201, 19765, 19766, 11111, 5001, 2112, 2113, 9000, 9001, 9002, 9003}
+    assert ports == {5201, 19765, 19766, 11111, 11112, 5001, 2112, 2113, 9000, 9001, 9002, 9003}
     meta = store.read_meta()
     assert meta["testbed"]["hosts"]["h1"]["service_ip"] == "10.96.0.12"
     # no host end: no hostNetwork pod, and the namespace enforces "restricted", which its pods pass

@@ -134,9 +134,9 @@ def test_same_node_refuses_every_host_end_and_keeps_pod_to_pod():
 def test_port_base_lays_every_tool_out_from_the_base():
     assert specs.tool_ports(1) == specs.TOOL_PORTS                 # no base: the tools' fixed ports
     assert specs.tool_ports(1, 30000) == {"iperf3": (30000, None), "qperf": (30002, 30003),
-                                          "sockperf": (30004, None), "iperf": (30006, None), "irtt": (30008, 30009),
+                                          "sockperf": (30004, 30005), "iperf": (30006, None), "irtt": (30008, 30009),
                                           "blast": (30010, None)}
-    assert specs.service_ports(1, 30000) == [30000, 30002, 30003, 30004, 30006, 30008, 30009,
+    assert specs.service_ports(1, 30000) == [30000, 30002, 30003, 30004, 30005, 30006, 30008, 30009,
                                              30010, 30011, 30012, 30013]          # blast: a port per flow
     assert plan.tool_ports(Options(), 4) is None
     # the pairs of a set: port + stride × place (harness/run/case.py; blast's stride its

@@ -114,12 +114,12 @@ def test_service_selects_the_pod_on_every_server_port():
     svc = specs.service("s1", "c1", specs.service_ports(2))
     assert svc["spec"]["type"] == "ClusterIP" and svc["spec"]["selector"] == {"overlaybench/side": "c1"}
     ports = {(p["protocol"], p["port"]) for p in svc["spec"]["ports"]}
-    for base in (5201, 19765, 19766, 11111, 5001, 2112, 2113):   # iperf3, qperf (+data), sockperf, iperf 2, irtt (+data)
+    for base in (5201, 19765, 19766, 11111, 11112, 5001, 2112, 2113):   # iperf3, qperf, sockperf, irtt (each +data), iperf 2
         for k in (0, 1):
             assert {("TCP", base + 2 * k), ("UDP", base + 2 * k)} <= ports
     assert {("UDP", p) for p in range(9000, 9008)} <= ports   # blast: both receivers' every flow
     assert len({p["name"] for p in svc["spec"]["ports"]}) == len(svc["spec"]["ports"])
-    assert len(specs.service_ports(1)) == 7 + 4              # one pair at once: a port per server, blast's per flow
+    assert len(specs.service_ports(1)) == 8 + 4              # one pair at once: a port per server, blast's per flow
 
 
 @pytest.mark.parametrize("sets, needle", [

@@ -66,6 +66,10 @@ PHASED = [
     ("load.irtt", [("idle", "load_irtt_idle"), ("loaded", "load_irtt_loaded")]),
     ("load.irtt", [("idle", "load_irtt_idle"), ("loaded", "load_irtt_noload")]),
     ("load.irtt", [("idle", "load_irtt_killed"), ("loaded", "load_irtt_killed")]),
+    ("load.sockperf", [("idle", "load_sockperf_idle"), ("loaded", "load_sockperf_loaded")]),
+    ("load.sockperf", [("idle", "load_sockperf_idle"), ("loaded", "load_sockperf_noload")]),
+    ("load.sockperf", [("idle", "load_sockperf_lost"), ("loaded", "load_sockperf_killed")]),
+    ("load.sockperf", [("idle", "load_sockperf_stalled"), ("loaded", "load_sockperf_killed")]),
     *((t, [("step01", "iperf3_sweep64_100M"), ("step02", "iperf3_sweep1400_5G")])
       for t in ("iperf3.udp_sweep64", "iperf3.udp_sweep1400")),
     ("iperf3.udp_sweep64", [("step01", "iperf3_sweep64_100M"), ("step02", "iperf3_sweep_refused")]),
@@ -222,7 +226,8 @@ def test_gate_bands_are_the_table_s_and_unchanged():
     # the values the gate held before the table took them over
     assert metrics.bands() == {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25,
                                "lat_loaded_p99_us": 1.00, "conn_per_s": 0.40, "knee_bps": 0.50,
-                               "rtt_p50_us": 0.60, "pdr_pps": 0.80, "rtt_loaded_p50_us": 0.75}
+                               "rtt_p50_us": 0.60, "pdr_pps": 0.80, "rtt_loaded_p50_us": 0.75,
+                               "rtt_loaded_p90_us": 0.15}
 
 
 def test_directions():

@@ -10,7 +10,7 @@ from harness.tools.base import Tool
 
 NAMES = ["iperf3.tcp", "iperf3.udp", "iperf3.pps64", "iperf3.pps256", "iperf3.pps1400", "qperf.tcp_bw", "qperf.tcp_lat", "qperf.udp_bw",
          "qperf.udp_lat", "sockperf.pingpong", "sockperf.pingpong_tcp", "ping.flood", "load.bounceback", "load.irtt",
-         "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp", "udp.pps64", "udp.pps1400", "packet.pps64", "packet.pps1400",
+         "load.sockperf", "iperf.crr", "iperf3.udp_sweep64", "iperf3.udp_sweep1400", "irtt.udp", "udp.pps64", "udp.pps1400", "packet.pps64", "packet.pps1400",
          "udp.ndr64", "udp.pdr64"]
 
 
@@ -19,7 +19,7 @@ def test_registry_holds_the_design_names():
     for name, tool in tools.TOOLS.items():
         assert isinstance(tool, Tool)
         assert tool.name == name
-        assert tool.binary == ("irtt" if name == "load.irtt" else "iperf" if name.startswith("load.") else "blast" if name.startswith(("udp.", "packet."))
+        assert tool.binary == ("irtt" if name == "load.irtt" else "sockperf" if name == "load.sockperf" else "iperf" if name.startswith("load.") else "blast" if name.startswith(("udp.", "packet."))
                                else name.split(".")[0])
 
 

@@ -156,12 +156,13 @@ def secret_copy(secret: dict, labels: dict) -> dict:
 
 
 # the tools' servers' (control port, data port) by binary, as harness/run/procs.py has them
-# (iperf3, qperf and its data, sockperf, iperf 2, irtt and its data: load.irtt's working load,
+# (iperf3, qperf and its data, sockperf and its data, iperf 2, irtt and its data: the working
+# load of load.sockperf and load.irtt,
 # blast's receiver: FLOWS ports from its first, one per flow), each for the pairs of a set
 # measured at once (their port + stride × place: blast's FLOWS, the rest's 2, as
 # Tool.port_stride has them); --port-base lays the same tools out in this order from its
 # base, a block of stride × (pairs at once) ports each
-TOOL_PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, None), "iperf": (5001, None),
+TOOL_PORTS = {"iperf3": (5201, None), "qperf": (19765, 19766), "sockperf": (11111, 11112), "iperf": (5001, None),
               "irtt": (2112, 2113), "blast": (9000, None)}
 LOWEST_BASE = 1024          # the pod-network pods run as non-root: no privileged port
 
