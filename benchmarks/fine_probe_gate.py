@@ -1,10 +1,10 @@
-"""The fine probe's gate: load.irtt's loaded P99 between runs of an unchanged build, the band
-that spread implies, and how often the stored-baseline gate catches a sleeve that waits
-50 µs on every frame.
+"""The fine probe's gate: a fine probe's figures under load (load.irtt's, or load.sockperf's
+with --test) between runs of an unchanged build, the band that spread implies, and how often
+the stored-baseline gate catches a sleeve that waits 50 µs on every frame.
 
 Each round is one run on a fresh lab: native, sleeve and sleeve-slow (the same sleeve with
 `--calibrate-ns 50000`: 50 µs spent on every frame it reads or writes), host to host,
-load.irtt only, R repeats of D s, the modes deployed in turn within every repeat, idle CPUs
+the one probe only, R repeats of D s, the modes deployed in turn within every repeat, idle CPUs
 polling while it measures (as `overlaybench run` has them). Round 0's
 native and sleeve make the baseline. In every later round the stored-baseline gate
 (harness/gates/baseline.py) judges:
@@ -12,13 +12,14 @@ native and sleeve make the baseline. In every later round the stored-baseline ga
   aa    the round's sleeve: an unchanged build, so any failure is a false alarm;
   slow  the round's sleeve-slow, named sleeve: the regression, which it must fail.
 
-The gate judges load.irtt's headline (gates/verdict.py), as a ratio to native in the same
+The gate judges the probe's headline (gates/verdict.py), as a ratio to native in the same
 repeat, at the metric table's band (or --band). Beside it, for each candidate figure, the
 A/A spread: the largest move of the sleeve's median ratio between any two rounds, on a log
 scale, and the band at twice that. --report judges the stored runs again at other bands.
 
     .venv/bin/python benchmarks/fine_probe_gate.py --rounds 20 --out /tmp/fpg   # measures
     .venv/bin/python benchmarks/fine_probe_gate.py --report --out /tmp/fpg --band 0.5
+    .venv/bin/python benchmarks/fine_probe_gate.py --test load.sockperf --rounds 20 --out /tmp/fps
 
 Scheduler autogroups are turned off while it measures (restored after).
 """
@@ -41,7 +42,7 @@ from harness.run import cpuidle, scenario as S
 from harness.run.runner import Runner
 from harness.testbeds.lab import Lab
 
-METRIC = HEADLINE["load.irtt"]          # what the gate judges load.irtt on
+PROBES = ("load.irtt", "load.sockperf")
 AUTOGROUP = pathlib.Path("/proc/sys/kernel/sched_autogroup_enabled")
 SLOW_NS = 50_000
 
@@ -52,16 +53,16 @@ class SlowSleeve(Sleeve):
     flags = ("--calibrate-ns", str(SLOW_NS))
 
 
-def _scenario(repeats: int, duration: float) -> S.Scenario:
-    return S.build({"matrix": {"modes": ["native", "sleeve", "sleeve-slow"], "tests": ["load.irtt"],
+def _scenario(test: str, repeats: int, duration: float) -> S.Scenario:
+    return S.build({"matrix": {"modes": ["native", "sleeve", "sleeve-slow"], "tests": [test],
                                "placements": ["host-host"], "streams": [2], "repeats": repeats,
                                "duration": duration}}, extra=(SlowSleeve(),))
 
 
-def measure(rounds: int, repeats: int, duration: float, out: pathlib.Path) -> None:
+def measure(test: str, rounds: int, repeats: int, duration: float, out: pathlib.Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     old = AUTOGROUP.read_text().strip() if AUTOGROUP.exists() else None
-    sc = _scenario(repeats, duration)
+    sc = _scenario(test, repeats, duration)
     try:
         if old is not None:
             AUTOGROUP.write_text("0")
@@ -104,7 +105,7 @@ def _complete(frames: list) -> list:
                                      for m in ("native", "sleeve", "sleeve-slow"))]
 
 
-def report(out: pathlib.Path, band: float) -> None:
+def report(out: pathlib.Path, metric: str, band: float) -> None:
     runs = _runs(out)
     frames = _complete([results.load(r) for r in runs])
     if len(frames) < 2:
@@ -114,17 +115,17 @@ def report(out: pathlib.Path, band: float) -> None:
           f"between two runs, the band twice it on a log scale")
     print("| metric | A/A, min–max of the runs | largest A/A move | band at twice it | 50 µs a frame, min–max |")
     print("|---|---|---|---|---|")
-    for metric in SPREAD:
-        aa = [_median_ratio(_arm(f, "sleeve"), metric) for f in frames]
-        slow = [_median_ratio(_arm(f, "sleeve-slow"), metric) for f in frames]
+    for figure in SPREAD:
+        aa = [_median_ratio(_arm(f, "sleeve"), figure) for f in frames]
+        slow = [_median_ratio(_arm(f, "sleeve-slow"), figure) for f in frames]
         move = max(abs(math.log(a / b)) for a, b in itertools.combinations(aa, 2))
-        print(f"| `{metric}` | {min(aa):.2f}–{max(aa):.2f} | {math.exp(move) - 1:.0%} | {math.exp(2 * move) - 1:.0%} "
+        print(f"| `{figure}` | {min(aa):.2f}–{max(aa):.2f} | {math.exp(move) - 1:.0%} | {math.exp(2 * move) - 1:.0%} "
               f"| {min(slow):.2f}–{max(slow):.2f} |")
-    base = gate.baseline_from_frame(_arm(frames[0], "sleeve"), meta, tolerances={METRIC: band})
+    base = gate.baseline_from_frame(_arm(frames[0], "sleeve"), meta, tolerances={metric: band})
     alarms = sum(not gate.evaluate_frame(_arm(f, "sleeve"), meta, base).ok for f in frames[1:])
     caught = sum(not gate.evaluate_frame(_arm(f, "sleeve-slow"), meta, base).ok for f in frames[1:])
     n = len(frames) - 1
-    print(f"the gate on `{METRIC}` at a band of {band:.0%}, against the first run's baseline: "
+    print(f"the gate on `{metric}` at a band of {band:.0%}, against the first run's baseline: "
           f"false alarms {alarms} of {n} A/A rounds; the slowed sleeve caught {caught} of {n}")
 
 
@@ -134,15 +135,18 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=4)
     ap.add_argument("--duration", type=float, default=1.0)
     ap.add_argument("--out", type=pathlib.Path, required=True, help="where the runs go (resumes there)")
-    ap.add_argument("--band", type=float, default=metrics.bands().get(METRIC),
-                    help=f"the band to judge at (default: the metric table's, {metrics.bands().get(METRIC)})")
+    ap.add_argument("--test", choices=PROBES, default=PROBES[0], help="the probe (default load.irtt)")
+    ap.add_argument("--band", type=float, help="the band to judge at (default: the metric table's for the "
+                                               "probe's headline)")
     ap.add_argument("--report", action="store_true", help="judge the stored runs only")
     a = ap.parse_args()
-    if a.band is None:
-        ap.error(f"{METRIC} has no band in the metric table: give --band")
+    metric = HEADLINE[a.test]
+    band = a.band if a.band is not None else metrics.bands().get(metric)
+    if band is None:
+        ap.error(f"{metric} has no band in the metric table: give --band")
     if not a.report:
-        measure(a.rounds, a.repeats, a.duration, a.out)
-    report(a.out, a.band)
+        measure(a.test, a.rounds, a.repeats, a.duration, a.out)
+    report(a.out, metric, band)
 
 
 if __name__ == "__main__":
