@@ -69,7 +69,8 @@ class SockperfPingPong(Tool):
         return ["--tcp"] if self.protocol == "tcp" else []
 
     def server_argv(self, spec: TestSpec) -> list[str]:
-        return ["sockperf", "sr", "-i", spec.server_addr,
+        # its own address where the client reaches another (a Service's): it binds one address
+        return ["sockperf", "sr", "-i", spec.bind_addr or spec.server_addr,
                 "-p", str(spec.port or DEFAULT_PORT)] + self._tcp()
 
     def client_argv(self, spec: TestSpec) -> list[str]:

@@ -53,6 +53,13 @@ def test_server_argv_and_port():
     assert UDP.server_argv(spec)[-2:] == ["-p", "20000"]
 
 
+def test_a_server_behind_a_service_binds_its_own_address():
+    """Through a Service the client's address is the ClusterIP, which no pod can bind."""
+    spec = Spec(server_addr="10.96.0.12", bind_addr="10.244.1.5", duration=1)
+    assert UDP.server_argv(spec)[:4] == ["sockperf", "sr", "-i", "10.244.1.5"]
+    assert UDP.client_argv(spec)[:4] == ["sockperf", "pp", "-i", "10.96.0.12"]
+
+
 def test_timeout_bounds_the_client():
     assert UDP.timeout(SPEC) == 17
     assert TCP.timeout(Spec(server_addr="198.18.0.2", duration=0.2)) == 16
