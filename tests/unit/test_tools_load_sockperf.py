@@ -1,6 +1,6 @@
 """load.sockperf (harness/tools/load_sockperf.py) and sockperf's round-trip parser
 (tools/sockperf.round_trips): its argv and its parser on real captured output
-(tests/data/capture_load_sockperf.sh), the failures included; its server's shell runs for
+(tests/data/capture_load.sh), the failures included; its server's shell runs for
 real in test_tools_underload.py."""
 
 from __future__ import annotations
