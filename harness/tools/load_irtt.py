@@ -14,11 +14,6 @@ from harness.tools.base import TestSpec
 from harness.tools.underload import Figures, LoadProbe
 
 
-def load_port(spec: TestSpec) -> int:
-    """iperf 2's port: irtt's data port (harness/run/procs.py: the one after irtt's own)."""
-    return LoadIrtt().load_port(spec)
-
-
 class LoadIrtt(LoadProbe):
     name = "load.irtt"
     binary = "irtt"

@@ -10,7 +10,7 @@ from captures import capture, captured_argv
 from harness.core.errors import HarnessError
 from harness.tools import get
 from harness.tools.base import PhaseOutput, TestSpec
-from harness.tools.load_irtt import LoadIrtt, load_port
+from harness.tools.load_irtt import LoadIrtt
 
 TOOL = LoadIrtt()
 
@@ -39,7 +39,7 @@ def test_the_captured_commands_are_the_tools_own():
     assert captured_argv("load_irtt_loaded")[:2] == as_captured[:2]
     assert " ".join(captured_argv("load_irtt_loaded")[2:]) == " ".join(as_captured[2].split())
     assert captured_argv("load_irtt_idle") == [a.replace("1ms", "10ms") for a in idle.argv]
-    assert load_port(spec()) == 15123 and "-p 15123" in loaded.argv[2] and "-P 2" in loaded.argv[2]
+    assert TOOL.load_port(spec()) == 15123 and "-p 15123" in loaded.argv[2] and "-P 2" in loaded.argv[2]
 
 
 def test_the_load_outlasts_the_probe():
