@@ -7,7 +7,8 @@ UDP throughput, loss and jitter (iperf3.udp, else qperf.udp_bw), UDP latency
 P99 latency (sockperf.pingpong, and sockperf.pingpong_tcp in a column of its own), the packet rate at each payload size (iperf3.ppsN),
 the P99 latency under a working load, what the load added to it and the load's throughput
 (load.sockperf, else load.irtt; load.bounceback's in columns of their own), the
-connection rate with its % of native, connect P99 and failures (iperf.crr), the loss knee at each sweep's payload size (iperf3.udp_sweepN), the
+connection rate with its % of native, connect P99 and failures (iperf.crr), the loss
+knee at each sweep's payload size (iperf3.udp_sweepN), the
 isochronous UDP round trip's P99 and the probe's loss (irtt.udp),
 the per-stream throughput and Jain's fairness index of the TCP throughput test at the row's
 stream count, CPU per gigabit, each a median over repeats with its min–max, and a % of
