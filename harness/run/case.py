@@ -128,7 +128,7 @@ def measure(tb: Testbed, store: RunStore, rec: Recorder, sc: Scenario, mode: Mod
                                 streams=case.streams, overlay_mtu=dp.overlay_mtu,
                                 port=None if base is None else base + tool.port_stride * i,
                                 data_port=None if data is None else data + 2 * i, rates=sweep_rates(sc),
-                                search=(sc.search_pdr_loss_pct, sc.search_precision_pct))
+                                search=(sc.search_pdr_loss_pct, sc.search_precision_pct, sc.search_load_trials))
                 phases = _phases(tool, spec)
                 argv = tool.server_argv(spec)
                 srv = server.host.start(argv) if argv else None

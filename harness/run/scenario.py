@@ -7,7 +7,8 @@
     [underlay]  rate
     [testbed]   backend, inventory (or hosts inline), pair, containers, lab_hosts, lab_cpus, host_cpus
     [sweep]     from, to, steps: the offered loads of the UDP sweeps (iperf3.udp_sweepN)
-    [search]    pdr_loss_pct, precision_pct: the rate searches' (udp.pdrN's loss; both's precision)
+    [search]    pdr_loss_pct, precision_pct, load_trials: the rate searches' (udp.pdrN's loss; both's
+                precision and the trials that vote on each rate)
 
 Every key is checked before anything runs (the tables of harness/run/scenario_tables.py);
 an error names the file and the key. Modes defined by commands, in the scenario's own [modes.X]
@@ -82,6 +83,7 @@ class Scenario:
     sweep_steps: int = sweep_mod.DEFAULT_STEPS
     search_pdr_loss_pct: float = 100 * search_mod.DEFAULT_PDR_LOSS     # [search] (tools/search.py)
     search_precision_pct: float = 100 * search_mod.DEFAULT_PRECISION
+    search_load_trials: int = search_mod.DEFAULT_LOAD_TRIALS
     source: str = "<defaults>"
     # the modes this scenario may name (None: the standard ones): made from the standard
     # modes, mode_defs and a caller's additions; never written out

@@ -50,6 +50,15 @@ def _search(key: str):
     return rule
 
 
+def _load_trials(v):
+    """[search] load_trials: checked as the search's Settings check it."""
+    try:
+        search_mod.Settings(load_trials=v)
+    except HarnessError as e:
+        raise ValueError(f"{v} is not an odd number from 1 to {search_mod.MAX_LOAD_TRIALS}") from e
+    return v
+
+
 def _overlay_mtus(v):
     if isinstance(v, dict):
         return v    # checked against the underlay MTUs in build(), which knows them
@@ -103,6 +112,7 @@ TABLES: dict[str, dict[str, schema.Field]] = {
     "search": {
         "pdr_loss_pct": F((int, float), _search("loss"), "search_pdr_loss_pct"),
         "precision_pct": F((int, float), _search("precision"), "search_precision_pct"),
+        "load_trials": F(int, _load_trials, "search_load_trials"),
     },
 }
 

@@ -44,8 +44,9 @@ class TestSpec:
     # A stepped test's offered loads in bits/s, lowest first (the UDP sweeps); () is the
     # tool's own default steps.
     rates: tuple[float, ...] = ()
-    # A rate search's (PDR loss %, precision %) ([search]); () is the tool's own defaults.
-    search: tuple[float, float] = ()
+    # A rate search's (PDR loss %, precision %, trials a load) ([search]); () is the tool's own
+    # defaults.
+    search: tuple[float, float, int] = ()
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,8 +3,8 @@ without loss (NDR) or within a loss ratio (PDR, 0.5 % by default), found by tria
 at chosen rates (tools/search.py) against one receiver.
 
 The case runs adaptively (Tool.next_phase): trial 01 unpaced, each later one at the rate the
-search picks from all the trials before it, each for the scenario's duration, the last a
-validation at the result. Per run: `ndr_pps`/`pdr_pps` (0 when no rate passed), the same in
+search picks from all the trials before it (the same rate again while its trials' vote is
+open), each for the scenario's duration, the last a validation's at the result. Per run: `ndr_pps`/`pdr_pps` (0 when no rate passed), the same in
 bits/s of UDP payload (`ndr_bps`/`pdr_bps`), `trials`, `validated` (1: the last trial
 confirmed the rate), `sender_bound` (1: the sender, not the path, set it), and per trial
 `trialNN_offered_pps` (0: unpaced), `trialNN_sent_pps`, `trialNN_loss_pct`.
@@ -65,9 +65,9 @@ class BlastSearch(Blast):
         """The scenario's [search] (TestSpec.search, in %) where it gives one, else the tool's."""
         if not spec.search:
             return self.settings
-        loss, precision = spec.search
+        loss, precision, load_trials = spec.search
         return dataclasses.replace(self.settings, loss=0.0 if self.kind == "ndr" else loss / 100,
-                                   precision=precision / 100)
+                                   precision=precision / 100, load_trials=load_trials)
 
     def _trial(self, spec: TestSpec, i: int, rate: float) -> Phase:
         return Phase(trial_name(i), send_argv(self.locate(), spec, self.payload, spec.duration, rate),

@@ -74,7 +74,8 @@ PHASED = [
       for t in ("iperf3.udp_sweep64", "iperf3.udp_sweep1400")),
     ("iperf3.udp_sweep64", [("step01", "iperf3_sweep64_100M"), ("step02", "iperf3_sweep_refused")]),
     # a search whose unpaced trial lost nothing, then its validation (tests/data/capture_blast.sh)
-    *((t, [("trial01", "blast_pps64"), ("trial02", "blast_paced")]) for t in ("udp.ndr64", "udp.pdr64")),
+    *((t, [("trial01", "blast_pps64"), ("trial02", "blast_paced"), ("trial03", "blast_paced")])
+      for t in ("udp.ndr64", "udp.pdr64")),
 ]
 # The tool's captures that are not a whole result of one test: iperf3 3.1.3's UDP output (a
 # version check of its own, test_tools_iperf3.py), blast's receiver lines (test_tools_blast.py).
@@ -226,7 +227,7 @@ def test_gate_bands_are_the_table_s_and_unchanged():
     # the values the gate held before the table took them over
     assert metrics.bands() == {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25,
                                "lat_loaded_p99_us": 1.00, "conn_per_s": 0.40, "knee_bps": 0.50,
-                               "rtt_p50_us": 0.60, "pdr_pps": 0.80, "rtt_loaded_p50_us": 0.75,
+                               "rtt_p50_us": 0.60, "ndr_pps": 0.25, "pdr_pps": 0.50, "rtt_loaded_p50_us": 0.75,
                                "rtt_loaded_p90_us": 0.15}
 
 

@@ -157,12 +157,14 @@ def test_search_phases_follow_the_trials():
     nxt = t.next_phase(SPEC, outs)
     assert nxt.name == "trial02" and nxt.argv[-2:] == ["--rate", "600000"]
     outs.append(with_loss("trial02", 600_000, 600_000, 600_000))
-    assert t.next_phase(SPEC, outs).argv[-1] == "648000"      # 8 % above the pass
+    assert t.next_phase(SPEC, outs).argv[-1] == "600000"      # the load's vote goes on
+    outs.append(with_loss("trial03", 600_000, 600_000, 600_000))
+    assert t.next_phase(SPEC, outs).argv[-1] == "648000"      # 2 of 3 passed: 8 % above it
     # a trial that failed to parse ends the phases, and the case fails with its reason
-    bad = outs + [PhaseOutput("trial03", "", "blast: send failed: Network is unreachable", 1)]
+    bad = outs + [PhaseOutput("trial04", "", "blast: send failed: Network is unreachable", 1)]
     assert t.next_phase(SPEC, bad) is None
     res = t.parse_phases(bad)
-    assert not res.ok and res.error.startswith("trial03: blast exited 1")
+    assert not res.ok and res.error.startswith("trial04: blast exited 1")
 
 
 def test_search_result_samples():
