@@ -33,7 +33,7 @@ AUTOGROUP = pathlib.Path("/proc/sys/kernel/sched_autogroup_enabled")
 
 
 def measure(runs: int, repeats: int, out: str, tests: tuple[str, ...] = TESTS,
-            modes: str = "native,fastdp") -> list[str]:
+            modes: str = "native,fastdp", duration: float = 2) -> list[str]:
     old = AUTOGROUP.read_text().strip() if AUTOGROUP.exists() else None
     made = []
     try:
@@ -42,7 +42,7 @@ def measure(runs: int, repeats: int, out: str, tests: tuple[str, ...] = TESTS,
         for i in range(runs):
             p = subprocess.run([sys.executable, "-m", "harness.cli", "run", "scenarios/load.toml", "--modes",
                                 modes, "--placements", "host-host", "--tests", ",".join(tests),
-                                "--repeats", str(repeats), "--duration", "2", "-q", "--results", out],
+                                "--repeats", str(repeats), "--duration", f"{duration:g}", "-q", "--results", out],
                                cwd=PROJECT, capture_output=True, text=True, check=True)
             made.append(p.stdout.splitlines()[0])
             print(f"run {i + 1}/{runs}: {made[-1]}", file=sys.stderr, flush=True)
@@ -50,6 +50,10 @@ def measure(runs: int, repeats: int, out: str, tests: tuple[str, ...] = TESTS,
         if old is not None:
             AUTOGROUP.write_text(old)
     return made
+
+
+def band(metric: str) -> str:
+    return f"{DEFAULT_TOLERANCES[metric] * 100:.0f} %" if metric in DEFAULT_TOLERANCES else "not gated"
 
 
 def report(runs: list[str], tests: tuple[str, ...] = TESTS) -> str:
@@ -70,10 +74,28 @@ def report(runs: list[str], tests: tuple[str, ...] = TESTS) -> str:
         move = max((abs(math.log(a / b)) for a, b in itertools.combinations(meds, 2)), default=0.0)
         metric = HEADLINE[test]
         key = (test, mode)
-        lines.append(f"| `{test}` · `{metric}` | {mode} | {DEFAULT_TOLERANCES[metric] * 100:.0f} % | "
+        lines.append(f"| `{test}` · `{metric}` | {mode} | {band(metric)} | "
                      f"{' · '.join(f'{m:.2f}' for m in meds)} | {100 * (math.exp(move) - 1):.0f} % | "
                      f"{min(singles[key]):.2f}–{max(singles[key]):.2f} (median {statistics.median(singles[key]):.2f}) |")
-    return "\n".join(lines)
+    return "\n".join(lines + ["", *repeat_spread(runs, tests)])
+
+
+def repeat_spread(runs: list[str], tests: tuple[str, ...]) -> list[str]:
+    """Per test and mode, how far the repeats of one run spread in the headline's own value
+    (highest over lowest, as a % above it), run by run: a ratio to native hides it where
+    native is the sender's rate."""
+    spread: dict[tuple[str, str], list[str]] = {}
+    for run in runs:
+        df = results.load(run)
+        df = df[df["ok"].astype(bool)]
+        for (test, mode), g in df.groupby(["test", "mode"]):
+            vals = [float(v) for v in g[g["metric"] == HEADLINE.get(test)]["value"]]
+            if test in tests and vals and min(vals) > 0:
+                spread.setdefault((test, mode), []).append(
+                    f"{100 * (max(vals) / min(vals) - 1):.0f} % ({min(vals) / 1e3:.0f}–{max(vals) / 1e3:.0f}k)"
+                    if HEADLINE[test].endswith("_pps") else f"{100 * (max(vals) / min(vals) - 1):.0f} %")
+    return ["| test · metric | mode | repeats' spread in each run (highest over lowest) |", "|---|---|---|"] + [
+        f"| `{t}` · `{HEADLINE[t]}` | {m} | {' · '.join(v)} |" for (t, m), v in sorted(spread.items())]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,10 +105,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--results", default="results")
     p.add_argument("--tests", default=",".join(TESTS), help="the tests (default: every under-load test)")
     p.add_argument("--modes", default="native,fastdp", help="the modes, native among them (default: native,fastdp)")
+    p.add_argument("--duration", type=float, default=2, help="each case's (a search's trial's) seconds (default: 2)")
     p.add_argument("--report", nargs="+", metavar="RUN", help="report these runs instead of measuring")
     a = p.parse_args(argv)
     tests = tuple(a.tests.split(","))
-    runs = a.report or measure(a.runs, a.repeats, a.results, tests, a.modes)
+    runs = a.report or measure(a.runs, a.repeats, a.results, tests, a.modes, a.duration)
     print("runs: " + " ".join(runs))
     print(report(runs, tests))
     return 0

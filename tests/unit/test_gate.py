@@ -46,7 +46,7 @@ def test_baseline_holds_ratios_per_repeat_medians_machine_and_tolerances():
     assert b["schema_version"] == gate.BASELINE_SCHEMA_VERSION
     assert b["tolerances"] == {"throughput_bps": 0.10, "latency_us": 0.15, "pps": 0.10, "latency_p99_us": 0.25,
                                "lat_loaded_p99_us": 1.00, "conn_per_s": 0.40, "knee_bps": 0.50,
-                               "rtt_p50_us": 0.60, "pdr_pps": 0.80, "rtt_loaded_p50_us": 0.75,
+                               "rtt_p50_us": 0.60, "ndr_pps": 0.25, "pdr_pps": 0.50, "rtt_loaded_p50_us": 0.75,
                                "rtt_loaded_p90_us": 0.15}
     assert b["machine"] == {"hostname": "bench-01", "kernel": "6.18.44", "cpu": "AMD EPYC 7B13"}
     assert {c["mode"] for c in b["cases"]} == {"fastdp", "sleeve"}      # native is never gated
