@@ -164,7 +164,7 @@ def _table() -> list[Metric]:
         _m("pdr_pps", "partial-drop rate (PDR)", _PDR, True, unit="Mpps", scale=1e-6, band=0.50),
         _m("pdr_bps", "partial-drop rate (PDR), UDP payload", _PDR, True, **_BPS_M),
         _m("trials", "trials of the rate search", _NDR + _PDR, unit="", scale=1.0),
-        _m("validated", "the search's last trial confirmed its rate (1/0)", _NDR + _PDR, True, unit="",
+        _m("validated", "the search's validation confirmed its rate (1/0)", _NDR + _PDR, True, unit="",
            scale=1.0),
         # irtt: isochronous UDP round trips
         _m("rtt_us", "round trip", ("irtt.udp",), trip=ROUND_TRIP, **_US),

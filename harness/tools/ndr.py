@@ -4,10 +4,11 @@ at chosen rates (tools/search.py) against one receiver.
 
 The case runs adaptively (Tool.next_phase): trial 01 unpaced, each later one at the rate the
 search picks from all the trials before it (the same rate again while its trials' vote is
-open), each for the scenario's duration, the last a validation's at the result. Per run: `ndr_pps`/`pdr_pps` (0 when no rate passed), the same in
-bits/s of UDP payload (`ndr_bps`/`pdr_bps`), `trials`, `validated` (1: the last trial
-confirmed the rate), `sender_bound` (1: the sender, not the path, set it), and per trial
-`trialNN_offered_pps` (0: unpaced), `trialNN_sent_pps`, `trialNN_loss_pct`.
+open), each for the scenario's duration, the last ones a validation's at the result. Per
+run: `ndr_pps`/`pdr_pps` (0 when no rate passed), the same in bits/s of UDP payload
+(`ndr_bps`/`pdr_bps`), `trials`, `validated` (1: the validation's vote confirmed the rate),
+`sender_bound` (1: the sender, not the path, set it), and per trial `trialNN_offered_pps`
+(0: unpaced), `trialNN_sent_pps`, `trialNN_loss_pct`.
 """
 
 from __future__ import annotations
